@@ -1,0 +1,396 @@
+"""Crawl overhead of the near-duplicate filter, on a loopback site built from real pages.
+
+    .venv/bin/python bench/bench_crawl.py [--data /work/shared/data] [--repeats 2]
+
+The site: every page of ``pages_en/html/*.html.gz`` and ``pages_zh/original/*.html``, each
+also in three near-duplicate variants (a syndication banner and another title, a reader
+comment block, the last paragraph removed) under other URLs, plus hub pages linking them:
+at least 1,000 pages. Each configuration is a real ``scrapy runspider`` of the spider below
+in a subprocess, filter off and on interleaved, ``--repeats`` times; pages/s is responses
+over the crawl's elapsed time, and the table shows the median and the on/off ratio:
+
+- ``text``: the spider puts the page text in the item (``//body//p//text()``, as a spider
+  with selectors for the article would), the filter fingerprints it;
+- ``html``: the spider puts the raw page bytes in the item; the filter extracts the main
+  text with trafilatura first.
+
+Then, one page at a time in this process, the time of each stage of the filter for English
+and for Chinese pages: extraction (trafilatura), tokenization (jieba for CJK), the rest of
+fingerprinting (weights and simhash), and the index (``check_and_add`` on a SQLite file).
+Targets: text crawl ≥ 0.95× the pages/s without the filter; for English, the filter's
+time beyond extraction ≤ 10% of extraction's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import scrapy
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crawler.testsite import Page, SiteServer  # noqa: E402
+
+HUB_SIZE = 50
+
+
+class BenchSpider(scrapy.Spider):
+    """Follows hub pages; one item per page, with its text or its raw HTML."""
+
+    name = "bench"
+
+    def __init__(self, start: str = "", mode: str = "text", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [start]
+        self.mode = mode
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        if "/hub/" in response.url:
+            yield from response.follow_all(css="a", callback=self.parse)
+            return
+        if self.mode == "text":
+            text = " ".join(response.xpath("//body//p//text()").getall())
+            yield {"url": response.url, "text": text}
+        else:
+            yield {"url": response.url, "html": response.body}
+
+
+# -- the site ---------------------------------------------------------------------------
+
+
+def load_corpus(data: Path) -> list[tuple[str, str, bytes]]:
+    """(language, name, html bytes) for every page of the corpus."""
+    pages = [
+        ("en", p.name.split(".")[0][:16], gzip.decompress(p.read_bytes()))
+        for p in sorted((data / "pages_en" / "html").glob("*.html.gz"))
+    ]
+    pages += [
+        ("zh", p.stem[:16], p.read_bytes())
+        for p in sorted((data / "pages_zh" / "original").glob("*.html"))
+    ]
+    return pages
+
+
+_BODY = re.compile(rb"<body[^>]*>", re.I)
+_END_BODY = re.compile(rb"</body>", re.I)
+_TITLE = re.compile(rb"</title>", re.I)
+_LAST_P = re.compile(rb"<p[ >](?:(?!<p[ >]).)*?</p>(?!.*<p[ >])", re.I | re.S)
+
+
+def _insert_after_body(html: bytes, block: bytes) -> bytes:
+    match = _BODY.search(html)
+    return html[: match.end()] + block + html[match.end() :] if match else block + html
+
+
+def _insert_before_end(html: bytes, block: bytes) -> bytes:
+    matches = list(_END_BODY.finditer(html))
+    return (
+        html[: matches[-1].start()] + block + html[matches[-1].start() :]
+        if matches
+        else html + block
+    )
+
+
+def variants(html: bytes) -> list[bytes]:
+    """Three near-duplicates of a page."""
+    banner = (
+        b'<div class="syndication"><p>Republished with permission. '
+        b"Read the original on our partner site.</p></div>"
+    )
+    syndicated = _TITLE.sub(
+        b" | Partner Network</title>", _insert_after_body(html, banner), count=1
+    )
+    comments = _insert_before_end(
+        html,
+        b'<section class="comments"><h3>2 comments</h3><ul><li><b>kim</b> Great read, thanks.</li>'
+        b"<li><b>joe</b> I disagree with the second point.</li></ul></section>",
+    )
+    trimmed = _LAST_P.sub(b"", html, count=1)
+    return [syndicated, comments, trimmed]
+
+
+def build_bench_site(corpus: list[tuple[str, str, bytes]]) -> tuple[dict[str, Page], int]:
+    pages: dict[str, Page] = {}
+    for lang, name, html in corpus:
+        pages[f"/{lang}/{name}/original.html"] = Page(html, "text/html")
+        for n, variant in enumerate(variants(html), 1):
+            pages[f"/{lang}/{name}/copy{n}.html"] = Page(variant, "text/html")
+    paths = list(pages)
+    hubs = [paths[i : i + HUB_SIZE] for i in range(0, len(paths), HUB_SIZE)]
+    for h, chunk in enumerate(hubs):
+        links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in chunk)
+        if h + 1 < len(hubs):
+            links += f'<li><a href="/hub/{h + 1}">next</a></li>'
+        pages[f"/hub/{h}"] = Page(
+            f"<html><body><ul>{links}</ul></body></html>".encode(), "text/html"
+        )
+    return pages, len(paths)
+
+
+# -- crawls -----------------------------------------------------------------------------
+
+
+def crawl(
+    base_url: str, workdir: Path, *, mode: str, filter_on: bool, concurrency: int
+) -> dict[str, Any]:
+    stats_path = workdir / "stats.json"
+    stats_path.unlink(missing_ok=True)
+    db = workdir / "bench.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    settings = {
+        "CONCURRENT_REQUESTS": concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
+        "DOWNLOAD_DELAY": 0,
+        "ROBOTSTXT_OBEY": False,
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": False,
+        "STATS_FILE": stats_path,
+        "EXTENSIONS": json.dumps({"crawler.extensions.StatsFile": 500}),
+        "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{db}",
+    }
+    if filter_on:
+        settings["ADDONS"] = json.dumps({"simhash_filter.Addon": 100})
+    command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
+    command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = time.process_time()  # this process: the site server's threads, else idle
+    started = time.perf_counter()
+    proc = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - started
+    server_cpu = time.process_time() - server_before
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0 or not stats_path.exists():
+        raise SystemExit(f"crawl failed:\n{proc.stderr[-3000:]}")
+    stats = dict(json.loads(stats_path.read_text()))
+    # CPU seconds of the crawl process (all its threads, start-up and shutdown included):
+    # unlike pages/s, hardly moved by other jobs competing for the machine's cores
+    stats["bench/cpu_seconds"] = (after.ru_utime - before.ru_utime) + (
+        after.ru_stime - before.ru_stime
+    )
+    stats["bench/server_cpu_seconds"] = server_cpu
+    stats["bench/wall_seconds"] = wall
+    return stats
+
+
+def pages_per_second(stats: dict[str, Any]) -> float:
+    return float(stats["response_received_count"]) / float(stats["elapsed_time_seconds"])
+
+
+def cpu_ms_per_page(stats: dict[str, Any]) -> float:
+    return 1000 * float(stats["bench/cpu_seconds"]) / float(stats["response_received_count"])
+
+
+# -- stages ------------------------------------------------------------------------------
+
+
+def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str, dict[str, float]]:
+    """Mean ms per page of each stage, per language (one page at a time, this process).
+
+    The index is timed twice: one transaction per page (``check_and_add``), and in groups
+    of 16 pages (``add_many``), as the pipeline's group commit does when pages arrive faster
+    than one transaction takes."""
+    from scrapy.http import HtmlResponse
+
+    from simhash_filter import Fingerprinter
+    from simhash_filter.extract import extract_text
+    from simhash_filter.store import FingerprintStore
+
+    fingerprinter = Fingerprinter()
+    t0 = time.perf_counter()
+    fingerprinter.fingerprint("warm up jieba 预热分词词典 " * 10)
+    jieba_load = time.perf_counter() - t0
+    results: dict[str, dict[str, float]] = {}
+    stages = ("extraction", "tokenization", "fingerprint", "index", "index_grouped", "spider_text")
+    for lang in ("en", "zh"):
+        totals = dict.fromkeys(stages, 0.0)
+        spider_pages = 0
+        rows: list[tuple[str, int, int]] = []
+        with FingerprintStore.open(f"sqlite:///{workdir / f'{lang}1.db'}", spec="bench") as store:
+            for _, name, html in (p for p in corpus if p[0] == lang):
+                for n, page in enumerate([html, *variants(html)]):
+                    # the text crawl's case: the spider's own text, as Scrapy decodes it
+                    response = HtmlResponse(url=f"https://{lang}.example/", body=page)
+                    spider_text = " ".join(response.xpath("//body//p//text()").getall())
+                    t0 = time.perf_counter()
+                    fingerprinter.fingerprint(spider_text)
+                    totals["spider_text"] += time.perf_counter() - t0
+                    spider_pages += 1
+                    t0 = time.perf_counter()
+                    text = extract_text(page)
+                    t1 = time.perf_counter()
+                    if not text:
+                        continue
+                    fingerprinter.tokens(text)
+                    t2 = time.perf_counter()
+                    fingerprint = fingerprinter.fingerprint(text)
+                    t3 = time.perf_counter()
+                    if fingerprint is None:
+                        continue
+                    row = (f"https://{lang}.example/{name}/{n}", fingerprint, len(text))
+                    store.check_and_add(row[0], row[1], text_length=row[2])
+                    t4 = time.perf_counter()
+                    rows.append(row)
+                    totals["extraction"] += t1 - t0
+                    totals["tokenization"] += t2 - t1
+                    # fingerprint() tokenizes again: the rest is weights + simhash
+                    totals["fingerprint"] += max(0.0, (t3 - t2) - (t2 - t1))
+                    totals["index"] += t4 - t3
+        with FingerprintStore.open(f"sqlite:///{workdir / f'{lang}16.db'}", spec="bench") as store:
+            t0 = time.perf_counter()
+            for i in range(0, len(rows), 16):
+                store.add_many(rows[i : i + 16])
+            totals["index_grouped"] = time.perf_counter() - t0
+        spider_seconds = totals.pop("spider_text")
+        results[lang] = {k: 1000 * v / len(rows) for k, v in totals.items()} | {
+            "pages": len(rows),
+            "spider_text": 1000 * spider_seconds / spider_pages,
+            "spider_pages": spider_pages,
+            "jieba_load": 1000 * jieba_load,
+        }
+    return results
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--latency", type=float, default=0.1, help="server latency of the second scenario (s)"
+    )
+    args = parser.parse_args(argv)
+    if not (args.data / "pages_en").is_dir():
+        print(f"no corpus at {args.data} (give --data)", file=sys.stderr)
+        return 2
+    corpus = load_corpus(args.data)
+    site, n_pages = build_bench_site(corpus)
+    print(f"site: {n_pages} pages ({len(corpus)} originals x 4) + {len(site) - n_pages} hubs\n")
+    english, _ = build_bench_site([page for page in corpus if page[0] == "en"])
+    loopback = "loopback, CPU-bound"
+    scenarios = [
+        (loopback, site, 0.0, 32, ("text", "html")),
+        (f"{loopback}, English pages only", english, 0.0, 32, ("text",)),
+        (f"{args.latency:g} s latency", site, args.latency, 4, ("text", "html")),
+    ]
+    rows = []
+    server_share: list[float] = []
+    for scenario, pages, latency, concurrency, modes in scenarios:
+        with tempfile.TemporaryDirectory() as tmp, SiteServer(pages, latency=latency) as server:
+            workdir = Path(tmp)
+            for mode in modes:
+                runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+                for _ in range(args.repeats):
+                    for filter_on in (False, True):
+                        stats = crawl(
+                            server.base_url,
+                            workdir,
+                            mode=mode,
+                            filter_on=filter_on,
+                            concurrency=concurrency,
+                        )
+                        runs[filter_on].append(stats)
+                off = statistics.median(pages_per_second(s) for s in runs[False])
+                on = statistics.median(pages_per_second(s) for s in runs[True])
+                cpu_off = statistics.median(cpu_ms_per_page(s) for s in runs[False])
+                cpu_on = statistics.median(cpu_ms_per_page(s) for s in runs[True])
+                if latency == 0:
+                    server_share += [
+                        s["bench/server_cpu_seconds"] / s["bench/wall_seconds"]
+                        for s in runs[False] + runs[True]
+                    ]
+                last = runs[True][-1]
+                counts = [
+                    last.get(f"simhash_filter/{k}", 0) for k in ("kept", "dropped", "no_text")
+                ]
+                rows.append((scenario, concurrency, mode, off, on, cpu_off, cpu_on, *counts))
+    with tempfile.TemporaryDirectory() as tmp:
+        stages = stage_times(corpus, Path(tmp))
+
+    print(
+        "| crawl | concurrency | item carries | pages/s off | pages/s on | ratio "
+        "| CPU ms/page off | CPU ms/page on | CPU ratio | kept | dropped | no text |"
+    )
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for scenario, concurrency, mode, off, on, cpu_off, cpu_on, kept, dropped, no_text in rows:
+        label = "text (spider selectors)" if mode == "text" else "raw HTML (filter extracts)"
+        print(
+            f"| {scenario} | {concurrency} | {label} | {off:.0f} | {on:.0f} | {on / off:.2f}x "
+            f"| {cpu_off:.2f} | {cpu_on:.2f} | {cpu_off / cpu_on:.2f}x "
+            f"| {kept} | {dropped} | {no_text} |"
+        )
+    print(
+        f"\nThe loopback server's CPU: {statistics.median(server_share):.1%} of one core "
+        "(median over the loopback crawls; it runs in this process, the crawl in its own).\n"
+        "CPU ms/page: the crawl process's user+system CPU (start-up included) per response; "
+        "CPU ratio = off/on,\nthe pages/s ratio the crawl would reach with a core to itself."
+    )
+    print()
+    print("| stage (ms/page, one thread) | English | Chinese |")
+    print("| --- | ---: | ---: |")
+    names = {
+        "extraction": "extraction (trafilatura)",
+        "tokenization": "tokenization (jieba for Chinese)",
+        "fingerprint": "weights + simhash",
+        "spider_text": "text crawl: fingerprint of the spider's text (all of it)",
+        "index": "index, 1 page/transaction",
+        "index_grouped": "index, 16 pages/transaction",
+    }
+    for stage, label in names.items():
+        print(f"| {label} | {stages['en'][stage]:.2f} | {stages['zh'][stage]:.2f} |")
+    for lang in ("en", "zh"):
+        s = stages[lang]
+        for index in ("index", "index_grouped"):
+            s[f"beyond_{index}"] = s["tokenization"] + s["fingerprint"] + s[index]
+    en, zh = stages["en"], stages["zh"]
+    for index, label in (("index", "1 page"), ("index_grouped", "16 pages")):
+        b = f"beyond_{index}"
+        print(
+            f"| filter beyond extraction, {label}/transaction | {en[b]:.2f} "
+            f"({en[b] / en['extraction']:.1%} of extraction) "
+            f"| {zh[b]:.2f} ({zh[b] / zh['extraction']:.1%}) |"
+        )
+    print(f"| pages timed | {en['pages']:.0f} | {zh['pages']:.0f} |")
+    print(f"| jieba's dictionary load, once per process | - | {zh['jieba_load']:.0f} |")
+    n_en, n_zh = en["spider_pages"], zh["spider_pages"]
+    text_filter = (
+        n_en * (en["spider_text"] + en["index_grouped"])
+        + n_zh * (zh["spider_text"] + zh["index_grouped"])
+        + zh["jieba_load"]
+    ) / (n_en + n_zh)
+    print(
+        f"\nText crawl, the filter's own CPU per page of this site ({n_en:.0f} English, "
+        f"{n_zh:.0f} Chinese pages; jieba's load spread over them): {text_filter:.2f} ms; "
+        f"English pages only: {en['spider_text'] + en['index_grouped']:.2f} ms."
+    )
+    jieba_free = (zh["fingerprint"] + zh["index_grouped"]) / zh["extraction"]
+    print(
+        f"\nChinese without jieba's segmentation: {jieba_free:.1%} of extraction time. "
+        "Crawl rows: pages/s is responses / elapsed time, median of the repeats."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

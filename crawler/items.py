@@ -1,0 +1,32 @@
+"""The item the ``site`` spider yields: one per HTML page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.http import HtmlResponse
+
+
+@dataclass
+class PageItem:
+    """A crawled page. ``html`` is the decoded page (the filter extracts its main text);
+    ``fingerprint`` is filled in by the filter (``SIMHASH_FILTER_FINGERPRINT_FIELD``)."""
+
+    url: str
+    title: str | None
+    html: str
+    fetched_at: str  # ISO 8601, UTC
+    fingerprint: str | None = None
+
+
+def page_item(response: HtmlResponse) -> PageItem:
+    """The item of one HTML response (both spiders yield these)."""
+    return PageItem(
+        url=response.url,
+        title=(response.css("title::text").get() or "").strip() or None,
+        html=response.text,
+        fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )

@@ -1,0 +1,65 @@
+"""simhash-filter: drop near-duplicate pages at crawl time.
+
+The core (``Fingerprinter``, ``hamming_distance``, ``similarity``) and the store are
+imported eagerly; the Scrapy components load on first use, so the command line and
+library users do not pay for importing Scrapy.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from .features import IdfTable
+from .fingerprint import Fingerprinter
+from .simhash import hamming_distance, similarity
+
+if TYPE_CHECKING:
+    from .addon import Addon
+    from .bands import BandScheme
+    from .extract import extract_text
+    from .middlewares import NearDuplicateMiddleware
+    from .pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+    from .store import FingerprintStore
+    from .store.records import Match, Verdict, VerdictKind
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Addon",
+    "BandScheme",
+    "FilterUnavailable",
+    "FingerprintStore",
+    "Fingerprinter",
+    "IdfTable",
+    "Match",
+    "NearDuplicate",
+    "NearDuplicateMiddleware",
+    "NearDuplicatePipeline",
+    "Verdict",
+    "VerdictKind",
+    "extract_text",
+    "hamming_distance",
+    "similarity",
+]
+
+_LAZY = {
+    "Addon": ".addon",
+    "BandScheme": ".bands",
+    "FingerprintStore": ".store",
+    "Match": ".store.records",
+    "Verdict": ".store.records",
+    "VerdictKind": ".store.records",
+    "NearDuplicate": ".pipelines",
+    "FilterUnavailable": ".pipelines",
+    "extract_text": ".extract",
+    "NearDuplicatePipeline": ".pipelines",
+    "NearDuplicateMiddleware": ".middlewares",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module, __name__), name)

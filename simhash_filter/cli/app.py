@@ -1,0 +1,304 @@
+"""``simhash-filter``: the argument parser, dispatch, and the error → exit code rules.
+
+Exit codes: 0 ok, 1 runtime or database error (one line on stderr; the traceback only
+with ``--debug``), 2 usage error (argparse's own message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from simhash_filter import __version__
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE
+from simhash_filter.cli import compare, corpus, queries
+from simhash_filter.cli.common import UsageError, describe_error, parse_since
+from simhash_filter.cli.output import Mode, Output
+
+PROG = "simhash-filter"
+DATABASE_ENV = "SIMHASH_FILTER_DATABASE_URL"
+DEFAULT_DATABASE = "sqlite:///dedup.db"
+
+Command = Callable[[argparse.Namespace, Output], int]
+
+
+def _non_negative(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
+    return number
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; ``--db``, ``--debug`` and the output flags are accepted
+    before or after the command name."""
+    default_db = os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE
+
+    def common(suppress: bool) -> argparse.ArgumentParser:
+        parent = argparse.ArgumentParser(add_help=False)
+        default = argparse.SUPPRESS if suppress else None
+        parent.add_argument(
+            "--db",
+            metavar="URL",
+            default=default if suppress else default_db,
+            help=f"database URL (default: ${DATABASE_ENV} or {DEFAULT_DATABASE}); "
+            "a plain file path means a SQLite file",
+        )
+        parent.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS if suppress else False,
+            help="show the traceback of an error",
+        )
+        return parent
+
+    def output(suppress: bool) -> argparse.ArgumentParser:
+        parent = argparse.ArgumentParser(add_help=False)
+        group = parent.add_mutually_exclusive_group()
+        default = argparse.SUPPRESS if suppress else Mode.TABLE
+        group.add_argument(
+            "--json",
+            dest="mode",
+            action="store_const",
+            const=Mode.JSON,
+            default=default,
+            help="print one JSON document",
+        )
+        group.add_argument(
+            "--nl",
+            dest="mode",
+            action="store_const",
+            const=Mode.NL,
+            default=default,
+            help="print one JSON object per line",
+        )
+        return parent
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Query, inspect and maintain a simhash-filter near-duplicate database.",
+        parents=[common(False), output(False)],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    shared = [common(True), output(True)]
+
+    def limit(p: argparse.ArgumentParser, default: int) -> None:
+        p.add_argument(
+            "--limit",
+            type=_non_negative,
+            default=default,
+            metavar="N",
+            help=f"at most N (0: all; default {default})",
+        )
+
+    def command(name: str, handler: Command, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=shared, help=help_text, description=help_text)
+        p.set_defaults(handler=handler, parser=p)
+        return p
+
+    p = command("stats", queries.stats, "pages kept, duplicates dropped, domains, scheme, size")
+    p.add_argument(
+        "--domains",
+        type=_non_negative,
+        default=10,
+        metavar="N",
+        help="show the N domains with the most dropped pages (0: all; default 10)",
+    )
+
+    p = command("dupes", queries.dupes, "dropped pages, newest first, with what they duplicate")
+    p.add_argument("--domain", help="only pages of this host (example.com, www.example.com)")
+    p.add_argument(
+        "--since",
+        type=parse_since,
+        metavar="WHEN",
+        help="only pages dropped since WHEN: an ISO date/time (local time unless it has "
+        "an offset) or an age such as 30m, 12h, 7d",
+    )
+    limit(p, 50)
+
+    def target(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "target",
+            nargs="?",
+            metavar="TARGET",
+            help=f"{what}: a URL in the database, a 16-digit hex fingerprint, "
+            "an HTML or text file, or - for stdin",
+        )
+        p.add_argument("--text", help="use this text instead of TARGET")
+        p.add_argument(
+            "--as",
+            dest="input_type",
+            choices=("auto", "html", "text"),
+            default="auto",
+            help="read a file or stdin as HTML or as plain text (default: guess)",
+        )
+
+    p = command(
+        "near", compare.near, "stored pages within distance k of a page, text or fingerprint"
+    )
+    target(p, "what to compare")
+    p.add_argument(
+        "-k",
+        "--k",
+        type=_non_negative,
+        metavar="K",
+        help="maximum Hamming distance (default: the database's max_distance)",
+    )
+    limit(p, 50)
+
+    p = command("lookup", queries.lookup, "is a URL in the database, and what is known about it")
+    p.add_argument("url", metavar="URL")
+
+    p = command(
+        "clusters",
+        queries.clusters,
+        "groups of near-duplicates: kept pages with their dropped duplicates and with "
+        "kept pages within k of each other, largest first",
+    )
+    p.add_argument(
+        "-k",
+        "--k",
+        type=_non_negative,
+        metavar="K",
+        help="link kept pages within K of each other (default and maximum: the "
+        "database's max_distance)",
+    )
+    p.add_argument(
+        "--min-size", type=_positive, default=2, metavar="N", help="clusters of N pages or more"
+    )
+    limit(p, 20)
+
+    p = command(
+        "fingerprint",
+        compare.fingerprint,
+        "the fingerprint of a file, stdin, a text or a stored URL; --features explains it",
+    )
+    target(p, "what to fingerprint")
+    p.add_argument(
+        "--features",
+        type=_positive,
+        nargs="?",
+        const=20,
+        metavar="N",
+        help="also list the N heaviest weighted features (default 20)",
+    )
+
+    p = command(
+        "import",
+        corpus.import_,
+        "add a corpus (JSON Lines, HTML files, WARC) through the crawl's check-and-add",
+    )
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="*.jsonl[.gz] (url + text or html), a folder or *.html files, *.warc[.gz], "
+        "or - for JSON Lines on stdin",
+    )
+    p.add_argument(
+        "--format", choices=("auto", "jsonl", "html", "warc"), default="auto", help="source format"
+    )
+    p.add_argument("--url-field", default="url", metavar="NAME", help="JSON field of the URL")
+    p.add_argument("--text-field", default="text", metavar="NAME", help="JSON field of the text")
+    p.add_argument("--html-field", default="html", metavar="NAME", help="JSON field of the HTML")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="URL of an HTML folder's root (default: the files' file:// URIs)",
+    )
+    p.add_argument(
+        "--max-distance",
+        type=_non_negative,
+        metavar="K",
+        help=f"k of a new database (default {DEFAULT_MAX_DISTANCE}); must match an existing one",
+    )
+    p.add_argument(
+        "--blocks",
+        type=_positive,
+        metavar="B",
+        help="band blocks of a new database (default: the fewest whose table keys have 16 "
+        "bits or more, 6 for k=4, 4 for k=3); must match an existing one",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=500,
+        metavar="N",
+        help="pages per transaction (default 500)",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="extract and fingerprint in N processes (default 1)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+    p = command("export", corpus.export, "pages and/or duplicates as JSON Lines or CSV")
+    p.add_argument("--pages", action="store_true", help="export the kept pages")
+    p.add_argument("--duplicates", action="store_true", help="export the dropped pages")
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "csv"),
+        help="output format (default: csv for -o *.csv, else jsonl)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = command("reindex", corpus.reindex, "rebuild the band index for another scheme (b, k)")
+    p.add_argument(
+        "--blocks",
+        type=_positive,
+        metavar="B",
+        help="blocks b (default: the fewest whose table keys have 16 bits or more)",
+    )
+    p.add_argument(
+        "--max-distance",
+        type=_non_negative,
+        metavar="K",
+        help="maximum distance k (default: the current one)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (``simhash-filter`` calls ``sys.exit`` with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    out = Output(args.mode)
+    try:
+        return int(args.handler(args, out))
+    except UsageError as exc:
+        args.parser.print_usage(sys.stderr)
+        out.note(f"{args.parser.prog}: error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        out.note(f"{PROG}: interrupted")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, and keep Python from
+        # complaining again while flushing stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        message = describe_error(exc, args.db)
+        if args.debug:
+            traceback.print_exc(file=sys.stderr)
+        out.note(f"{PROG}: error: {message}")
+        return 1

@@ -1,0 +1,162 @@
+"""What the commands share: errors, the database, times, spec checks, record rows."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from simhash_filter.cli.output import Output, Record, hex64, iso_time
+from simhash_filter.fingerprint import Fingerprinter
+from simhash_filter.store import FingerprintStore, spec_difference
+from simhash_filter.store.engine import display_url
+from simhash_filter.store.records import (
+    DuplicateRecord,
+    PageRecord,
+    SchemeMismatchError,
+    StoreError,
+)
+
+__all__ = ["display_url"]  # re-exported: the one way the CLI prints a database URL
+
+
+class CommandError(Exception):
+    """A problem with what was asked (unknown URL, unreadable file): exit 1, one line."""
+
+
+class UsageError(Exception):
+    """The arguments do not fit together: exit 2 with the command's usage."""
+
+
+# --- database and errors ---------------------------------------------------------------
+
+
+def database_url(value: str) -> str:
+    """``--db``: a SQLAlchemy URL, or a plain path meaning a SQLite file."""
+    if "://" in value:
+        return value
+    return f"sqlite:///{value}"
+
+
+@contextmanager
+def existing_store(args: argparse.Namespace) -> Iterator[FingerprintStore]:
+    """The database named by ``--db``; never creates one (DatabaseNotFoundError)."""
+    store = FingerprintStore.open_existing(database_url(args.db))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def describe_error(exc: BaseException, db: str | None) -> str:
+    """A one-line message for an error, with the database password (if any) masked."""
+    if isinstance(exc, StoreError | CommandError):
+        message = str(exc)
+    elif isinstance(exc, DBAPIError) and exc.orig is not None:
+        message = f"database error: {_first_line(str(exc.orig))}"
+    elif isinstance(exc, SQLAlchemyError):
+        message = f"database error: {_first_line(str(exc))}"
+    elif isinstance(exc, OSError) and exc.strerror:
+        message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    elif isinstance(exc, ValueError | UnicodeError):
+        message = str(exc)
+    else:
+        message = f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
+    message = _first_line(message)
+    if db:
+        try:
+            password = make_url(database_url(db)).password
+        except Exception:
+            password = None
+        if password:
+            message = message.replace(str(password), "***")
+    return message
+
+
+def parse_since(value: str) -> datetime:
+    """``--since``: an ISO date or time (local unless it has an offset), or an age
+    like ``90s``, ``30m``, ``12h``, ``7d``, ``2w``."""
+    age = re.fullmatch(r"\s*(\d+)\s*([smhdw])\s*", value)
+    if age:
+        amount, unit = int(age.group(1)), age.group(2)
+        seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
+        return datetime.now(UTC) - timedelta(seconds=amount * seconds)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a date, time or age: {value!r} (try 2024-05-01, 2024-05-01T12:00, 7d)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time
+    return moment.astimezone(UTC)
+
+
+def fingerprinter_for(spec: str | None) -> Fingerprinter:
+    """The Fingerprinter to compare texts with a database made under ``spec``.
+
+    The command line builds the default Fingerprinter; a database made under another
+    spec (other options or another version) cannot be compared with: say what differs.
+    """
+    fingerprinter = Fingerprinter()
+    if spec is not None and spec != fingerprinter.spec:
+        raise SchemeMismatchError(
+            "the database's fingerprints were made under another spec than this "
+            f"simhash-filter's defaults ({spec_difference(spec, fingerprinter.spec)}); "
+            "texts cannot be compared with it: re-import the corpus into a new database"
+        )
+    return fingerprinter
+
+
+def check_k(store: FingerprintStore, k: int | None) -> int:
+    """``--k``, defaulting to the database's max_distance, which it may not exceed (the
+    band index finds nothing farther)."""
+    limit = store.scheme.max_distance
+    if k is None:
+        return limit
+    if k > limit:
+        raise CommandError(
+            f"k={k} is beyond the index's max_distance={limit}: "
+            f"run `simhash-filter reindex --max-distance {k}` first"
+        )
+    return k
+
+
+def duplicate_row(record: DuplicateRecord) -> Record:
+    return {
+        "url": record.url,
+        "fingerprint": hex64(record.fingerprint),
+        "duplicate_of": record.duplicate_of_url,
+        "duplicate_of_fingerprint": hex64(record.duplicate_of_fingerprint),
+        "distance": record.distance,
+        "seen_at": iso_time(record.seen_at),
+    }
+
+
+def page_fields(page: PageRecord) -> dict[str, Any]:
+    return {
+        "url": page.url,
+        "fingerprint": hex64(page.fingerprint),
+        "text_length": page.text_length,
+        "first_seen": iso_time(page.first_seen),
+        "last_seen": iso_time(page.last_seen),
+    }
+
+
+def limited(rows: Iterable[Record], limit: int, out: Output, what: str) -> Iterator[Record]:
+    """At most ``limit`` rows (0: all); a note on stderr when more were there."""
+    for count, row in enumerate(rows):
+        if limit and count == limit:
+            out.note(f"(showing the first {limit} {what}; --limit 0 shows all)")
+            return
+        yield row

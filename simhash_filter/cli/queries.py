@@ -1,0 +1,361 @@
+"""Commands that inspect the database: ``stats``, ``dupes``, ``lookup``, ``clusters``."""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from simhash_filter.cli.common import (
+    check_k,
+    duplicate_row,
+    existing_store,
+    limited,
+    page_fields,
+)
+from simhash_filter.cli.output import (
+    Column,
+    Fields,
+    Output,
+    Record,
+    Section,
+    Table,
+    hex64,
+    iso_time,
+)
+from simhash_filter.simhash import hamming_distance
+from simhash_filter.store import reports
+from simhash_filter.store.records import DuplicateRecord, PageRecord
+
+# --- stats -----------------------------------------------------------------------------
+
+
+def _size(size: int | None) -> str | None:
+    if size is None:
+        return None
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    value, unit = float(size), 0
+    while value >= 1024 and unit < len(units) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{size} bytes" if unit == 0 else f"{value:.1f} {units[unit]} ({size} bytes)"
+
+
+def _share(dropped: int, kept: int) -> float:
+    """The dropped fraction of everything seen, rounded for output."""
+    return round(dropped / (dropped + kept), 4) if dropped + kept else 0.0
+
+
+def stats(args: argparse.Namespace, out: Output) -> int:
+    """``stats``: pages kept, duplicates dropped, domains, scheme, spec, size."""
+    with existing_store(args) as store:
+        numbers = store.stats()
+        domains = reports.domain_counts(store)
+        size = reports.database_size(store)
+    shown = domains if args.domains == 0 else domains[: args.domains]
+    rows: list[Record] = [
+        {
+            "domain": d.domain,
+            "pages": d.pages,
+            "duplicates": d.duplicates,
+            "dropped_share": _share(d.duplicates, d.pages),
+        }
+        for d in shown
+    ]
+    document: dict[str, Any] = {
+        "database": store.display_url,
+        "pages": numbers.pages,
+        "duplicates": numbers.duplicates,
+        "dropped_share": _share(numbers.duplicates, numbers.pages),
+        "domain_count": len(domains),
+        "scheme": {
+            "bits": numbers.bits,
+            "max_distance": numbers.max_distance,
+            "blocks": numbers.blocks,
+            "tables": numbers.tables,
+        },
+        "spec": numbers.spec,
+        "schema_version": numbers.schema_version,
+        "size_bytes": size,
+        "domains": rows,
+    }
+    if numbers.extra.get("created_at"):
+        document["created_at"] = iso_time(datetime.fromisoformat(numbers.extra["created_at"]))
+    fields: list[tuple[str, object]] = [
+        ("database", document["database"]),
+        ("pages kept", numbers.pages),
+        ("duplicates dropped", numbers.duplicates),
+        ("dropped share", f"{document['dropped_share']:.1%}"),
+        ("domains", len(domains)),
+        (
+            "scheme",
+            f"f={numbers.bits} k={numbers.max_distance} blocks={numbers.blocks} "
+            f"tables={numbers.tables}",
+        ),
+        ("spec", numbers.spec),
+        ("schema version", numbers.schema_version),
+        ("size", _size(size)),
+    ]
+    if "created_at" in document:
+        fields.append(("created", document["created_at"]))
+    table_rows = [{**row, "dropped_share": f"{row['dropped_share']:.1%}"} for row in rows]
+    title = "domains (most dropped first)"
+    if len(shown) < len(domains):
+        title = f"top {len(shown)} of {len(domains)} domains (most dropped first; --domains 0: all)"
+    out.document(
+        document,
+        [
+            Fields(fields),
+            Table(
+                [
+                    Column("domain", "domain"),
+                    Column("pages", "kept", right=True),
+                    Column("duplicates", "dropped", right=True),
+                    Column("dropped_share", "dropped %", right=True),
+                ],
+                table_rows,
+                title=title,
+            ),
+        ],
+    )
+    return 0
+
+
+# --- dupes -----------------------------------------------------------------------------
+
+
+DUPLICATE_COLUMNS = [
+    Column("seen_at", "dropped at"),
+    Column("distance", "distance", right=True),
+    Column("url", "url"),
+    Column("duplicate_of", "duplicate of"),
+]
+
+
+def dupes(args: argparse.Namespace, out: Output) -> int:
+    """``dupes``: dropped pages, newest first, each with the page it duplicates."""
+    with existing_store(args) as store:
+        records = store.duplicates(
+            domain=args.domain.lower() if args.domain else None,
+            since=args.since,
+            limit=args.limit + 1 if args.limit else None,
+        )
+        rows = (duplicate_row(record) for record in records)
+        out.rows(
+            DUPLICATE_COLUMNS,
+            limited(rows, args.limit, out, "dropped pages"),
+            empty="no dropped pages" + (" match" if args.domain or args.since else ""),
+        )
+    return 0
+
+
+# --- lookup ----------------------------------------------------------------------------
+
+
+def lookup(args: argparse.Namespace, out: Output) -> int:
+    """``lookup URL``: kept, dropped (as a duplicate of what), or unknown."""
+    with existing_store(args) as store:
+        page = store.lookup(args.url)
+        if page is not None:
+            drops = reports.drops_of_page(store, page.page_id)
+            neighbours = [m for m in store.near(page.fingerprint) if m.page_id != page.page_id]
+        else:
+            drops = reports.drops_of_url(store, args.url)
+            neighbours = []
+    if page is not None:
+        document: dict[str, Any] = {
+            "query": args.url,
+            "status": "kept",
+            **page_fields(page),
+            "duplicates": [duplicate_row(d) for d in drops],
+            "near": [
+                {"url": m.url, "fingerprint": hex64(m.fingerprint), "distance": m.distance}
+                for m in neighbours
+            ],
+        }
+        sections: list[Section] = [
+            Fields(
+                [
+                    ("status", "kept"),
+                    ("url", page.url),
+                    ("fingerprint", hex64(page.fingerprint)),
+                    ("text length", page.text_length),
+                    ("first seen", iso_time(page.first_seen)),
+                    ("last seen", iso_time(page.last_seen)),
+                    ("duplicates dropped", len(drops)),
+                ]
+            ),
+            Table(
+                [
+                    Column("seen_at", "dropped at"),
+                    Column("distance", "distance", right=True),
+                    Column("url", "dropped url"),
+                ],
+                document["duplicates"],
+                title="its dropped duplicates",
+            ),
+            Table(
+                [Column("distance", "distance", right=True), Column("url", "url")],
+                document["near"],
+                title="other kept pages within k",
+            ),
+        ]
+    elif drops:
+        document = {
+            "query": args.url,
+            "status": "dropped",
+            "url": drops[0].url,
+            "fingerprint": hex64(drops[0].fingerprint),
+            "drops": [duplicate_row(d) for d in drops],
+        }
+        sections = [
+            Fields(
+                [
+                    ("status", "dropped"),
+                    ("url", drops[0].url),
+                    ("fingerprint", hex64(drops[0].fingerprint)),
+                    ("times dropped", len(drops)),
+                ]
+            ),
+            Table(
+                [
+                    Column("seen_at", "dropped at"),
+                    Column("distance", "distance", right=True),
+                    Column("duplicate_of", "duplicate of"),
+                ],
+                document["drops"],
+                title="dropped as a near-duplicate of",
+            ),
+        ]
+    else:
+        document = {"query": args.url, "status": "unknown"}
+        sections = [Fields([("status", "unknown (neither kept nor dropped)"), ("url", args.url)])]
+    out.document(document, sections)
+    return 0
+
+
+# --- clusters --------------------------------------------------------------------------
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, item: int) -> int:
+        root = self.parent.setdefault(item, item)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        while item != root:  # path compression
+            self.parent[item], item = root, self.parent[item]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+@dataclass(slots=True)
+class _Cluster:
+    page_ids: list[int]
+    dropped: int  # distinct dropped URLs
+
+    @property
+    def size(self) -> int:
+        return len(self.page_ids) + self.dropped
+
+
+def clusters(args: argparse.Namespace, out: Output) -> int:
+    """``clusters``: kept pages with their dropped duplicates, joined with the kept
+    pages within k of them (possible after k was raised), largest first."""
+    with existing_store(args) as store:
+        k = check_k(store, args.k)
+        dropped = reports.duplicate_counts(store)
+        groups = _UnionFind()
+        for page_id in dropped:
+            groups.find(page_id)
+        for a, fa, b, fb in reports.band_pairs(store):
+            if hamming_distance(fa, fb) <= k:
+                groups.union(a, b)
+        members: dict[int, list[int]] = defaultdict(list)
+        for page_id in groups.parent:
+            members[groups.find(page_id)].append(page_id)
+        found = [
+            _Cluster(sorted(ids), sum(dropped.get(i, 0) for i in ids)) for ids in members.values()
+        ]
+        found = [c for c in found if c.size >= args.min_size]
+        found.sort(key=lambda c: (-c.size, c.page_ids[0]))
+        total = len(found)
+        if args.limit:
+            found = found[: args.limit]
+        wanted = [i for c in found for i in c.page_ids]
+        pages = reports.pages_by_id(store, wanted)
+        drops = reports.drops_of_pages(store, wanted)
+    if args.limit and total > args.limit:
+        out.note(f"(showing the {args.limit} largest of {total} clusters; --limit 0 shows all)")
+    documents = [_cluster_document(n, c, pages, drops) for n, c in enumerate(found, start=1)]
+    columns = [
+        Column("role", "role"),
+        Column("distance", "distance", right=True),
+        Column("fingerprint", "fingerprint"),
+        Column("url", "url"),
+        Column("duplicate_of", "duplicate of"),
+    ]
+
+    def sections(items: list[Record]) -> list[Section]:
+        return [
+            Table(
+                columns,
+                item["pages"],
+                title=f"cluster {item['cluster']}: {item['size']} pages "
+                f"({item['kept']} kept, {item['dropped']} dropped)",
+            )
+            for item in items
+        ]
+
+    out.rows(columns, documents, empty="no clusters", sections=sections)
+    return 0
+
+
+def _cluster_document(
+    number: int,
+    cluster: _Cluster,
+    pages: dict[int, PageRecord],
+    drops: dict[int, list[DuplicateRecord]],
+) -> Record:
+    kept = [pages[i] for i in cluster.page_ids if i in pages]
+    # The representative: the kept page most dropped against, then the oldest.
+    kept.sort(key=lambda p: (-len(drops.get(p.page_id, [])), p.first_seen, p.url))
+    head = kept[0]
+    entries: list[dict[str, Any]] = [
+        {
+            "role": "kept",
+            "url": p.url,
+            "fingerprint": hex64(p.fingerprint),
+            "distance": hamming_distance(p.fingerprint, head.fingerprint),
+        }
+        for p in kept
+    ]
+    entries[1:] = sorted(entries[1:], key=lambda e: (e["distance"], e["url"]))
+    dropped_entries: dict[str, dict[str, Any]] = {}
+    for page in kept:
+        for record in drops.get(page.page_id, []):
+            dropped_entries.setdefault(  # newest drop of each URL (records are newest first)
+                record.url,
+                {
+                    "role": "dropped",
+                    "url": record.url,
+                    "fingerprint": hex64(record.fingerprint),
+                    "distance": hamming_distance(record.fingerprint, head.fingerprint),
+                    "duplicate_of": record.duplicate_of_url,
+                },
+            )
+    entries += sorted(dropped_entries.values(), key=lambda e: (e["distance"], e["url"]))
+    return {
+        "cluster": number,
+        "size": len(entries),
+        "kept": len(kept),
+        "dropped": len(dropped_entries),
+        "pages": entries,
+    }

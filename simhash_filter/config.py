@@ -1,0 +1,180 @@
+"""The ``SIMHASH_FILTER_*`` settings, read and validated once into a frozen :class:`Config`.
+
+``from_crawler`` of the pipeline and of the middleware is the only place that calls
+:meth:`Config.from_settings`; everything downstream receives plain values. A bad value
+raises ``ValueError`` naming the setting, so a typo in ``settings.py`` or ``-s`` stops the
+crawl at start-up instead of silently filtering with the wrong options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .bands import DEFAULT_MAX_DISTANCE, default_blocks
+from .extract import DEFAULT_MAX_BYTES
+from .fingerprint import Fingerprinter
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["PREFIX", "Config"]
+
+PREFIX = "SIMHASH_FILTER_"
+_BITS = 64
+_NONE_STRINGS = frozenset({"", "none", "null"})
+
+
+def _name(key: str) -> str:
+    return PREFIX + key
+
+
+def _raw(settings: BaseSettings, key: str) -> Any:
+    return settings.get(_name(key))
+
+
+def _bool(settings: BaseSettings, key: str, default: bool) -> bool:
+    if _raw(settings, key) is None:
+        return default
+    try:
+        return bool(settings.getbool(_name(key), default))
+    except ValueError:
+        raise ValueError(
+            f"{_name(key)} must be a boolean (True/False, 1/0), got {_raw(settings, key)!r}"
+        ) from None
+
+
+def _optional_int(settings: BaseSettings, key: str, *, minimum: int) -> int | None:
+    value = _raw(settings, key)
+    if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_STRINGS):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{_name(key)} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{_name(key)} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{_name(key)} must be >= {minimum}, got {number}")
+    return number
+
+
+def _int(settings: BaseSettings, key: str, default: int, *, minimum: int) -> int:
+    number = _optional_int(settings, key, minimum=minimum)
+    return default if number is None else number
+
+
+def _optional_str(settings: BaseSettings, key: str) -> str | None:
+    value = _raw(settings, key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{_name(key)} must be a string, got {value!r}")
+    value = value.strip()
+    return None if value.lower() in _NONE_STRINGS else value
+
+
+def _str(settings: BaseSettings, key: str, default: str) -> str:
+    value = _optional_str(settings, key)
+    return default if value is None else value
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every ``SIMHASH_FILTER_*`` setting, validated. Field names drop the prefix."""
+
+    enabled: bool = True
+    database_url: str = "sqlite:///dedup.db"
+    max_distance: int = DEFAULT_MAX_DISTANCE
+    blocks: int | None = None  # None: the database's own, else default_blocks(max_distance)
+    text_field: str = "text"
+    html_field: str = "html"
+    url_field: str = "url"
+    min_tokens: int | None = None  # None: the Fingerprinter's default
+    weighting: str | None = None
+    top_n: int | None = None
+    fingerprint_field: str | None = None
+    debug: bool = False
+    fail_open: bool = True
+    max_bytes: int = DEFAULT_MAX_BYTES
+    middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_distance < _BITS:
+            raise ValueError(
+                f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS - 1}, "
+                f"got {self.max_distance}"
+            )
+        if self.blocks is not None and not self.max_distance < self.blocks <= _BITS:
+            raise ValueError(
+                f"{_name('BLOCKS')} must be more than {_name('MAX_DISTANCE')} "
+                f"({self.max_distance}) and at most {_BITS}, got {self.blocks}"
+            )
+        if not self.database_url:
+            raise ValueError(f"{_name('DATABASE_URL')} must not be empty")
+        for key, value in (
+            ("TEXT_FIELD", self.text_field),
+            ("HTML_FIELD", self.html_field),
+            ("URL_FIELD", self.url_field),
+        ):
+            if not value:
+                raise ValueError(f"{_name(key)} must name an item field, got {value!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Config:
+        """Read and validate every ``SIMHASH_FILTER_*`` setting (ValueError names the bad one)."""
+        defaults = cls()
+        config = cls(
+            enabled=_bool(settings, "ENABLED", defaults.enabled),
+            database_url=_str(settings, "DATABASE_URL", defaults.database_url),
+            max_distance=_int(settings, "MAX_DISTANCE", defaults.max_distance, minimum=0),
+            blocks=_optional_int(settings, "BLOCKS", minimum=1),
+            text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
+            html_field=_str(settings, "HTML_FIELD", defaults.html_field),
+            url_field=_str(settings, "URL_FIELD", defaults.url_field),
+            min_tokens=_optional_int(settings, "MIN_TOKENS", minimum=1),
+            weighting=_optional_str(settings, "WEIGHTING"),
+            top_n=_optional_int(settings, "TOP_N", minimum=1),
+            fingerprint_field=_optional_str(settings, "FINGERPRINT_FIELD"),
+            debug=_bool(settings, "DEBUG", defaults.debug),
+            fail_open=_bool(settings, "FAIL_OPEN", defaults.fail_open),
+            max_bytes=_int(settings, "MAX_BYTES", defaults.max_bytes, minimum=1),
+            middleware=_bool(settings, "MIDDLEWARE", defaults.middleware),
+        )
+        config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
+        return config
+
+    @property
+    def effective_blocks(self) -> int:
+        """The number of blocks the band scheme uses (``BLOCKS``, default
+        :func:`~simhash_filter.bands.default_blocks` of ``MAX_DISTANCE``)."""
+        return default_blocks(self.max_distance) if self.blocks is None else self.blocks
+
+    def fingerprinter_options(self) -> dict[str, Any]:
+        """The keyword options for :class:`Fingerprinter` that the settings override."""
+        options: dict[str, Any] = {}
+        if self.min_tokens is not None:
+            options["min_tokens"] = self.min_tokens
+        if self.weighting is not None:
+            options["weighting"] = self.weighting
+        if self.top_n is not None:
+            options["top_n"] = self.top_n
+        return options
+
+    def make_fingerprinter(self) -> Fingerprinter:
+        """A :class:`Fingerprinter` with these options (ValueError names the setting at fault)."""
+        try:
+            return Fingerprinter(**self.fingerprinter_options())
+        except ValueError as exc:
+            names = ", ".join(
+                _name(key)
+                for key, value in (
+                    ("MIN_TOKENS", self.min_tokens),
+                    ("WEIGHTING", self.weighting),
+                    ("TOP_N", self.top_n),
+                )
+                if value is not None
+            )
+            raise ValueError(f"{names}: {exc}") from exc

@@ -1,0 +1,125 @@
+"""``Fingerprinter``: page text → 64-bit simhash, with a spec naming every choice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from . import stopwords as _stopwords
+from .features import IdfTable, check_weighting, shingles, weigh
+from .simhash import BITS, DEFAULT_SEED, simhash
+from .text import Tokenizer, fold, jieba_version
+
+SPEC_VERSION = 1
+DEFAULT_MAX_CHARS = 50_000
+"""Characters of a text that are fingerprinted: tokenizing is linear but not cheap (jieba's
+HMM on Han that forms no words runs ~70 us a character), and a page's first 50,000
+characters say what it is."""
+
+
+class Fingerprinter:
+    """Turns text into an unsigned 64-bit Charikar simhash.
+
+    Every option that changes a fingerprint is named in :attr:`spec`; the store keeps
+    it and refuses to mix fingerprints made under another spec. Instances are
+    immutable after construction and safe to share between threads.
+
+    Options:
+        shingle_size: features are word n-grams of this size (1 = words).
+        weighting: ``tf`` (term frequency, default), ``sublinear`` (1 + ln tf), ``tfidf``
+            (sublinear tf × IDF; needs ``idf``), ``uniform``. ``tf`` measured best on the
+            labelled near-duplicate pairs (see bench/bench_fingerprint.py).
+        idf: an :class:`IdfTable` for ``tfidf``.
+        top_n: keep only the N heaviest features (None = all).
+        min_tokens: fewer tokens than this (after stopwords) → no fingerprint (None).
+        stopwords: the words to drop (default: the bundled English + Chinese lists).
+        drop_numbers: drop tokens made only of digits (dates, counters).
+        hmm: let jieba guess unknown Chinese words with its HMM.
+        seed: the mmh3 seed.
+        hash_function: replaces mmh3 (for tests and experiments; named ``custom`` in the spec).
+        max_chars: only the first ``max_chars`` characters of a text are fingerprinted
+            (a cap on the work one page can cost).
+    """
+
+    def __init__(
+        self,
+        *,
+        shingle_size: int = 1,
+        weighting: str = "tf",
+        idf: IdfTable | None = None,
+        top_n: int | None = None,
+        min_tokens: int = 20,
+        stopwords: Iterable[str] | None = None,
+        drop_numbers: bool = False,
+        hmm: bool = True,
+        seed: int = DEFAULT_SEED,
+        hash_function: Callable[[str], int] | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> None:
+        if shingle_size < 1:
+            raise ValueError(f"shingle_size must be >= 1, got {shingle_size}")
+        check_weighting(weighting, idf, top_n)
+        if max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        if min_tokens < 1:
+            raise ValueError(f"min_tokens must be >= 1, got {min_tokens}")
+        if not 0 <= seed < 2**32:
+            raise ValueError(f"seed must be an unsigned 32-bit integer, got {seed}")
+        words = _stopwords.DEFAULT if stopwords is None else frozenset(stopwords)
+        self.shingle_size = shingle_size
+        self.weighting = weighting
+        self.idf = idf if weighting == "tfidf" else None
+        self.top_n = top_n
+        self.min_tokens = min_tokens
+        self.max_chars = max_chars
+        self.seed = seed
+        self.tokenizer = Tokenizer(stopwords=words, hmm=hmm, drop_numbers=drop_numbers)
+        self.hash_function = hash_function
+        if hash_function is None:
+            hash_name = f"mmh3_x64_128_low64:{seed}"
+        else:
+            hash_name = f"custom:{getattr(hash_function, '__qualname__', 'function')}"
+        self.spec = ";".join(
+            [
+                f"simhash-filter/{SPEC_VERSION}",
+                f"f={BITS}",
+                "norm=nfkc+casefold+ws",
+                f"tok=words+jieba-{jieba_version()}{'+hmm' if hmm else ''}+kana-hangul-bigrams",
+                f"stop={_stopwords.digest(words)}",
+                f"numbers={'drop' if drop_numbers else 'keep'}",
+                f"shingle={shingle_size}",
+                f"weight={weighting}",
+                f"idf={self.idf.name if self.idf else 'none'}",
+                f"top_n={top_n or 'all'}",
+                f"max_chars={max_chars}",
+                f"hash={hash_name}",
+            ]
+        )
+
+    def __repr__(self) -> str:
+        return f"Fingerprinter(spec={self.spec!r}, min_tokens={self.min_tokens})"
+
+    def tokens(self, text: str) -> list[str]:
+        """The normalized tokens of ``text``, stopwords removed."""
+        text = text[: self.max_chars]  # before NFKC, so the cap is on what the caller gave
+        return self.tokenizer.tokenize(fold(text))  # white space never reaches a token
+
+    def _weigh(self, tokens: list[str]) -> dict[str, float]:
+        return weigh(
+            shingles(tokens, self.shingle_size),
+            weighting=self.weighting,
+            idf=self.idf,
+            top_n=self.top_n,
+        )
+
+    def features(self, text: str) -> dict[str, float]:
+        """The weighted features the fingerprint is built from, heaviest first."""
+        weights = self._weigh(self.tokens(text))
+        return dict(sorted(weights.items(), key=lambda fw: (-fw[1], fw[0])))
+
+    def fingerprint(self, text: str) -> int | None:
+        """The unsigned 64-bit simhash of ``text``, or None when it has fewer than
+        ``min_tokens`` tokens (too little text to fingerprint reliably)."""
+        tokens = self.tokens(text)
+        if len(tokens) < self.min_tokens:
+            return None
+        return simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)

@@ -1,0 +1,38 @@
+"""The fingerprint store: every SQL statement of simhash-filter lives in this package.
+
+from simhash_filter.store import FingerprintStore
+store = FingerprintStore.open("sqlite:///dedup.db", spec=fingerprinter.spec)
+verdict = store.check_and_add(url, fingerprint, text_length=len(text))
+"""
+
+from __future__ import annotations
+
+from .index import FingerprintStore, spec_difference
+from .records import (
+    DatabaseNotFoundError,
+    DuplicateRecord,
+    Match,
+    PageRecord,
+    SchemeMismatchError,
+    StoreError,
+    StoreStats,
+    Verdict,
+    VerdictKind,
+)
+from .urls import canonical_url, url_domain
+
+__all__ = [
+    "DatabaseNotFoundError",
+    "DuplicateRecord",
+    "FingerprintStore",
+    "Match",
+    "PageRecord",
+    "SchemeMismatchError",
+    "StoreError",
+    "StoreStats",
+    "Verdict",
+    "VerdictKind",
+    "canonical_url",
+    "spec_difference",
+    "url_domain",
+]

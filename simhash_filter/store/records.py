@@ -1,0 +1,98 @@
+"""Plain records the store hands out: verdicts, matches, pages, drops and errors.
+
+They carry unsigned 64-bit fingerprints (DESIGN.md invariant 5); nothing here
+touches SQL, so the pipeline, the middleware and the CLI can import them freely.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class StoreError(Exception):
+    """A database problem, with a message meant for a person (no traceback needed)."""
+
+
+class DatabaseNotFoundError(StoreError):
+    """A query was asked of a database that does not exist (it is never created by a query)."""
+
+
+class SchemeMismatchError(StoreError):
+    """The database was made with another fingerprint spec or band scheme."""
+
+
+class VerdictKind(enum.Enum):
+    """What ``check_and_add`` did with a page."""
+
+    NEW = "new"  # no stored page within k: admitted
+    DUPLICATE = "duplicate"  # within k of another stored page: dropped and logged
+    UNCHANGED = "unchanged"  # the URL is stored, and its new fingerprint is within k of the old
+    CHANGED = "changed"  # the URL is stored, beyond k of its old version, and of every other page
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A stored page near a query fingerprint."""
+
+    url: str
+    fingerprint: int
+    distance: int
+    page_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one ``check_and_add``."""
+
+    kind: VerdictKind
+    url: str  # canonical URL
+    fingerprint: int
+    duplicate_of: Match | None = None  # set for DUPLICATE (the nearest stored page)
+    previous_fingerprint: int | None = None  # set for UNCHANGED and CHANGED
+
+    @property
+    def admitted(self) -> bool:
+        """True when the page was stored (or was already stored): the item passes."""
+        return self.kind is not VerdictKind.DUPLICATE
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord:
+    """An admitted page as the store knows it."""
+
+    page_id: int
+    url: str
+    fingerprint: int
+    text_length: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateRecord:
+    """A dropped page: which URL, and the admitted page it was a near-duplicate of."""
+
+    duplicate_id: int
+    url: str
+    fingerprint: int
+    duplicate_of_url: str
+    duplicate_of_fingerprint: int
+    distance: int
+    seen_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """Counts and settings of one database."""
+
+    pages: int
+    duplicates: int
+    spec: str
+    bits: int
+    max_distance: int
+    blocks: int
+    tables: int
+    schema_version: int
+    extra: dict[str, str] = field(default_factory=dict)

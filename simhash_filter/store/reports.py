@@ -1,0 +1,179 @@
+"""Read-only reports for the command line: domains, sizes, drops, band pairs, exports.
+
+Every function takes an open :class:`FingerprintStore` and only reads, through
+schema.py's tables and the store's engine; database errors become a StoreError that
+names the (password-free) database URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Select, func, select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from .records import DuplicateRecord, PageRecord, StoreError
+from .schema import bands_table, duplicates_table, meta_table, pages_table
+from .urls import canonical_url
+
+if TYPE_CHECKING:
+    from .index import FingerprintStore
+
+_IN_CHUNK = 500  # ids per IN (...) list: well under SQLite's bound-parameter limit
+
+
+@dataclass(frozen=True, slots=True)
+class DomainCount:
+    """Pages kept and dropped for one host."""
+
+    domain: str
+    pages: int
+    duplicates: int
+
+
+@contextmanager
+def _reading(store: FingerprintStore) -> Iterator[Connection]:
+    try:
+        with store.engine.connect() as conn, conn.begin():
+            yield conn
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        reason = str(orig if orig is not None else exc).strip().splitlines()[0]
+        raise StoreError(f"database error on {store.display_url}: {reason}") from exc
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), _IN_CHUNK):
+        yield ids[start : start + _IN_CHUNK]
+
+
+def domain_counts(store: FingerprintStore) -> list[DomainCount]:
+    """Every domain with its kept and dropped page counts, most dropped first (then most
+    kept, then name)."""
+    p, d = pages_table.c, duplicates_table.c
+    with _reading(store) as conn:
+        kept = {
+            domain: n
+            for domain, n in conn.execute(select(p.domain, func.count()).group_by(p.domain))
+        }
+        dropped = {
+            domain: n
+            for domain, n in conn.execute(select(d.domain, func.count()).group_by(d.domain))
+        }
+    counts = [
+        DomainCount(domain, kept.get(domain, 0), dropped.get(domain, 0))
+        for domain in kept.keys() | dropped.keys()
+    ]
+    counts.sort(key=lambda c: (-c.duplicates, -c.pages, c.domain))
+    return counts
+
+
+def database_size(store: FingerprintStore) -> int | None:
+    """Bytes the database takes: the whole SQLite file, or on PostgreSQL the four
+    tables with their indexes and TOAST. None for other back-ends."""
+    with _reading(store) as conn:
+        if store.dialect == "sqlite":
+            pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
+            page_size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
+            return int(pages) * int(page_size)
+        if store.dialect == "postgresql":
+            tables = (meta_table, pages_table, bands_table, duplicates_table)
+            total = 0
+            for table in tables:
+                size = conn.execute(
+                    text("SELECT pg_total_relation_size(CAST(:name AS regclass))"),
+                    {"name": table.name},
+                ).scalar_one()
+                total += int(size or 0)
+            return total
+    return None
+
+
+def _drops_select() -> Select[Any]:
+    d, p = duplicates_table.c, pages_table.c
+    return (
+        select(d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at)
+        .join(pages_table, p.id == d.duplicate_of)
+        .order_by(d.seen_at.desc(), d.id.desc())
+    )
+
+
+def drops_of_url(
+    store: FingerprintStore, url: str, *, limit: int | None = None
+) -> list[DuplicateRecord]:
+    """Every time ``url`` (canonicalized) was dropped, newest first."""
+    stmt = _drops_select().where(duplicates_table.c.url == canonical_url(url))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    with _reading(store) as conn:
+        return [DuplicateRecord(*row) for row in conn.execute(stmt)]
+
+
+def drops_of_page(store: FingerprintStore, page_id: int) -> list[DuplicateRecord]:
+    """The drops logged against one kept page, newest first."""
+    return drops_of_pages(store, [page_id]).get(page_id, [])
+
+
+def drops_of_pages(
+    store: FingerprintStore, page_ids: Iterable[int]
+) -> dict[int, list[DuplicateRecord]]:
+    """The drops logged against each of these kept pages, newest first."""
+    ids = sorted(set(page_ids))
+    found: dict[int, list[DuplicateRecord]] = {}
+    d = duplicates_table.c
+    with _reading(store) as conn:
+        for chunk in _chunks(ids):
+            stmt = _drops_select().add_columns(d.duplicate_of).where(d.duplicate_of.in_(chunk))
+            for *row, page_id in conn.execute(stmt):
+                found.setdefault(page_id, []).append(DuplicateRecord(*row))
+    return found
+
+
+def duplicate_counts(store: FingerprintStore) -> dict[int, int]:
+    """Kept page id → how many distinct URLs were dropped as its near-duplicates."""
+    d = duplicates_table.c
+    stmt = select(d.duplicate_of, func.count(d.url.distinct())).group_by(d.duplicate_of)
+    with _reading(store) as conn:
+        return {page_id: n for page_id, n in conn.execute(stmt)}
+
+
+def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
+    """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a band
+    key (``page_a < page_b``): every pair within the scheme's max_distance is among them
+    (a pair sharing keys in several tables comes once per table). Streamed."""
+    a, b = bands_table.alias("a"), bands_table.alias("b")
+    stmt = select(a.c.page_id, a.c.fingerprint, b.c.page_id, b.c.fingerprint).join(
+        b,
+        (a.c.table_no == b.c.table_no) & (a.c.key == b.c.key) & (a.c.page_id < b.c.page_id),
+    )
+    with _reading(store) as conn:
+        for row in conn.execution_options(yield_per=10_000).execute(stmt):
+            yield row[0], row[1], row[2], row[3]
+
+
+def _page_columns() -> tuple[Any, ...]:
+    p = pages_table.c
+    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen)
+
+
+def pages_by_id(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, PageRecord]:
+    """The kept pages with these ids."""
+    ids = sorted(set(page_ids))
+    found: dict[int, PageRecord] = {}
+    with _reading(store) as conn:
+        for chunk in _chunks(ids):
+            stmt = select(*_page_columns()).where(pages_table.c.id.in_(chunk))
+            for row in conn.execute(stmt):
+                found[row[0]] = PageRecord(*row)
+    return found
+
+
+def iter_pages(store: FingerprintStore) -> Iterator[PageRecord]:
+    """Every kept page in admission order, streamed."""
+    stmt = select(*_page_columns()).order_by(pages_table.c.id)
+    with _reading(store) as conn:
+        for row in conn.execution_options(yield_per=10_000).execute(stmt):
+            yield PageRecord(*row)

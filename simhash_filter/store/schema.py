@@ -1,0 +1,142 @@
+"""SQLAlchemy 2 models of the fingerprint database (the tables CONTRACT.md names).
+
+``UInt64`` is the one place where Python's unsigned 64-bit ints become SQL's signed
+BIGINT and back (DESIGN.md invariant 5). ``bands`` is a covering index: its primary key
+``(table_no, key, page_id)`` plus the fingerprint answer a probe without touching
+``pages`` (on SQLite it is a WITHOUT ROWID table, so the primary key *is* the table).
+A page's band rows are found by recomputing its keys from its fingerprint, so ``bands``
+needs no second index on ``page_id``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA_VERSION = 1
+
+_TWO_63 = 1 << 63
+_TWO_64 = 1 << 64
+
+# INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
+PageId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UInt64(TypeDecorator[int]):
+    """An unsigned 64-bit int in Python, a signed BIGINT in SQL (two's complement)."""
+
+    impl = BigInteger
+    cache_ok = True
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if not 0 <= value < _TWO_64:
+            raise ValueError(f"not an unsigned 64-bit int: {value!r}")
+        return value - _TWO_64 if value >= _TWO_63 else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        number = int(value)
+        return number + _TWO_64 if number < 0 else number
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime, also on SQLite (which stores naive text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime (timezone needed): {value!r}")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the fingerprint database."""
+
+
+class Meta(Base):
+    """Settings the database was made with: schema_version, spec, bits, max_distance,
+    blocks, created_at."""
+
+    __tablename__ = "meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class Page(Base):
+    """An admitted page."""
+
+    __tablename__ = "pages"
+
+    id: Mapped[int] = mapped_column(PageId, primary_key=True, autoincrement=True)
+    url: Mapped[str] = mapped_column(Text, unique=True, nullable=False)
+    domain: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+    fingerprint: Mapped[int] = mapped_column(UInt64, nullable=False)
+    text_length: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class Band(Base):
+    """One table key of one admitted page (C(b, k) rows per page)."""
+
+    __tablename__ = "bands"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    table_no: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    key: Mapped[int] = mapped_column(UInt64, primary_key=True, autoincrement=False)
+    page_id: Mapped[int] = mapped_column(
+        PageId, ForeignKey("pages.id"), primary_key=True, autoincrement=False
+    )
+    fingerprint: Mapped[int] = mapped_column(UInt64, nullable=False)
+
+
+class Duplicate(Base):
+    """A dropped page and the admitted page it was a near-duplicate of."""
+
+    __tablename__ = "duplicates"
+
+    id: Mapped[int] = mapped_column(PageId, primary_key=True, autoincrement=True)
+    url: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+    domain: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+    fingerprint: Mapped[int] = mapped_column(UInt64, nullable=False)
+    duplicate_of: Mapped[int] = mapped_column(
+        PageId, ForeignKey("pages.id"), nullable=False, index=True
+    )
+    distance: Mapped[int] = mapped_column(SmallInteger, nullable=False)
+    seen_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, index=True)
+
+
+meta_table = cast(Table, Meta.__table__)
+pages_table = cast(Table, Page.__table__)
+bands_table = cast(Table, Band.__table__)
+duplicates_table = cast(Table, Duplicate.__table__)

@@ -1,0 +1,157 @@
+"""Text normalization and script-aware tokenization (pure; no I/O of its own).
+
+Runs of Han characters are segmented into words with jieba (one ``jieba.Tokenizer``
+per dictionary, created lazily under a lock); Japanese kana and Korean hangul become
+character bigrams; every other script is split into words by a regular expression.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+
+
+def _combining_marks() -> str:
+    """Regex class ranges of the combining marks (Unicode categories M*) of the BMP.
+
+    ``\\w`` does not match them: without them a Devanagari word, Arabic with vowel
+    signs, or a case-folded Turkish "İ" (i + U+0307) would break at every mark.
+    (Marks beyond the BMP, in historic and minority scripts, are left out: ``re``
+    tests those by a linear scan, which would slow down every word.)
+    """
+    marks = [c for c in range(0x10000) if unicodedata.category(chr(c)).startswith("M")]
+    ranges: list[str] = []
+    start = previous = marks[0]
+    for c in [*marks[1:], -1]:
+        if c != previous + 1:
+            ranges.append(f"\\u{start:04x}-\\u{previous:04x}")
+            start = c
+        previous = c
+    return "".join(ranges)
+
+
+MARKS = _combining_marks()
+
+
+def _word(letter: str) -> str:
+    """Letters or digits, with marks inside, and inner apostrophes (``keeper's``)."""
+    run = f"{letter}+(?:[{MARKS}]+{letter}*)*"
+    return f"{run}(?:'{run})*"
+
+
+_LETTER = r"[^\W_]"  # a letter or digit (\w without the underscore)
+_NON_CJK_LETTER = rf"[^\W_{HAN}{KANA_HANGUL}]"
+_TOKEN_RE = re.compile(
+    rf"(?P<han>[{HAN}]+)"
+    rf"|(?P<bigram>[{KANA_HANGUL}]+)"
+    rf"|(?P<word>{_word(_NON_CJK_LETTER)})"
+)
+_CJK_RE = re.compile(f"[{HAN}{KANA_HANGUL}]")
+_WORD_RE = re.compile(_word(_LETTER))  # the fast path, for text with no CJK
+_SPACE_RE = re.compile(r"\s+")
+
+_jieba_lock = threading.Lock()
+
+
+def fold(text: str) -> str:
+    """Unicode NFKC, case-folded, apostrophes unified (what tokenization needs)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if "\u2019" in text or "\u02bc" in text:  # NFKC already maps the full-width one
+        return text.replace("\u2019", "'").replace("\u02bc", "'")
+    return text
+
+
+def normalize(text: str) -> str:
+    """:func:`fold`, then white space collapsed: the text a person would compare."""
+    return _SPACE_RE.sub(" ", fold(text)).strip()
+
+
+@cache
+def jieba_tokenizer(dictionary: str | None = None) -> Any:
+    """The jieba tokenizer for a dictionary, initialized once (thread-safe).
+
+    A memo of an immutable resource, not mutable state: every caller gets the same
+    ready tokenizer, and the dictionary is loaded only when Chinese text first appears.
+    """
+    # functools.cache runs the body once per concurrent first caller; the memo read
+    # under the lock makes every one of them get the same, single tokenizer.
+    with _jieba_lock:
+        return _initialized_jieba_tokenizer(dictionary)
+
+
+@cache
+def _initialized_jieba_tokenizer(dictionary: str | None) -> Any:
+    import jieba
+
+    tokenizer = jieba.Tokenizer() if dictionary is None else jieba.Tokenizer(dictionary)
+    quiet = logging.getLogger("jieba")
+    previous = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        tokenizer.initialize()
+    finally:
+        quiet.setLevel(previous)
+    return tokenizer
+
+
+def jieba_version() -> str:
+    import jieba
+
+    return str(getattr(jieba, "__version__", "unknown"))
+
+
+class Tokenizer:
+    """Splits normalized text into tokens, by script, and drops stopwords.
+
+    >>> Tokenizer(stopwords=frozenset({"the"})).tokenize("the cat's hat")
+    ["cat's", 'hat']
+    """
+
+    def __init__(
+        self,
+        *,
+        stopwords: Iterable[str] = (),
+        hmm: bool = True,
+        drop_numbers: bool = False,
+        jieba_dictionary: str | None = None,
+    ) -> None:
+        self.stopwords = frozenset(stopwords)
+        self.hmm = hmm
+        self.drop_numbers = drop_numbers
+        self.jieba_dictionary = jieba_dictionary
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of already-normalized text, stopwords removed, in order."""
+        stop = self.stopwords
+        if not _CJK_RE.search(text):
+            words = _WORD_RE.findall(text)
+            if self.drop_numbers:
+                return [w for w in words if w not in stop and not w.isdigit()]
+            return [w for w in words if w not in stop]
+        out: list[str] = []
+        segment = None
+        for match in _TOKEN_RE.finditer(text):
+            kind = match.lastgroup
+            run = match.group()
+            if kind == "word":
+                if run in stop or (self.drop_numbers and run.isdigit()):
+                    continue
+                out.append(run)
+            elif kind == "han":
+                if segment is None:
+                    segment = jieba_tokenizer(self.jieba_dictionary).lcut
+                out.extend(w for w in segment(run, HMM=self.hmm) if w not in stop)
+            else:  # kana / hangul: character bigrams (a lone character stands alone)
+                if len(run) == 1:
+                    out.append(run)
+                else:
+                    out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        return out

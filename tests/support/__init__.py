@@ -1,0 +1,66 @@
+"""Test support: the loopback test site and a helper that runs ``scrapy crawl`` in a subprocess.
+
+The site itself lives in :mod:`crawler.testsite` (the demo needs it from an installed
+checkout); this package re-exports it and adds what the tests know about it: which pages
+are near-duplicates of which, which have no text, which must never be fetched.
+"""
+
+from __future__ import annotations
+
+from crawler.testsite import HUGE_PAGE_BYTES, Page, SiteServer, build_site
+
+from .crawl import CrawlResult, run_scrapy
+
+__all__ = [
+    "DISTINCT",
+    "HARBOUR_CLUSTER",
+    "HUGE_PAGE_BYTES",
+    "NEVER_FETCHED",
+    "NO_TEXT",
+    "ZH_CLUSTER",
+    "CrawlResult",
+    "Page",
+    "SiteServer",
+    "build_site",
+    "run_scrapy",
+]
+
+HARBOUR_CLUSTER = frozenset(
+    {
+        "/news/harbour-bridge.html",
+        "/news/harbour-bridge.html?utm_source=rss",  # same page, tracking parameter
+        "/print/harbour-bridge.html",  # print template, changed date
+        "/blog/2024/03/harbour-bridge-reopens/",  # blog template, added comment block
+        "/news/harbour-bridge-short.html",  # one paragraph removed
+    }
+)
+"""One article, five URLs: exactly one is kept, the other four are dropped as its duplicates."""
+
+ZH_CLUSTER = frozenset({"/zh/waste-sorting.html", "/zh/gbk/waste-sorting.html"})
+"""A Chinese article in UTF-8 and GBK (other template, changed date): one kept, one dropped."""
+
+DISTINCT = frozenset(
+    {
+        "/portal/urban-beekeeping.html",  # four articles sharing one heavy template
+        "/portal/volcano-drones.html",
+        "/portal/library-reopens.html",
+        "/portal/night-trains.html",
+        "/zh/mountain-railway.html",
+        "/broken/sourdough-chemistry-huge.html",  # the 5 MB page
+    }
+)
+"""Pages unlike any other: always kept."""
+
+NO_TEXT = frozenset(
+    {
+        "/",  # a link list
+        "/portal/lantern-photos.html",  # a photo gallery: template, no main text
+        "/print/help.html",  # a few words
+        "/broken/empty.html",
+        "/broken/binary.html",
+    }
+)
+"""Pages that pass unfingerprinted."""
+
+NEVER_FETCHED = frozenset({"/private/secret.html"})
+"""Disallowed by robots.txt."""

@@ -1,0 +1,68 @@
+"""Run ``scrapy crawl`` in a subprocess and collect its items, stats and log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import crawler
+
+REPO_ROOT = Path(crawler.__file__).resolve().parent.parent
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    stats: dict[str, Any]
+    items: list[dict[str, Any]]
+    log: str
+
+    def stat(self, key: str) -> Any:
+        return self.stats.get(key, 0)
+
+
+def run_scrapy(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    settings: Mapping[str, object] = {},
+    settings_module: str | None = "crawler.settings",
+    pythonpath: Sequence[Path] = (),
+    timeout: float = 300,
+) -> CrawlResult:
+    """``scrapy <args>`` in ``cwd`` with the repository on ``PYTHONPATH``.
+
+    Items go to ``cwd/items.jsonl`` and the final stats to ``cwd/stats.json`` (through the
+    crawler project's ``StatsFile`` extension, enabled here with ``-s`` for other projects).
+    """
+    items_path = cwd / "items.jsonl"
+    stats_path = cwd / "stats.json"
+    for path in (items_path, stats_path):
+        path.unlink(missing_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    if settings_module:
+        env["SCRAPY_SETTINGS_MODULE"] = settings_module
+    else:
+        env.pop("SCRAPY_SETTINGS_MODULE", None)
+    command = [sys.executable, "-m", "scrapy", *args, "-O", str(items_path)]
+    command += ["-s", f"STATS_FILE={stats_path}"]
+    command += ["-s", 'EXTENSIONS={"crawler.extensions.StatsFile": 500}']
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    proc = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    items = (
+        [json.loads(line) for line in items_path.read_text().splitlines() if line.strip()]
+        if items_path.exists()
+        else []
+    )
+    return CrawlResult(proc.returncode, stats, items, proc.stderr)

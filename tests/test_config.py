@@ -1,0 +1,134 @@
+"""Config.from_settings: every SIMHASH_FILTER_* setting, validated, errors naming the setting."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from scrapy.settings import Settings
+
+from simhash_filter import Fingerprinter
+from simhash_filter.config import Config
+from simhash_filter.extract import DEFAULT_MAX_BYTES
+
+
+def test_defaults() -> None:
+    config = Config.from_settings(Settings())
+    assert config == Config()
+    assert config.enabled is True
+    assert config.database_url == "sqlite:///dedup.db"
+    assert config.max_distance == 4
+    assert config.blocks is None
+    assert config.effective_blocks == 6
+    assert (config.text_field, config.html_field, config.url_field) == ("text", "html", "url")
+    assert config.fingerprint_field is None
+    assert config.debug is False
+    assert config.fail_open is True
+    assert config.middleware is False
+    assert config.max_bytes == DEFAULT_MAX_BYTES
+    assert config.fingerprinter_options() == {}
+    assert config.make_fingerprinter().spec == Fingerprinter().spec
+
+
+def test_every_setting_is_read() -> None:
+    config = Config.from_settings(
+        Settings(
+            {
+                "SIMHASH_FILTER_ENABLED": False,
+                "SIMHASH_FILTER_DATABASE_URL": "postgresql+psycopg://db/crawl",
+                "SIMHASH_FILTER_MAX_DISTANCE": 3,
+                "SIMHASH_FILTER_BLOCKS": 5,
+                "SIMHASH_FILTER_TEXT_FIELD": "body_text",
+                "SIMHASH_FILTER_HTML_FIELD": "raw",
+                "SIMHASH_FILTER_URL_FIELD": "link",
+                "SIMHASH_FILTER_MIN_TOKENS": 50,
+                "SIMHASH_FILTER_WEIGHTING": "tf",
+                "SIMHASH_FILTER_TOP_N": 200,
+                "SIMHASH_FILTER_FINGERPRINT_FIELD": "simhash",
+                "SIMHASH_FILTER_DEBUG": True,
+                "SIMHASH_FILTER_FAIL_OPEN": False,
+                "SIMHASH_FILTER_MAX_BYTES": 1000,
+                "SIMHASH_FILTER_MIDDLEWARE": True,
+            }
+        )
+    )
+    assert config == Config(
+        enabled=False,
+        database_url="postgresql+psycopg://db/crawl",
+        max_distance=3,
+        blocks=5,
+        text_field="body_text",
+        html_field="raw",
+        url_field="link",
+        min_tokens=50,
+        weighting="tf",
+        top_n=200,
+        fingerprint_field="simhash",
+        debug=True,
+        fail_open=False,
+        max_bytes=1000,
+        middleware=True,
+    )
+    assert config.fingerprinter_options() == {"min_tokens": 50, "weighting": "tf", "top_n": 200}
+    fingerprinter = config.make_fingerprinter()
+    assert fingerprinter.min_tokens == 50
+    assert fingerprinter.spec == Fingerprinter(weighting="tf", top_n=200).spec
+
+
+def test_command_line_strings_are_parsed() -> None:
+    """``-s KEY=VALUE`` gives strings."""
+    config = Config.from_settings(
+        Settings(
+            {
+                "SIMHASH_FILTER_ENABLED": "0",
+                "SIMHASH_FILTER_MAX_DISTANCE": "5",
+                "SIMHASH_FILTER_BLOCKS": "",
+                "SIMHASH_FILTER_DEBUG": "true",
+                "SIMHASH_FILTER_FINGERPRINT_FIELD": "None",
+                "SIMHASH_FILTER_TOP_N": " 64 ",
+            }
+        )
+    )
+    assert config.enabled is False
+    assert config.max_distance == 5
+    assert config.blocks is None
+    assert config.effective_blocks == 7  # default_blocks(5): 21 tables of 18-19-bit keys
+    assert config.debug is True
+    assert config.fingerprint_field is None
+    assert config.top_n == 64
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("ENABLED", "maybe"),
+        ("DEBUG", "yes please"),
+        ("FAIL_OPEN", "no way"),
+        ("MIDDLEWARE", "sometimes"),
+        ("MAX_DISTANCE", "three"),
+        ("MAX_DISTANCE", -1),
+        ("MAX_DISTANCE", 64),
+        ("MAX_DISTANCE", 2.5),
+        ("MAX_DISTANCE", True),
+        ("BLOCKS", 4),  # must exceed MAX_DISTANCE (4)
+        ("BLOCKS", 65),
+        ("BLOCKS", "many"),
+        ("MIN_TOKENS", 0),
+        ("TOP_N", 0),
+        ("WEIGHTING", "bm25"),
+        ("WEIGHTING", "tfidf"),  # needs an IDF table, which settings cannot give
+        ("WEIGHTING", 3),
+        ("MAX_BYTES", 0),
+        ("TEXT_FIELD", 7),
+        ("DATABASE_URL", ["sqlite://"]),
+    ],
+)
+def test_bad_values_raise_naming_the_setting(key: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"SIMHASH_FILTER_{key}"):
+        Config.from_settings(Settings({f"SIMHASH_FILTER_{key}": value}))
+
+
+def test_config_is_frozen() -> None:
+    config = Config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_distance = 5  # type: ignore[misc]

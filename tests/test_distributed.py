@@ -1,0 +1,148 @@
+"""A real distributed crawl: 3 ``scrapy crawl site`` workers, one Redis frontier, one
+PostgreSQL index, against the loopback site scaled up to ~280 pages with ~110 near-duplicate
+clusters, compared with a single-process crawl of the same site.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import NEVER_FETCHED, SiteServer, run_scrapy
+from support.distributed import (
+    assert_consistent,
+    read_index,
+    redis_keys_fixture,
+    representatives,
+    site_clusters,
+)
+from support.workers import start_worker
+
+from crawler.distributed import RedisKeys, WaitForPeers
+from crawler.testsite import build_site
+
+CLUSTERS = 100
+WORKERS = 3
+
+
+@pytest.fixture
+def redis_keys(redis_url: str) -> Iterator[RedisKeys]:
+    yield from redis_keys_fixture(redis_url)
+
+
+@pytest.fixture(scope="module")
+def big_site() -> Iterator[SiteServer]:
+    with SiteServer(build_site(huge_page_bytes=300_000, clusters=CLUSTERS)) as server:
+        yield server
+
+
+def worker_settings(redis_url: str, keys: RedisKeys, db_url: str) -> dict[str, object]:
+    return {
+        "REDIS_URL": redis_url,
+        **keys.settings(),
+        "SIMHASH_FILTER_DATABASE_URL": db_url,
+        "DOWNLOAD_DELAY": 0,
+        "CONCURRENT_REQUESTS": 8,
+        "DISTRIBUTED_IDLE_TIMEOUT": 2,
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def test_wait_for_peers_keeps_an_idle_worker_open_until_the_timeout() -> None:
+    from scrapy.exceptions import DontCloseSpider
+
+    extension = WaitForPeers(timeout=3600)
+    with pytest.raises(DontCloseSpider):
+        extension.spider_idle()
+    extension.busy()
+    with pytest.raises(DontCloseSpider):
+        extension.spider_idle()
+    closing = WaitForPeers(timeout=1e-9)
+    with pytest.raises(DontCloseSpider):  # the first idle call starts the clock
+        closing.spider_idle()
+    closing.spider_idle()  # idle for longer than the timeout: the worker may close
+    forever = WaitForPeers(timeout=0)
+    for _ in range(3):
+        with pytest.raises(DontCloseSpider):
+            forever.spider_idle()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_three_workers_share_one_frontier_and_one_index(
+    big_site: SiteServer, tmp_path: Path, pg_url: str, redis_url: str, redis_keys: RedisKeys
+) -> None:
+    clusters = site_clusters(CLUSTERS)
+    start = ["crawl", "site", "-a", f"start_url={big_site.base_url}/"]
+
+    # the reference: one process, its own SQLite index
+    big_site.hits.clear()
+    reference_db = f"sqlite:///{tmp_path / 'reference.db'}"
+    (tmp_path / "reference").mkdir()
+    single = run_scrapy(
+        start,
+        cwd=tmp_path / "reference",
+        settings={"SIMHASH_FILTER_DATABASE_URL": reference_db, "DOWNLOAD_DELAY": 0},
+    )
+    assert single.returncode == 0, single.log[-3000:]
+    reference_hits = Counter(path for path, _agent in big_site.hits)
+    assert len(reference_hits) > 250
+    assert max(reference_hits.values()) == 1
+
+    # the distributed crawl: 3 workers, one Redis queue, one PostgreSQL index
+    big_site.hits.clear()
+    workers = [
+        start_worker(
+            str(n),
+            start,
+            workdir=tmp_path / f"worker-{n}",
+            settings=worker_settings(redis_url, redis_keys, pg_url),
+            settings_module="crawler.distributed_settings",
+        )
+        for n in range(WORKERS)
+    ]
+    results = [worker.wait(timeout=240) for worker in workers]
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.stats["finish_reason"] == "finished"
+        assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+
+    # every page fetched once, by some worker; robots.txt once per worker
+    hits = Counter(path for path, _agent in big_site.hits)
+    robots = hits.pop("/robots.txt")
+    reference_hits.pop("/robots.txt")
+    assert robots <= WORKERS
+    assert hits == reference_hits
+    assert not NEVER_FETCHED & set(hits)
+    by_worker = Counter(agent for path, agent in big_site.hits if path != "/robots.txt")
+    assert sum(by_worker.values()) == len(hits)
+    assert len(by_worker) >= 2, f"one worker did all the work: {by_worker}"
+
+    # the index: consistent, one page per near-duplicate cluster, as in the single crawl
+    index = read_index(pg_url)
+    reference = read_index(reference_db)
+    assert_consistent(index)
+    assert_consistent(reference)
+    kept = representatives(index, clusters)
+    assert set(kept) == set(representatives(reference, clusters)) == set(clusters.values())
+    assert len(index.dropped) == index.dropped_rows == len(reference.dropped)
+    for path, drop in index.dropped.items():
+        assert clusters[drop.duplicate_of] == clusters[path]
+    # same pages, same fingerprints as in the single crawl (kept or dropped)
+    fingerprints = {**index.kept, **{p: d.fingerprint for p, d in index.dropped.items()}}
+    reference_fps = {**reference.kept, **{p: d.fingerprint for p, d in reference.dropped.items()}}
+    assert fingerprints == reference_fps
+
+    # the workers' stats add up to the single crawl's
+    def total(key: str) -> int:
+        return sum(int(result.stat(key)) for result in results)
+
+    for outcome in ("kept", "dropped", "no_text"):
+        assert total(f"simhash_filter/{outcome}") == single.stat(f"simhash_filter/{outcome}")
+    assert total("simhash_filter/errors") == 0
+    assert total("simhash_filter/kept") == len(index.kept)
+    items = [item for result in results for item in result.items]
+    assert len(items) == len({item["url"] for item in items}) == len(single.items)

@@ -1,0 +1,262 @@
+"""Faults during real crawls: a worker SIGKILLed mid-crawl and restarted, and the PostgreSQL
+server going away and coming back mid-crawl (fail-open and fail-closed workers)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import SiteServer
+from support.distributed import (
+    assert_consistent,
+    link_parents,
+    path_of,
+    read_index,
+    redis_keys_fixture,
+    representatives,
+    site_clusters,
+    wait_for,
+)
+from support.workers import Worker, start_worker
+
+from crawler.distributed import RedisKeys, seed
+from crawler.testsite import build_site
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+CONCURRENCY = 2
+
+
+@pytest.fixture
+def redis_keys(redis_url: str) -> Iterator[RedisKeys]:
+    yield from redis_keys_fixture(redis_url)
+
+
+def common_settings(db_url: str) -> dict[str, object]:
+    return {
+        "SIMHASH_FILTER_DATABASE_URL": db_url,
+        "DOWNLOAD_DELAY": 0,
+        "CONCURRENT_REQUESTS": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY,
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def fetched_by(site: SiteServer) -> list[tuple[str, str]]:
+    """(path, User-Agent) of every page request but robots.txt, in order."""
+    return [(p, a) for p, a in list(site.hits) if p != "/robots.txt"]
+
+
+def fetched(site: SiteServer, agent: str | None = None) -> list[str]:
+    return [p for p, a in fetched_by(site) if agent in {None, a}]
+
+
+@pytest.mark.redis
+def test_sigkill_one_worker_the_others_finish_and_a_restarted_worker_resumes(
+    tmp_path: Path, pg_url: str, redis_url: str, redis_keys: RedisKeys
+) -> None:
+    clusters_n = 60
+    pages = build_site(huge_page_bytes=100_000, clusters=clusters_n)
+    parents = link_parents(pages)
+    settings = {
+        **common_settings(pg_url),
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": redis_keys.prefix,
+        "DISTRIBUTED_IDLE_TIMEOUT": 2,
+    }
+    with SiteServer(pages, latency=0.15) as site:
+        assert seed(redis_url, redis_keys.start_urls, [site.base_url + "/"]) == 1
+
+        def worker(name: str) -> Worker:
+            return start_worker(
+                name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings
+            )
+
+        workers = {name: worker(name) for name in ("a", "b", "c")}
+        total = len(pages) - 2  # but robots.txt and the disallowed page
+
+        def busiest() -> tuple[str, int]:
+            counts = Counter(agent for _path, agent in fetched_by(site))
+            return counts.most_common(1)[0] if counts else ("", 0)
+
+        wait_for(
+            lambda: len(fetched(site)) >= total // 4 and busiest()[1] >= 8,
+            timeout=120,
+            what="a quarter of the site fetched, 8 pages of them by one worker",
+        )
+        victim = workers.pop(busiest()[0].removeprefix("worker-"))
+        victim.kill()
+        killed_at = len(fetched(site))
+        restarted = worker("restarted")  # the same command: it resumes the crawl from Redis
+        results = {w.name: w.wait(timeout=240) for w in [*workers.values(), restarted]}
+        victim_hits = set(fetched(site, f"worker-{victim.name}"))
+
+    for name, result in results.items():
+        assert result.returncode == 0, f"{name}: {result.log[-3000:]}"
+        assert result.stats["finish_reason"] == "finished"
+        assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+    assert killed_at < total * 3 // 4, "the kill came too late to test anything"
+
+    hits = Counter(fetched(site))
+    assert max(hits.values()) == 1, "a page was fetched twice"
+    assert hits["/"] == 1  # the restarted worker did not start the crawl over...
+    restarted_hits = fetched(site, "worker-restarted")
+    assert restarted_hits, "...it resumed it: it fetched pages from the shared queue"
+    assert results["restarted"].stat("scheduler/dequeued/redis") >= len(restarted_hits)
+
+    # the index is consistent, one page per near-duplicate cluster
+    index = read_index(pg_url)
+    assert_consistent(index)
+    representatives(index, site_clusters(clusters_n))
+    # nothing a surviving worker yielded is missing from the index
+    for result in results.values():
+        for item in result.items:
+            if item.get("fingerprint"):
+                assert index.kept[path_of(item["url"])] == int(item["fingerprint"], 16)
+
+    # what was lost is what the killed worker held: pages it was fetching or parsing,
+    # and pages only linked from those (scrapy-redis has no acknowledgement of requests)
+    reachable = {p for p in pages if p not in {"/robots.txt", "/private/secret.html"}}
+    reachable |= {p for p, ps in parents.items() if "?" in p and ps}
+    never = reachable - set(hits)
+    popped_by_victim = {p for p in never if parents[p] - victim_hits & set(hits)}
+    assert len(popped_by_victim) <= CONCURRENCY, sorted(popped_by_victim)
+    for path in never - popped_by_victim:  # all of its fetched parents died with the victim
+        assert parents[path] & set(hits) <= victim_hits | popped_by_victim, path
+    assert len(never) < len(reachable) // 4
+
+
+# -- PostgreSQL goes away mid-crawl ---------------------------------------------------
+
+
+@pytest.fixture
+def other_pg_url(pg_url: str) -> Iterator[str]:
+    """A second empty database on the same server as ``pg_url``."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = make_url(pg_url).database + "_b"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _cluster() -> list[str]:
+    versions = sorted(p.name for p in Path("/etc/postgresql").iterdir())
+    return [versions[-1], "main"]
+
+
+def pg_ctl(action: str) -> None:
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", *_cluster(), action],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def pg_ready() -> bool:
+    return (
+        subprocess.run(
+            ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"], timeout=30, check=False
+        ).returncode
+        == 0
+    )
+
+
+def ensure_pg_up() -> None:
+    if not pg_ready():
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", *_cluster(), "start"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    wait_for(pg_ready, timeout=120, what="PostgreSQL to accept connections again")
+
+
+@pytest.mark.skipif(
+    not Path("/etc/postgresql").is_dir(), reason="needs a local pg_ctlcluster-managed server"
+)
+def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
+    tmp_path: Path, pg_url: str, other_pg_url: str
+) -> None:
+    # two crawls, two indexes on the one server: fail-open and fail-closed
+    db_urls = {"open": pg_url, "closed": other_pg_url}
+    sites = {
+        "open": SiteServer(build_site(huge_page_bytes=50_000, clusters=50, seed=1), latency=0.05),
+        "closed": SiteServer(build_site(huge_page_bytes=50_000, clusters=50, seed=2), latency=0.05),
+    }
+    workers: dict[str, Worker] = {}
+    for site in sites.values():
+        site.start()
+    try:
+        for name, site in sites.items():
+            workers[name] = start_worker(
+                name,
+                ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+                workdir=tmp_path / name,
+                settings={
+                    **common_settings(db_urls[name]),
+                    "SIMHASH_FILTER_FAIL_OPEN": name == "open",
+                },
+            )
+        wait_for(
+            lambda: all(len(fetched(s)) >= 40 for s in sites.values()),
+            timeout=120,
+            what="both crawls under way",
+        )
+        try:
+            pg_ctl("stop")
+            down_at = {name: len(fetched(s)) for name, s in sites.items()}
+            wait_for(  # pages keep coming while the index is down
+                lambda: all(len(fetched(s)) >= down_at[n] + 15 for n, s in sites.items()),
+                timeout=60,
+                what="15 more pages fetched by each crawl while PostgreSQL is down",
+            )
+            pg_ctl("start")
+            wait_for(pg_ready, timeout=60, what="PostgreSQL to come back")
+            back_at = {name: len(fetched(s)) for name, s in sites.items()}
+        finally:
+            ensure_pg_up()
+        results = {name: w.wait(timeout=240) for name, w in workers.items()}
+    finally:
+        for worker in workers.values():
+            worker.kill()
+        for site in sites.values():
+            site.stop()
+
+    for name, result in results.items():
+        index = read_index(db_urls[name])
+        assert_consistent(index)
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.stats["finish_reason"] == "finished", name
+        errors = int(result.stat("simhash_filter/errors"))
+        assert errors >= 1, f"{name}: no page met the outage"
+        assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+        assert "Could not check" in result.log  # the pipeline's warning, one per page
+        site_pages = set(fetched(sites[name]))
+        # the pipeline reconnected by itself: pages fetched after the restart were indexed
+        after = set(fetched(sites[name])[back_at[name] :])
+        assert after & set(index.kept), f"{name}: nothing indexed after the restart"
+        kept = site_pages & set(index.kept)
+        dropped = site_pages & set(index.dropped)
+        assert int(result.stat("simhash_filter/kept")) == len(kept)
+        assert int(result.stat("simhash_filter/dropped")) == len(dropped)
+        items = {path_of(item["url"]) for item in result.items}
+        if name == "open":  # unchecked pages pass, counted as errors
+            assert result.stat("item_dropped_reasons_count/FilterUnavailable") == 0
+            unchecked = items - kept
+            assert len(unchecked) == errors + int(result.stat("simhash_filter/no_text"))
+        else:  # unchecked pages are held back (dropped with FilterUnavailable)
+            assert result.stat("item_dropped_reasons_count/FilterUnavailable") == errors
+            assert len(items) == len(kept) + int(result.stat("simhash_filter/no_text"))
