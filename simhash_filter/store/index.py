@@ -453,7 +453,8 @@ class FingerprintStore:
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=create, durable=durable)
         try:
-            stored = _init_schema(engine, sa_url, spec=spec, scheme=requested, create=create)
+            with _creation_queue(sa_url, create):
+                stored = _init_schema(engine, sa_url, spec=spec, scheme=requested, create=create)
             stored_spec, stored_scheme = stored
             _compare(sa_url, stored_spec, stored_scheme, spec, requested, blocks is not None)
             return cls(engine, url=sa_url, spec=stored_spec, scheme=stored_scheme)
@@ -911,6 +912,26 @@ def _retryable(exc: DBAPIError) -> bool:
         return True
     message = str(exc.orig).lower()
     return "database is locked" in message or "unique constraint failed: pages.url" in message
+
+
+@contextmanager
+def _creation_queue(url: URL, create: bool) -> Iterator[None]:
+    """Queue the processes that may create one SQLite file behind its writer lock.
+
+    Turning a new file to WAL and creating the tables take SQLite's exclusive lock from
+    a shared one; two processes doing that at once deadlock, and SQLite answers one of
+    them "database is locked" at once, without waiting out the busy timeout.
+    """
+    path = sqlite_path(url) if create and is_sqlite(url) else None
+    if path is None:
+        yield
+        return
+    queue = WriterQueue(path, busy_timeout(url))
+    try:
+        with queue:
+            yield
+    finally:
+        queue.close()
 
 
 def _init_schema(
