@@ -10,6 +10,11 @@ NEWSPIDER_MODULE = "crawler.spiders"
 
 USER_AGENT = "simhash-filter-crawler/0.1 (+https://github.com/simhash-filter/simhash-filter)"
 ROBOTSTXT_OBEY = True
+# Scrapy's RobotsTxtMiddleware, mended: see crawler/middlewares.py.
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.RobotsTxtMiddleware": 100,
+}
 
 # Polite by default; the demo and the tests override these for their loopback site.
 CONCURRENT_REQUESTS = 16
