@@ -148,6 +148,56 @@ def test_unsigned_values_above_2_63_round_trip(store: FingerprintStore) -> None:
 # ---------------------------------------------------------------- near()
 
 
+def test_near_with_whole_fingerprint_keys(db_url: str) -> None:
+    """k=0 keys each page by its whole fingerprint: keys of 2**63 and more go to the
+    database as signed BIGINTs (the other schemes' keys are narrower and pass as they are)."""
+    store = FingerprintStore.open(db_url, spec=SPEC, max_distance=0)
+    try:
+        assert store.scheme.n_tables == 1
+        assert store.scheme.min_key_bits() == 64
+        high, low = (1 << 64) - 2, 5
+        store.add_many([("http://a.example/high", high, 0), ("http://a.example/low", low, 0)])
+        assert [m.url for m in store.near(high)] == ["http://a.example/high"]
+        assert [m.url for m in store.near(low)] == ["http://a.example/low"]
+        assert store.near(high ^ 1) == []
+    finally:
+        store.close()
+
+
+def test_near_sees_what_another_store_wrote_since_its_last_call(db_url: str) -> None:
+    """near() keeps its SQLite connections between calls; they must hold no snapshot."""
+    reader = FingerprintStore.open(db_url, spec=SPEC)
+    writer = FingerprintStore.open(db_url, spec=SPEC)
+    try:
+        fp = 0x0123_4567_89AB_CDEF
+        for _ in range(3):
+            assert reader.near(fp) == []
+        writer.check_and_add("http://w.example/1", fp)
+        assert [m.url for m in reader.near(fp ^ 0b101)] == ["http://w.example/1"]
+        writer.check_and_add("http://w.example/2", fp ^ (1 << 40) ^ (1 << 41) ^ (1 << 42) ^ 1)
+        assert reader.count_candidates(fp) >= 1
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_failing_probe_is_a_store_error_and_the_next_one_works(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'probe.db'}"
+    store = FingerprintStore.open(url, spec=SPEC)
+    try:
+        store.check_and_add("http://p.example/", 42)
+        assert [m.url for m in store.near(42)] == ["http://p.example/"]
+        with sqlite3.connect(tmp_path / "probe.db") as raw:
+            raw.execute("ALTER TABLE bands RENAME TO bands_away")
+        with pytest.raises(StoreError, match="no such table: bands"):
+            store.near(42)
+        with sqlite3.connect(tmp_path / "probe.db") as raw:
+            raw.execute("ALTER TABLE bands_away RENAME TO bands")
+        assert [m.url for m in store.near(42)] == ["http://p.example/"]
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("k", [None, 3])  # None: the default scheme (k=4, b=6); 3: the paper's
 def test_near_agrees_with_brute_force(db_url: str, k: int | None) -> None:
     rng = random.Random(7)

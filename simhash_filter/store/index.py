@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -92,6 +92,7 @@ _U64 = 1 << 64
 _MAX_PARAMS = 20_000  # bound parameters per probe statement (SQLite allows 32766)
 _WRITE_ATTEMPTS = 8
 _KEY_LOCKED_BATCH = 64
+_KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 """add_many batches up to this size lock their band keys (like check_and_add) instead of
 the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
 well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
@@ -413,6 +414,8 @@ class FingerprintStore:
             WriterQueue(sqlite_path(url), self._busy_timeout) if self._sqlite else None
         )
         self._write_lock: AbstractContextManager[Any] = self._writer_queue or nullcontext()
+        self._readers: deque[Any] = deque()  # see _raw_cursor
+        self._closed = False
         self._uint64 = UInt64()
         self._band_columns = ("table_no", "key", "page_id", "fingerprint")
         band_insert = insert(bands_table).compile(
@@ -520,31 +523,54 @@ class FingerprintStore:
         if self._engine.dialect.positional:
             assert compiled.positiontup is not None
             self._near_order = list(compiled.positiontup)
+        self._near_plain_keys = (
+            self._engine.dialect.positional
+            and self._near_order == [f"k{t}" for t in tables]
+            and max(table.key_bits for table in scheme.tables) < 63
+        )
 
     @contextmanager
     def _raw_cursor(self) -> Iterator[Any]:
-        """A DB-API cursor on a pooled connection (autocommit reads on SQLite)."""
+        """A DB-API cursor on a pooled connection (autocommit reads on SQLite).
+
+        On SQLite up to :data:`_KEPT_READERS` connections stay checked out between calls
+        (a pool checkout and reset cost about as much as a probe's SQL at 100k pages);
+        they hold no transaction, so they block no writer and no checkpoint.
+        """
         with self._errors():
-            raw = self._engine.raw_connection()
+            try:
+                raw = self._readers.pop()
+            except IndexError:
+                raw = self._engine.raw_connection()
+            healthy = False
             try:
                 cursor = raw.cursor()
                 try:
                     yield cursor
                 finally:
                     cursor.close()
+                healthy = True
+            except self._engine.dialect.loaded_dbapi.Error as exc:
+                raise StoreError(f"database error on {self.display_url}: {_reason(exc)}") from exc
             finally:
-                raw.close()
+                if not healthy:
+                    raw.invalidate()
+                elif self._sqlite and not self._closed and len(self._readers) < _KEPT_READERS:
+                    self._readers.append(raw)
+                else:
+                    raw.close()
 
     def _near_candidates(self, cursor: Any, fingerprint: int) -> list[tuple[int, int]]:
         """(page_id, fingerprint) of every band row sharing a key with ``fingerprint``."""
         dialect = self._engine.dialect
         to_sql, from_sql = self._uint64.process_bind_param, self._uint64.process_result_value
-        by_name = {
-            f"k{t}": to_sql(key, dialect) for t, key in enumerate(self.scheme.keys(fingerprint))
-        }
-        params: Any = (
-            [by_name[name] for name in self._near_order] if dialect.positional else by_name
-        )
+        keys = self.scheme.keys(fingerprint)
+        params: Any
+        if self._near_plain_keys:  # keys under 2**63 are the same ints signed or not
+            params = keys
+        else:
+            by_name = {f"k{t}": to_sql(key, dialect) for t, key in enumerate(keys)}
+            params = [by_name[name] for name in self._near_order] if dialect.positional else by_name
         cursor.execute(self._near_sql, params)
         return [
             (page_id, from_sql(stored, dialect) or 0)
@@ -615,6 +641,9 @@ class FingerprintStore:
 
     def close(self) -> None:
         """Release every connection."""
+        self._closed = True
+        while self._readers:
+            self._readers.pop().close()
         self._engine.dispose()
         if self._writer_queue is not None:
             self._writer_queue.close()
