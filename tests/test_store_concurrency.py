@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,19 +193,16 @@ def test_processes_never_admit_two_near_duplicates(db_url: str) -> None:
             assert v["url"] in pages
 
 
-def _open_together(url: str, n_threads: int) -> list[BaseException]:
-    """``n_threads`` threads open ``url`` at once and add one page each; their errors."""
+def _in_threads(n_threads: int, work: Callable[[int], None]) -> list[BaseException]:
+    """``work(t)`` for t in 0..n_threads-1, each in a thread, all started together (a
+    barrier); what they raised."""
     barrier = threading.Barrier(n_threads)
     errors: list[BaseException] = []
 
     def run(t: int) -> None:
-        barrier.wait()
         try:
-            store = FingerprintStore.open(url, spec=SPEC)
-            try:
-                store.check_and_add(f"http://race.example/{t}", random.getrandbits(64))
-            finally:
-                store.close()
+            barrier.wait()
+            work(t)
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
 
@@ -224,7 +222,15 @@ def test_many_openers_create_one_sqlite_file_without_a_locked_error(tmp_path: Pa
     processes do, so 100 rounds of 8 openers show it quickly."""
     for round_no in range(100):
         url = f"sqlite:///{tmp_path}/race{round_no}.db"
-        errors = _open_together(url, 8)
+
+        def open_and_add(t: int, url: str = url) -> None:
+            store = FingerprintStore.open(url, spec=SPEC)
+            try:
+                store.check_and_add(f"http://race.example/{t}", random.getrandbits(64))
+            finally:
+                store.close()
+
+        errors = _in_threads(8, open_and_add)
         assert not errors, f"round {round_no}: {errors}"
         pages, _ = _read_db(url)
         assert len(pages) == 8
@@ -234,24 +240,14 @@ def test_many_openers_create_one_sqlite_file_without_a_locked_error(tmp_path: Pa
 def test_threads_never_admit_two_near_duplicates(db_url: str) -> None:
     n_threads, n_centers, n_unique = 8, 120, 20
     store = FingerprintStore.open(db_url, spec=SPEC)
-    barrier = threading.Barrier(n_threads)
+    streams = [_stream(t, 9, n_centers, n_unique) for t in range(n_threads)]
     results: list[list[Any]] = [[] for _ in range(n_threads)]
-    errors: list[BaseException] = []
 
-    def run(t: int) -> None:
-        try:
-            rows = _stream(t, 9, n_centers, n_unique)
-            barrier.wait()
-            for url, fp in rows:
-                results[t].append(store.check_and_add(url, fp))
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+    def add_stream(t: int) -> None:
+        for url, fp in streams[t]:
+            results[t].append(store.check_and_add(url, fp))
 
-    threads = [threading.Thread(target=run, args=(t,)) for t in range(n_threads)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = _in_threads(n_threads, add_stream)
     assert not errors, errors
     store.close()
     pages, drops = _read_db(db_url)
