@@ -1,6 +1,6 @@
 """Crawl overhead of the near-duplicate filter, on a loopback site built from real pages.
 
-    .venv/bin/python bench/bench_crawl.py [--data /work/shared/data] [--repeats 2]
+    .venv/bin/python bench/bench_crawl.py [--data ../shared/data] [--repeats 2]
 
 The site: every page of ``pages_en/html/*.html.gz`` and ``pages_zh/original/*.html``, each
 also in three near-duplicate variants (a syndication banner and another title, a reader
