@@ -64,16 +64,6 @@ class BandTable:
     table_no: int
     blocks: tuple[int, ...]  # block indexes, 0 = the most significant block
     key_bits: int
-    # (shift, mask) per chosen block, most significant first; the key is built by
-    # shifting the running key left by the block width and or-ing the block in.
-    _parts: tuple[tuple[int, int, int], ...] = field(repr=False, compare=False)
-
-    def key(self, fingerprint: int) -> int:
-        """This table's key for ``fingerprint``: its chosen blocks, concatenated."""
-        key = 0
-        for shift, mask, width in self._parts:
-            key = (key << width) | ((fingerprint >> shift) & mask)
-        return key
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,29 +115,23 @@ class BandScheme:
             low -= width
             shifts.append(low)
         tables = []
+        # keys() cuts every block once, then joins each table's blocks: block i shifted
+        # left by the widths of the table's blocks after it (the probe's hot path)
+        joins = []
         chosen_sets = itertools.combinations(range(blocks), blocks - self.max_distance)
         for table_no, chosen in enumerate(chosen_sets):
-            parts = tuple((shifts[i], (1 << widths[i]) - 1, widths[i]) for i in chosen)
-            tables.append(
-                BandTable(
-                    table_no=table_no,
-                    blocks=chosen,
-                    key_bits=sum(widths[i] for i in chosen),
-                    _parts=parts,
-                )
-            )
+            key_bits = sum(widths[i] for i in chosen)
+            tables.append(BandTable(table_no=table_no, blocks=chosen, key_bits=key_bits))
+            lefts = []
+            for i in chosen:
+                key_bits -= widths[i]
+                lefts.append((i, key_bits))
+            joins.append(tuple(lefts))
         object.__setattr__(self, "block_widths", widths)
         object.__setattr__(self, "tables", tuple(tables))
-        # keys(): cut the blocks once, then join each table's blocks (left shifts by the
-        # widths of the blocks that follow); the probe's hot path, so no per-table call
-        cuts = tuple((shifts[i], (1 << widths[i]) - 1) for i in range(blocks))
-        joins = []
-        for table in tables:
-            lefts = []
-            for pos, i in enumerate(table.blocks):
-                lefts.append((i, sum(widths[j] for j in table.blocks[pos + 1 :])))
-            joins.append(tuple(lefts))
-        object.__setattr__(self, "_cuts", cuts)
+        object.__setattr__(
+            self, "_cuts", tuple((shifts[i], (1 << widths[i]) - 1) for i in range(blocks))
+        )
         object.__setattr__(self, "_joins", tuple(joins))
 
     @property

@@ -92,10 +92,10 @@ _U64 = 1 << 64
 _MAX_PARAMS = 20_000  # bound parameters per probe statement (SQLite allows 32766)
 _WRITE_ATTEMPTS = 8
 _KEY_LOCKED_BATCH = 64
-_KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 """add_many batches up to this size lock their band keys (like check_and_add) instead of
 the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
 well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
+_KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 _GLOBAL_LOCK = 0x53696D4861736846  # "SimHashF": bulk writers exclusive, single writers shared
 _SCHEMA_LOCK = 0x53696D4861736853  # "SimHashS": creating the tables
 _RETRY_SQLSTATES = {"40001", "40P01", "23505"}  # serialization, deadlock, unique violation
@@ -402,7 +402,15 @@ class FingerprintStore:
     Thread-safe; one instance per process is enough.
     """
 
-    def __init__(self, engine: Engine, *, url: URL, spec: str, scheme: BandScheme) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        url: URL,
+        spec: str,
+        scheme: BandScheme,
+        writer_queue: WriterQueue | None = None,
+    ) -> None:
         self._engine = engine
         self._url = url
         self.display_url = display_url(url)
@@ -410,9 +418,9 @@ class FingerprintStore:
         self.dialect = engine.dialect.name
         self._sqlite = is_sqlite(url)
         self._busy_timeout = busy_timeout(url) if self._sqlite else 0.0
-        self._writer_queue = (
-            WriterQueue(sqlite_path(url), self._busy_timeout) if self._sqlite else None
-        )
+        if writer_queue is None and self._sqlite:
+            writer_queue = WriterQueue(sqlite_path(url), self._busy_timeout)
+        self._writer_queue = writer_queue
         self._write_lock: AbstractContextManager[Any] = self._writer_queue or nullcontext()
         self._readers: deque[Any] = deque()  # see _raw_cursor
         self._closed = False
@@ -455,14 +463,25 @@ class FingerprintStore:
         requested = BandScheme(bits=bits, max_distance=max_distance, blocks=blocks)
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=create, durable=durable)
+        queue = (
+            WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
+        )
         try:
-            with _creation_queue(sa_url, create):
+            # Turning a new SQLite file to WAL and creating its tables take the exclusive
+            # lock from a shared one; two processes doing that at once deadlock and SQLite
+            # answers one of them "database is locked" at once, without the busy timeout:
+            # creators queue behind the file's writer lock.
+            with queue if queue is not None and create else nullcontext():
                 stored = _init_schema(engine, sa_url, spec=spec, scheme=requested, create=create)
             stored_spec, stored_scheme = stored
             _compare(sa_url, stored_spec, stored_scheme, spec, requested, blocks is not None)
-            return cls(engine, url=sa_url, spec=stored_spec, scheme=stored_scheme)
+            return cls(
+                engine, url=sa_url, spec=stored_spec, scheme=stored_scheme, writer_queue=queue
+            )
         except BaseException:
             engine.dispose()
+            if queue is not None:
+                queue.close()
             raise
 
     @classmethod
@@ -941,26 +960,6 @@ def _retryable(exc: DBAPIError) -> bool:
         return True
     message = str(exc.orig).lower()
     return "database is locked" in message or "unique constraint failed: pages.url" in message
-
-
-@contextmanager
-def _creation_queue(url: URL, create: bool) -> Iterator[None]:
-    """Queue the processes that may create one SQLite file behind its writer lock.
-
-    Turning a new file to WAL and creating the tables take SQLite's exclusive lock from
-    a shared one; two processes doing that at once deadlock, and SQLite answers one of
-    them "database is locked" at once, without waiting out the busy timeout.
-    """
-    path = sqlite_path(url) if create and is_sqlite(url) else None
-    if path is None:
-        yield
-        return
-    queue = WriterQueue(path, busy_timeout(url))
-    try:
-        with queue:
-            yield
-    finally:
-        queue.close()
 
 
 def _init_schema(
