@@ -1,5 +1,7 @@
 """``NearDuplicateMiddleware``: ignore near-duplicate responses before the spider parses them.
 
+A thin Scrapy adapter around the crawler's :class:`~simhash_filter.filter.PageFilter`.
+
 As in the paper, a near-duplicate page is ignored together with its outgoing links: the
 downloader middleware fingerprints each HTML response (status 200) and raises
 ``IgnoreRequest`` for a near-duplicate, so the spider never sees it and follows none of its
@@ -7,7 +9,7 @@ links. Same settings, same store, same stats as the pipeline.
 
 With both components enabled, each page is checked once: the middleware hands its verdict
 on to the pipeline (keyed by the canonical URL, through the crawler's shared
-:class:`~simhash_filter.pipelines.PageFilter`), which then passes the item without a second
+:class:`~simhash_filter.filter.PageFilter`), which then passes the item without a second
 extraction, fingerprint or insert, and without counting it again. Items the middleware
 never saw (other URLs, non-HTML responses) are checked by the pipeline as usual, and so is
 an item with its own text field whose HTML gave the middleware no text.
@@ -29,7 +31,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 
 from .config import Config
-from .pipelines import Outcome, PageFilter
+from .filter import Outcome, PageFilter
 
 if TYPE_CHECKING:
     from typing import Self
@@ -92,5 +94,5 @@ class NearDuplicateMiddleware:
                 f"Could not check {response.url} for near-duplicates "
                 "(SIMHASH_FILTER_FAIL_OPEN is False)"
             )
-        self.filter.remember(check)
+        self.filter.handoff.remember(check)
         return response

@@ -21,12 +21,8 @@ import simhash_filter
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
 from simhash_filter.config import Config
-from simhash_filter.pipelines import (
-    FilterUnavailable,
-    NearDuplicate,
-    NearDuplicatePipeline,
-    PageFilter,
-)
+from simhash_filter.filter import GroupCommit, PageFilter, PageRow
+from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
 from simhash_filter.store import FingerprintStore, StoreError
 from simhash_filter.store.records import Verdict
 
@@ -395,20 +391,17 @@ class PickyStore:
 
 
 def test_one_failing_page_in_a_batch_does_not_fail_the_others(sqlite_url: str) -> None:
-    crawler = get_crawler()
-    assert crawler.stats is not None
     fingerprinter = Config().make_fingerprinter()
     real = FingerprintStore.open(sqlite_url, spec=fingerprinter.spec)
     store = PickyStore(real)
-    page_filter = PageFilter(Config(), crawler.stats, store_factory=lambda: store)
-    page_filter.open()
+    commits = GroupCommit(lambda: store)
     texts = [BRIDGE, BEES, TRAINS, LIBRARY_TEXT]
     rows = [
-        (f"https://x.example/{n}", fingerprinter.fingerprint(t) or 0, len(t))
+        PageRow(f"https://x.example/{n}", fingerprinter.fingerprint(t) or 0, len(t))
         for n, t in enumerate(texts)
     ]
-    rows.insert(2, ("https://x.example/bad", rows[0][1], 10))
-    results = page_filter._add_rows(rows)
+    rows.insert(2, PageRow("https://x.example/bad", rows[0].fingerprint, 10))
+    results = commits.add_rows(rows)
     assert store.batches == [5]
     assert [type(r).__name__ for r in results] == [
         "Verdict",
@@ -417,7 +410,7 @@ def test_one_failing_page_in_a_batch_does_not_fail_the_others(sqlite_url: str) -
         "Verdict",
         "Verdict",
     ]
-    page_filter.close()
+    store.close()
 
 
 def test_concurrent_pages_share_transactions(sqlite_url: str) -> None:
