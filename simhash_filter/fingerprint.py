@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from . import sketch as _sketch
 from . import stopwords as _stopwords
 from .features import IdfTable, check_weighting, shingles, weigh
+from .signature import PageSignature, encode_sketch
 from .simhash import BITS, DEFAULT_SEED, simhash
-from .text import Tokenizer, fold, jieba_version
+from .text import Tokenizer, fold, jieba_version, normalize
 
 SPEC_VERSION = 1
 DEFAULT_MAX_CHARS = 50_000
 """Characters of a text that are fingerprinted: tokenizing is linear but not cheap (jieba's
 HMM on Han that forms no words runs ~70 us a character), and a page's first 50,000
 characters say what it is."""
+PAGE_SKETCH_SLOTS = 64
+"""Slots of the visible-text sketch: it only has to tell "alike" from "far apart"."""
 
 
 class Fingerprinter:
@@ -38,6 +42,7 @@ class Fingerprinter:
         hash_function: replaces mmh3 (for tests and experiments; named ``custom`` in the spec).
         max_chars: only the first ``max_chars`` characters of a text are fingerprinted
             (a cap on the work one page can cost).
+        sketch_slots: slots of the MinHash sketch :meth:`sign` adds (a power of two).
     """
 
     def __init__(
@@ -54,12 +59,14 @@ class Fingerprinter:
         seed: int = DEFAULT_SEED,
         hash_function: Callable[[str], int] | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        sketch_slots: int = _sketch.DEFAULT_SLOTS,
     ) -> None:
         if shingle_size < 1:
             raise ValueError(f"shingle_size must be >= 1, got {shingle_size}")
         check_weighting(weighting, idf, top_n)
         if max_chars < 1:
             raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        _sketch.sketch_of(_sketch.shingle_hashes(""), sketch_slots)  # validates the size
         if min_tokens < 1:
             raise ValueError(f"min_tokens must be >= 1, got {min_tokens}")
         if not 0 <= seed < 2**32:
@@ -72,6 +79,7 @@ class Fingerprinter:
         self.min_tokens = min_tokens
         self.max_chars = max_chars
         self.seed = seed
+        self.sketch_slots = sketch_slots
         self.tokenizer = Tokenizer(stopwords=words, hmm=hmm, drop_numbers=drop_numbers)
         self.hash_function = hash_function
         if hash_function is None:
@@ -92,6 +100,8 @@ class Fingerprinter:
                 f"top_n={top_n or 'all'}",
                 f"max_chars={max_chars}",
                 f"hash={hash_name}",
+                f"sketch=c{_sketch.SHINGLE}-oph{sketch_slots}x16:{_sketch.SKETCH_SEED}"
+                f"+page{PAGE_SKETCH_SLOTS}",
             ]
         )
 
@@ -123,3 +133,27 @@ class Fingerprinter:
         if len(tokens) < self.min_tokens:
             return None
         return simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)
+
+    def sketch(self, text: str, *, page_text: str | None = None) -> bytes:
+        """The MinHash sketch of ``text`` (and of ``page_text``, the page's whole visible
+        text, when given: it lets the match rule tell an extraction failure from a copy)."""
+        content = normalize(text[: self.max_chars])
+        slots = _sketch.sketch_of(_sketch.shingle_hashes(content), self.sketch_slots)
+        if page_text is None:
+            return encode_sketch(slots)
+        page = normalize(page_text[: 4 * self.max_chars])
+        page_slots = _sketch.sketch_of(_sketch.shingle_hashes(page), PAGE_SKETCH_SLOTS)
+        share = min(1.0, len(content) / len(page)) if page else 1.0
+        return encode_sketch(slots, page_slots, share)
+
+    def sign(self, text: str, *, page_text: str | None = None) -> PageSignature | None:
+        """The fingerprint and sketch of a page's main text, or None when the text is too
+        short to fingerprint (as :meth:`fingerprint`)."""
+        fingerprint = self.fingerprint(text)
+        if fingerprint is None:
+            return None
+        return PageSignature(
+            fingerprint=fingerprint,
+            sketch=self.sketch(text, page_text=page_text),
+            text_length=len(text),
+        )

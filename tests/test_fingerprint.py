@@ -103,7 +103,7 @@ CHINESE_UNRELATED = (
 DEFAULT_SPEC = (
     "simhash-filter/1;f=64;norm=nfkc+casefold+ws;tok=words+jieba-0.42.1+hmm+kana-hangul-bigrams;"
     "stop=2edfc5032801;numbers=keep;shingle=1;weight=tf;idf=none;top_n=all;max_chars=50000;"
-    "hash=mmh3_x64_128_low64:24301"
+    "hash=mmh3_x64_128_low64:24301;sketch=c5-oph256x16:20931+page64"
 )
 ENGLISH_FINGERPRINT = 0x21461A408C51A0E0
 CHINESE_FINGERPRINT = 0x11D0211D6A1EA99B

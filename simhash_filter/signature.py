@@ -1,0 +1,197 @@
+"""What is computed for one page, and the rule that decides whether two pages are copies.
+
+A :class:`PageSignature` holds the 64-bit simhash (what the band index finds) and a
+*sketch*: an independent MinHash of the text's character 5-grams (see :mod:`.sketch`),
+optionally with a smaller MinHash of the page's whole visible text. A
+:class:`MatchRule` takes the simhash candidates within ``candidate_distance`` and
+confirms each with the sketches (:meth:`MatchRule.verify`); a pair is a near-duplicate
+only when both agree. Pages without a sketch (old rows, imports) fall back to the
+simhash alone within ``fallback_distance``.
+
+The sketch's bytes are opaque outside the core: a 4-byte header (format, flags,
+log2 of the text slots, log2 of the page slots), a byte for the main text's share of
+the visible text, then little-endian 16-bit slots, text first, page second.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from . import sketch as _sketch
+
+__all__ = ["MatchRule", "PageSignature", "Verification", "decode_sketch", "encode_sketch"]
+
+SKETCH_FORMAT = 1
+_HEADER = struct.Struct("<BBBBB")
+_HAS_PAGE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PageSignature:
+    """Everything computed for one page (in the worker pool too)."""
+
+    fingerprint: int
+    """64-bit simhash of the main text: what the band index finds."""
+    sketch: bytes
+    """The second, independent signature; opaque outside the core."""
+    text_length: int
+    """Characters of the main text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of comparing two sketches."""
+
+    confirmed: bool
+    """The second signature agrees: a near-duplicate."""
+    similarity: float
+    """Its estimate of the texts' character-5-gram Jaccard similarity, in [0, 1]."""
+    boilerplate: bool = False
+    """The texts match but the pages around them differ: an extraction failure, not a copy."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedSketch:
+    """A sketch's parts: the main text's slots, the visible text's slots (or None), and the
+    main text's share of the visible text (None when the page text was not given)."""
+
+    text: npt.NDArray[np.uint16]
+    page: npt.NDArray[np.uint16] | None
+    share: float | None
+
+
+def encode_sketch(
+    text: npt.NDArray[np.uint16],
+    page: npt.NDArray[np.uint16] | None = None,
+    share: float | None = None,
+) -> bytes:
+    """The bytes of a sketch (the inverse of :func:`decode_sketch`)."""
+    flags = _HAS_PAGE if page is not None else 0
+    page_log = len(page).bit_length() - 1 if page is not None else 0
+    share_byte = 255 if share is None else min(254, max(0, round(share * 254)))
+    header = _HEADER.pack(SKETCH_FORMAT, flags, len(text).bit_length() - 1, page_log, share_byte)
+    body = text.astype("<u2").tobytes()
+    if page is not None:
+        body += page.astype("<u2").tobytes()
+    return header + body
+
+
+def decode_sketch(data: bytes) -> DecodedSketch:
+    """The parts of a sketch; ValueError, saying why, for bytes that are not one."""
+    if len(data) < _HEADER.size:
+        raise ValueError(f"a sketch has at least {_HEADER.size} bytes, got {len(data)}")
+    version, flags, text_log, page_log, share_byte = _HEADER.unpack_from(data)
+    if version != SKETCH_FORMAT:
+        raise ValueError(f"unknown sketch format {version} (this version reads {SKETCH_FORMAT})")
+    text_slots = 1 << text_log
+    page_slots = (1 << page_log) if flags & _HAS_PAGE else 0
+    expected = _HEADER.size + 2 * (text_slots + page_slots)
+    if len(data) != expected or text_log > 15 or page_log > 15:
+        raise ValueError(f"a sketch of this header has {expected} bytes, got {len(data)}")
+    slots = np.frombuffer(data, dtype="<u2", offset=_HEADER.size)
+    page = slots[text_slots:] if page_slots else None
+    share = None if share_byte == 255 else share_byte / 254
+    return DecodedSketch(slots[:text_slots], page, share)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRule:
+    """Candidate + verify: when is a stored page a near-duplicate of a new one?
+
+    The simhash index finds the stored pages within ``candidate_distance`` bits; each is
+    a copy only if the sketches estimate a character-5-gram Jaccard similarity of at least
+    ``min_similarity``. A pair of which either page has no sketch is judged by the simhash
+    alone, within ``fallback_distance``. A confirmed pair is flagged ``boilerplate`` when
+    both pages carry their visible text, the visible texts are less than
+    ``min_page_similarity`` alike, and the main text is less than ``max_text_share`` of
+    the visible text on both pages: the extractor found the same small block (a sidebar,
+    a disclaimer) on two different pages. Stored in the database's meta with the band
+    scheme (:meth:`describe`, :meth:`parse`).
+    """
+
+    candidate_distance: int = 7
+    min_similarity: float = 0.7
+    fallback_distance: int = 3
+    min_page_similarity: float = 0.5
+    max_text_share: float = 0.25
+
+    def __post_init__(self) -> None:
+        for name in ("candidate_distance", "fallback_distance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 64:
+                raise ValueError(f"{name} must be an integer between 0 and 64, got {value!r}")
+        for name in ("min_similarity", "min_page_similarity", "max_text_share"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0.0 <= value <= 1.0
+            ):
+                raise ValueError(f"{name} must be a number between 0 and 1, got {value!r}")
+
+    @property
+    def max_distance(self) -> int:
+        """The largest simhash distance at which any pair can match (the index radius)."""
+        return max(self.candidate_distance, self.fallback_distance)
+
+    def verify(self, query: bytes, stored: bytes) -> Verification:
+        """Compare the sketches of a new page and a stored candidate.
+
+        ValueError when either is not a sketch, or the two have different sizes (made
+        under different specs, which the store never mixes).
+        """
+        a = decode_sketch(query)
+        b = decode_sketch(stored)
+        similarity = _sketch.agreement(a.text, b.text)
+        confirmed = similarity >= self.min_similarity
+        boilerplate = False
+        if confirmed and a.page is not None and b.page is not None:
+            page_similarity = _sketch.agreement(a.page, b.page)
+            small = (
+                a.share is not None
+                and b.share is not None
+                and max(a.share, b.share) < self.max_text_share
+            )
+            boilerplate = small and page_similarity < self.min_page_similarity
+        return Verification(confirmed=confirmed, similarity=similarity, boilerplate=boilerplate)
+
+    def describe(self) -> str:
+        """The rule as one line, e.g. ``candidate_distance=7;min_similarity=0.7;...``."""
+        return ";".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in (
+                "candidate_distance",
+                "min_similarity",
+                "fallback_distance",
+                "min_page_similarity",
+                "max_text_share",
+            )
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> MatchRule:
+        """The rule :meth:`describe` wrote; ValueError naming the part that is wrong."""
+        ints = {"candidate_distance", "fallback_distance"}
+        floats = {"min_similarity", "min_page_similarity", "max_text_share"}
+        values: dict[str, int | float] = {}
+        for part in text.split(";"):
+            name, sep, raw = part.partition("=")
+            name = name.strip()
+            if not sep or name not in ints | floats:
+                raise ValueError(f"not a match rule part: {part!r} (in {text!r})")
+            if name in values:
+                raise ValueError(f"{name} given twice in {text!r}")
+            try:
+                values[name] = int(raw) if name in ints else float(raw)
+            except ValueError:
+                raise ValueError(f"{name} is not a number: {raw!r} (in {text!r})") from None
+        missing = {"candidate_distance", "min_similarity", "fallback_distance"} - set(values)
+        if missing:
+            raise ValueError(f"match rule {text!r} lacks {', '.join(sorted(missing))}")
+        return cls(**values)  # type: ignore[arg-type]

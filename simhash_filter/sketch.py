@@ -1,0 +1,99 @@
+"""A MinHash sketch of a text's character 5-grams: the second, independent signature.
+
+One-permutation hashing (Li, Owen & Zhang, NIPS 2012) with rotation densification
+(Shrivastava & Li, ICML 2014): every 5-gram of the normalized text is hashed once
+(a polynomial over its code points, then the splitmix64 finalizer), the top bits of the
+hash choose one of ``slots`` bins and the bin keeps its smallest hash. The share of
+bins two sketches hold equal estimates the Jaccard similarity of the two 5-gram sets,
+the measure the labelled data is defined by. All NumPy: one pass over the text, no
+per-shingle Python call. Nothing here depends on the tokenizer or on the simhash, so a
+simhash collision and a sketch collision are independent events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+SHINGLE = 5
+"""Characters per shingle."""
+DEFAULT_SLOTS = 256
+"""Bins of a sketch (a power of two); the estimate's standard error is sqrt(J(1-J)/slots)."""
+SKETCH_SEED = 0x51C3
+"""Seed of the shingle hash (unrelated to the simhash's mmh3 seed)."""
+
+_U64 = np.uint64
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64's finalizer, element-wise (wrapping uint64 arithmetic)."""
+    x = x ^ (x >> _U64(30))
+    x = x * _M1
+    x = x ^ (x >> _U64(27))
+    x = x * _M2
+    return x ^ (x >> _U64(31))
+
+
+def shingle_hashes(text: str, *, seed: int = SKETCH_SEED) -> npt.NDArray[np.uint64]:
+    """The distinct 64-bit hashes of the character 5-grams of ``text``, sorted.
+
+    A text shorter than 5 characters is one shingle (itself); an empty text has none.
+    """
+    if not text:
+        return np.empty(0, dtype=np.uint64)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(_U64)
+    if len(codes) < SHINGLE:
+        codes = np.concatenate([codes, np.zeros(SHINGLE - len(codes), dtype=_U64)])
+    n = len(codes) - SHINGLE + 1
+    with np.errstate(over="ignore"):
+        h = codes[:n] + _U64(seed)
+        for j in range(1, SHINGLE):  # a polynomial in the code points, then one finalizer
+            h = h * _GOLDEN + codes[j : j + n]
+        return np.unique(_mix(h))
+
+
+def sketch_of(hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
+    """The densified one-permutation MinHash of sorted distinct hashes: ``slots`` 16-bit values.
+
+    A bin's value is the low 16 bits of its smallest hash; an empty bin borrows the value
+    of the next non-empty bin to its right (circularly), mixed with the distance it
+    borrowed over, so two texts agree on a borrowed bin only as often as on a real one.
+    An empty input gives all-zero slots (the caller does not sketch empty texts).
+    """
+    if slots < 1 or slots & (slots - 1) or slots > 1 << 16:
+        raise ValueError(f"slots must be a power of two between 1 and 65536, got {slots}")
+    out = np.zeros(slots, dtype=np.uint16)
+    if not len(hashes):
+        return out
+    shift = _U64(64 - slots.bit_length() + 1)
+    bins = (hashes >> shift).astype(np.int64) if slots > 1 else np.zeros(len(hashes), np.int64)
+    # hashes are sorted, so the first hash of each bin is its smallest
+    first = np.searchsorted(bins, np.arange(slots), side="left")
+    filled = np.zeros(slots, dtype=bool)
+    filled[bins] = True
+    values = np.full(slots, _EMPTY, dtype=_U64)
+    values[filled] = hashes[first[filled]]
+    if not filled.all():
+        idx = np.nonzero(filled)[0]
+        pos = np.arange(slots)
+        # next filled bin at or after each position, circularly
+        nxt = np.searchsorted(idx, pos, side="left")
+        wrap = nxt == len(idx)
+        donor = idx[np.where(wrap, 0, nxt)]
+        distance = np.where(wrap, donor + slots - pos, donor - pos).astype(_U64)
+        with np.errstate(over="ignore"):
+            borrowed = _mix(values[donor] ^ (distance * _GOLDEN))
+        values = np.where(filled, values, borrowed)
+    out[:] = (values & _U64(0xFFFF)).astype(np.uint16)
+    return out
+
+
+def agreement(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:
+    """The share of slots two sketches hold equal: an estimate of the Jaccard similarity."""
+    if len(a) != len(b) or not len(a):
+        raise ValueError(f"sketches of {len(a)} and {len(b)} slots cannot be compared")
+    return float(np.count_nonzero(a == b)) / len(a)
