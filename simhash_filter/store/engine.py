@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,19 @@ def parse_url(url: str | URL) -> URL:
         return make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"not a database URL: {exc}") from None
+
+
+def first_line(message: str) -> str:
+    """The first non-blank line of a message (a one-line error for a person)."""
+    stripped = message.strip()
+    return stripped.splitlines()[0] if stripped else message
+
+
+def error_reason(exc: BaseException) -> str:
+    """The first line of a database error: the driver's own message when SQLAlchemy wraps
+    one (SQLAlchemy's adds the statement, its parameters and a link)."""
+    orig = getattr(exc, "orig", None)
+    return first_line(str(orig if orig is not None else exc))
 
 
 def display_url(url: str | URL) -> str:
@@ -135,22 +147,26 @@ class WriterQueue:
     the OS has ``flock``, an exclusive lock on ``<database>-lock`` for all processes.
 
     ``BEGIN IMMEDIATE`` alone is correct, but a writer that finds the database busy
-    sleeps in SQLite's busy handler (1, 2, 5, 10 ... ms); a waiter on ``flock`` wakes
-    the moment the lock is free, so several crawler processes share one file without
-    losing throughput to sleeps. The file lock is only a queue: correctness never
-    depends on it, so a writer that has waited ``timeout`` seconds for it (its holder
-    stopped, say) goes on without it, to ``BEGIN IMMEDIATE`` and SQLite's own busy timeout.
+    sleeps in SQLite's busy handler (1, 2, 5, 10 ... ms); a waiter blocked in ``flock``
+    is woken by the kernel when the holder releases the lock, so several crawler
+    processes share one file without losing throughput to sleeps. ``flock`` has no
+    timeout, so a writer that finds the lock taken blocks in a helper thread
+    (:class:`_BlockingFlock`) and waits for it at most ``timeout`` seconds. The file lock
+    is only a queue: correctness never depends on it, so a writer that has waited that
+    long (its holder stopped, say) goes on without it, to ``BEGIN IMMEDIATE`` and
+    SQLite's own busy timeout.
     """
 
     def __init__(self, database: Path | None, timeout: float = 60.0) -> None:
         self._thread_lock = threading.Lock()
         self._timeout = timeout
-        self._holding = False
+        self._held_fd: int | None = None  # the descriptor holding the file lock, if any
+        self._waiter: _BlockingFlock | None = None  # set while a blocking wait holds it
         self._database = database
         self._fd: int | None = None
         if database is not None and fcntl is not None:
             try:
-                self._fd = os.open(f"{database}-lock", os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = os.open(_lock_path(database), os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:  # read-only folder: BEGIN IMMEDIATE still queues
                 log.debug("no writer lock file next to %s: %s", database, exc)
 
@@ -158,40 +174,96 @@ class WriterQueue:
         self._thread_lock.acquire()
         if self._fd is not None:
             try:
-                self._holding = self._flock(self._fd)
+                self._take(self._fd)
             except BaseException:
                 self._thread_lock.release()
                 raise
 
-    def _flock(self, fd: int) -> bool:
-        """Take the file lock, polling (1 ms, doubling to 8 ms) for at most the timeout."""
-        deadline = time.monotonic() + self._timeout
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    log.warning(
-                        "the writer lock %s-lock was held for more than %.3g s; writing "
-                        "without it (SQLite's own locking still applies)",
-                        self._database,
-                        self._timeout,
-                    )
-                    return False
-                time.sleep(pause)
-                pause = min(pause * 2, 0.008)
+    def _take(self, fd: int) -> None:
+        """Take the file lock: at once when it is free, else by a blocking ``flock`` that
+        wakes when the holder releases it, given up after the timeout."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._held_fd = fd
+            return
+        except BlockingIOError:
+            pass
+        assert self._database is not None
+        try:
+            waiter = _BlockingFlock(_lock_path(self._database))
+        except OSError as exc:  # no descriptor to wait on: BEGIN IMMEDIATE still queues
+            log.debug("cannot wait for the writer lock of %s: %s", self._database, exc)
+            return
+        if waiter.wait(self._timeout):
+            self._held_fd, self._waiter = waiter.fd, waiter
+            return
+        log.warning(
+            "the writer lock %s was held for more than %.3g s; writing without it "
+            "(SQLite's own locking still applies)",
+            _lock_path(self._database),
+            self._timeout,
+        )
 
     def __exit__(self, *exc: object) -> None:
         try:
-            if self._fd is not None and self._holding:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                self._holding = False
+            if self._waiter is not None:
+                self._waiter.release()
+            elif self._held_fd is not None:
+                fcntl.flock(self._held_fd, fcntl.LOCK_UN)
         finally:
+            self._held_fd, self._waiter = None, None
             self._thread_lock.release()
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _lock_path(database: Path) -> str:
+    return f"{database}-lock"
+
+
+class _BlockingFlock:
+    """One blocking ``flock`` on a descriptor of its own, in a daemon thread, so the caller
+    can stop waiting after a timeout (``flock`` has none).
+
+    The descriptor is the waiter's own (a lock belongs to an open file description), so a
+    wait given up on cannot release a lock taken later through another descriptor: when an
+    abandoned waiter gets the lock at last, it closes its descriptor, which releases it.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._decided = threading.Lock()  # the waiter and the caller agree on who owns fd
+        self._done = threading.Event()
+        self._acquired = False
+        self._abandoned = False
+        threading.Thread(target=self._run, name="simhash-filter writer lock", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            acquired = True
+        except OSError as exc:
+            log.debug("waiting for the writer lock failed: %s", exc)
+            acquired = False
+        with self._decided:
+            if self._abandoned or not acquired:
+                os.close(self.fd)
+            self._acquired = acquired
+            self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        """True when the lock was taken within ``timeout`` seconds (then :meth:`release`
+        it); False when the wait is given up (the thread lets go of it on its own)."""
+        self._done.wait(timeout)
+        with self._decided:
+            if self._done.is_set():
+                return self._acquired
+            self._abandoned = True
+            return False
+
+    def release(self) -> None:
+        """Release the lock by closing the descriptor."""
+        os.close(self.fd)
