@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .bands import DEFAULT_MAX_DISTANCE, default_blocks
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
+from .store.urls import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -84,7 +85,7 @@ class Config:
     """Every ``SIMHASH_FILTER_*`` setting, validated. Field names drop the prefix."""
 
     enabled: bool = True
-    database_url: str = "sqlite:///dedup.db"
+    database_url: str = DEFAULT_DATABASE_URL
     max_distance: int = DEFAULT_MAX_DISTANCE
     blocks: int | None = None  # None: the database's own, else default_blocks(max_distance)
     text_field: str = "text"

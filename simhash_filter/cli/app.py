@@ -17,10 +17,10 @@ from simhash_filter.bands import DEFAULT_MAX_DISTANCE
 from simhash_filter.cli import compare, corpus, queries
 from simhash_filter.cli.common import UsageError, describe_error, parse_since
 from simhash_filter.cli.output import Mode, Output
+from simhash_filter.store.urls import DEFAULT_DATABASE_URL
 
 PROG = "simhash-filter"
 DATABASE_ENV = "SIMHASH_FILTER_DATABASE_URL"
-DEFAULT_DATABASE = "sqlite:///dedup.db"
 
 Command = Callable[[argparse.Namespace, Output], int]
 
@@ -42,7 +42,7 @@ def _positive(value: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; ``--db``, ``--debug`` and the output flags are accepted
     before or after the command name."""
-    default_db = os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE
+    default_db = os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE_URL
 
     def common(suppress: bool) -> argparse.ArgumentParser:
         parent = argparse.ArgumentParser(add_help=False)
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--db",
             metavar="URL",
             default=default if suppress else default_db,
-            help=f"database URL (default: ${DATABASE_ENV} or {DEFAULT_DATABASE}); "
+            help=f"database URL (default: ${DATABASE_ENV} or {DEFAULT_DATABASE_URL}); "
             "a plain file path means a SQLite file",
         )
         parent.add_argument(

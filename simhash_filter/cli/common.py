@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.cli.output import Output, Record, hex64, iso_time
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, spec_difference
-from simhash_filter.store.engine import display_url
+from simhash_filter.store.engine import display_url, error_reason, first_line
 from simhash_filter.store.records import (
     DuplicateRecord,
     PageRecord,
@@ -54,25 +54,19 @@ def existing_store(args: argparse.Namespace) -> Iterator[FingerprintStore]:
         store.close()
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
-
-
 def describe_error(exc: BaseException, db: str | None) -> str:
     """A one-line message for an error, with the database password (if any) masked."""
     if isinstance(exc, StoreError | CommandError):
         message = str(exc)
-    elif isinstance(exc, DBAPIError) and exc.orig is not None:
-        message = f"database error: {_first_line(str(exc.orig))}"
     elif isinstance(exc, SQLAlchemyError):
-        message = f"database error: {_first_line(str(exc))}"
+        message = f"database error: {error_reason(exc)}"
     elif isinstance(exc, OSError) and exc.strerror:
         message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     elif isinstance(exc, ValueError | UnicodeError):
         message = str(exc)
     else:
         message = f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
-    message = _first_line(message)
+    message = first_line(message)
     if db:
         try:
             password = make_url(database_url(db)).password

@@ -20,11 +20,12 @@ from simhash_filter.bands import DEFAULT_MAX_DISTANCE, default_blocks
 from simhash_filter.cli.common import (
     CommandError,
     database_url,
+    duplicate_row,
     existing_store,
     fingerprinter_for,
     page_fields,
 )
-from simhash_filter.cli.output import Fields, Output, Record, hex64, iso_time, json_line
+from simhash_filter.cli.output import Fields, Output, Record, json_line
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.importers import ReaderOptions, detect_format, read_sources, record_text
 from simhash_filter.store import FingerprintStore, reports
@@ -238,14 +239,8 @@ def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iter
             yield {"kind": "page", **page_fields(page)}
     if duplicates:
         for record in store.duplicates():
-            yield {
-                "kind": "duplicate",
-                "url": record.url,
-                "fingerprint": hex64(record.fingerprint),
-                "duplicate_of": record.duplicate_of_url,
-                "distance": record.distance,
-                "seen_at": iso_time(record.seen_at),
-            }
+            row = duplicate_row(record)
+            yield {"kind": "duplicate", **{key: row[key] for key in DUPLICATE_FIELDS}}
 
 
 def export(args: argparse.Namespace, out: Output) -> int:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -238,54 +236,12 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
 # --- clusters --------------------------------------------------------------------------
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, item: int) -> int:
-        root = self.parent.setdefault(item, item)
-        while root != self.parent[root]:
-            root = self.parent[root]
-        while item != root:  # path compression
-            self.parent[item], item = root, self.parent[item]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
-@dataclass(slots=True)
-class _Cluster:
-    page_ids: list[int]
-    dropped: int  # distinct dropped URLs
-
-    @property
-    def size(self) -> int:
-        return len(self.page_ids) + self.dropped
-
-
 def clusters(args: argparse.Namespace, out: Output) -> int:
     """``clusters``: kept pages with their dropped duplicates, joined with the kept
     pages within k of them (possible after k was raised), largest first."""
     with existing_store(args) as store:
         k = check_k(store, args.k)
-        dropped = reports.duplicate_counts(store)
-        groups = _UnionFind()
-        for page_id in dropped:
-            groups.find(page_id)
-        for a, fa, b, fb in reports.band_pairs(store):
-            if hamming_distance(fa, fb) <= k:
-                groups.union(a, b)
-        members: dict[int, list[int]] = defaultdict(list)
-        for page_id in groups.parent:
-            members[groups.find(page_id)].append(page_id)
-        found = [
-            _Cluster(sorted(ids), sum(dropped.get(i, 0) for i in ids)) for ids in members.values()
-        ]
-        found = [c for c in found if c.size >= args.min_size]
-        found.sort(key=lambda c: (-c.size, c.page_ids[0]))
+        found = reports.clusters(store, k, min_size=args.min_size)
         total = len(found)
         if args.limit:
             found = found[: args.limit]
@@ -320,7 +276,7 @@ def clusters(args: argparse.Namespace, out: Output) -> int:
 
 def _cluster_document(
     number: int,
-    cluster: _Cluster,
+    cluster: reports.Cluster,
     pages: dict[int, PageRecord],
     drops: dict[int, list[DuplicateRecord]],
 ) -> Record:

@@ -1,4 +1,4 @@
-"""Read-only reports for the command line: domains, sizes, drops, band pairs, exports.
+"""Read-only reports for the command line: domains, sizes, drops, clusters, exports.
 
 Every function takes an open :class:`FingerprintStore` and only reads, through
 schema.py's tables and the store's engine; database errors become a StoreError that
@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Select, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from simhash_filter.simhash import hamming_distance
+
+from .engine import error_reason
 from .records import DuplicateRecord, PageRecord, StoreError
 from .schema import bands_table, duplicates_table, meta_table, pages_table
 from .urls import canonical_url
@@ -40,9 +43,7 @@ def _reading(store: FingerprintStore) -> Iterator[Connection]:
         with store.engine.connect() as conn, conn.begin():
             yield conn
     except SQLAlchemyError as exc:
-        orig = getattr(exc, "orig", None)
-        reason = str(orig if orig is not None else exc).strip().splitlines()[0]
-        raise StoreError(f"database error on {store.display_url}: {reason}") from exc
+        raise StoreError(f"database error on {store.display_url}: {error_reason(exc)}") from exc
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -92,7 +93,9 @@ def database_size(store: FingerprintStore) -> int | None:
     return None
 
 
-def _drops_select() -> Select[Any]:
+def drops_select() -> Select[Any]:
+    """Drops joined with the page each duplicates, newest first: the columns of a
+    :class:`DuplicateRecord`, in order (add ``where``/``limit`` to it)."""
     d, p = duplicates_table.c, pages_table.c
     return (
         select(d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at)
@@ -105,7 +108,7 @@ def drops_of_url(
     store: FingerprintStore, url: str, *, limit: int | None = None
 ) -> list[DuplicateRecord]:
     """Every time ``url`` (canonicalized) was dropped, newest first."""
-    stmt = _drops_select().where(duplicates_table.c.url == canonical_url(url))
+    stmt = drops_select().where(duplicates_table.c.url == canonical_url(url))
     if limit is not None:
         stmt = stmt.limit(limit)
     with _reading(store) as conn:
@@ -126,7 +129,7 @@ def drops_of_pages(
     d = duplicates_table.c
     with _reading(store) as conn:
         for chunk in _chunks(ids):
-            stmt = _drops_select().add_columns(d.duplicate_of).where(d.duplicate_of.in_(chunk))
+            stmt = drops_select().add_columns(d.duplicate_of).where(d.duplicate_of.in_(chunk))
             for *row, page_id in conn.execute(stmt):
                 found.setdefault(page_id, []).append(DuplicateRecord(*row))
     return found
@@ -152,6 +155,64 @@ def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
     with _reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield row[0], row[1], row[2], row[3]
+
+
+class _UnionFind:
+    """Disjoint sets of page ids; a set is named by its smallest id."""
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, item: int) -> int:
+        root = self.parent.setdefault(item, item)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        while item != root:  # path compression
+            self.parent[item], item = root, self.parent[item]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A group of near-duplicates: kept pages linked within k of each other (directly
+    or through other members), and how many distinct URLs were dropped against them."""
+
+    page_ids: tuple[int, ...]  # the kept pages, in id (admission) order
+    dropped: int
+
+    @property
+    def size(self) -> int:
+        return len(self.page_ids) + self.dropped
+
+
+def clusters(store: FingerprintStore, k: int, *, min_size: int = 2) -> list[Cluster]:
+    """Every cluster of ``min_size`` pages or more, largest first (then oldest).
+
+    A kept page with drops against it is a cluster; kept pages within ``k`` of each
+    other (possible after k was raised, or pages admitted by another spec) are joined.
+    ``k`` may not exceed the scheme's max_distance: the band index finds nothing farther.
+    """
+    dropped = duplicate_counts(store)
+    groups = _UnionFind()
+    for page_id in dropped:
+        groups.find(page_id)
+    for a, fingerprint_a, b, fingerprint_b in band_pairs(store):
+        if hamming_distance(fingerprint_a, fingerprint_b) <= k:
+            groups.union(a, b)
+    members: dict[int, list[int]] = {}
+    for page_id in groups.parent:
+        members.setdefault(groups.find(page_id), []).append(page_id)
+    found = [
+        Cluster(tuple(sorted(ids)), sum(dropped.get(i, 0) for i in ids)) for ids in members.values()
+    ]
+    found = [cluster for cluster in found if cluster.size >= min_size]
+    found.sort(key=lambda cluster: (-cluster.size, cluster.page_ids[0]))
+    return found
 
 
 def _page_columns() -> tuple[Any, ...]:

@@ -6,6 +6,9 @@ from urllib.parse import urlsplit
 
 from w3lib.url import canonicalize_url
 
+DEFAULT_DATABASE_URL = "sqlite:///dedup.db"
+"""The database of a crawl and of the command line when none is named."""
+
 
 def canonical_url(url: str) -> str:
     """``url`` canonicalized by w3lib (sorted query, normalized escapes, no fragment)."""
