@@ -14,13 +14,14 @@ from support.distributed import (
     assert_consistent,
     link_parents,
     path_of,
+    queued,
     read_index,
     redis_keys_fixture,
     representatives,
     site_clusters,
     wait_for,
 )
-from support.workers import Worker, start_worker
+from support.workers import Worker, WorkerGroup, frozen
 
 from crawler.distributed import RedisKeys, seed
 from crawler.testsite import build_site
@@ -67,11 +68,11 @@ def test_sigkill_one_worker_the_others_finish_and_a_restarted_worker_resumes(
         "REDIS_KEY_PREFIX": redis_keys.prefix,
         "DISTRIBUTED_IDLE_TIMEOUT": 2,
     }
-    with SiteServer(pages, latency=0.15) as site:
+    with SiteServer(pages, latency=0.15) as site, WorkerGroup() as group:
         assert seed(redis_url, redis_keys.start_urls, [site.base_url + "/"]) == 1
 
         def worker(name: str) -> Worker:
-            return start_worker(
+            return group.start(
                 name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings
             )
 
@@ -89,8 +90,17 @@ def test_sigkill_one_worker_the_others_finish_and_a_restarted_worker_resumes(
         )
         victim = workers.pop(busiest()[0].removeprefix("worker-"))
         victim.kill()
-        killed_at = len(fetched(site))
-        restarted = worker("restarted")  # the same command: it resumes the crawl from Redis
+        # The survivors stand still until the restarted worker is fetching: otherwise they
+        # may drain the queue while it is still importing Scrapy, and it would find nothing.
+        with frozen(workers.values()):
+            killed_at = len(fetched(site))
+            assert queued(redis_url, redis_keys) > 0, "the kill came too late: nothing queued"
+            restarted = worker("restarted")  # the same command: it resumes from Redis
+            wait_for(
+                lambda: bool(fetched(site, "worker-restarted")),
+                timeout=180,
+                what="the restarted worker's first page from the shared queue",
+            )
         results = {w.name: w.wait(timeout=240) for w in [*workers.values(), restarted]}
         victim_hits = set(fetched(site, f"worker-{victim.name}"))
 
@@ -200,38 +210,46 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
     for site in sites.values():
         site.start()
     try:
-        for name, site in sites.items():
-            workers[name] = start_worker(
-                name,
-                ["crawl", "site", "-a", f"start_url={site.base_url}/"],
-                workdir=tmp_path / name,
-                settings={
-                    **common_settings(db_urls[name]),
-                    "SIMHASH_FILTER_FAIL_OPEN": name == "open",
-                },
+        with WorkerGroup() as group:
+            for name, site in sites.items():
+                workers[name] = group.start(
+                    name,
+                    ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+                    workdir=tmp_path / name,
+                    settings={
+                        **common_settings(db_urls[name]),
+                        "SIMHASH_FILTER_FAIL_OPEN": name == "open",
+                    },
+                )
+            wait_for(
+                lambda: all(len(fetched(s)) >= 40 for s in sites.values()),
+                timeout=120,
+                what="both crawls under way",
             )
-        wait_for(
-            lambda: all(len(fetched(s)) >= 40 for s in sites.values()),
-            timeout=120,
-            what="both crawls under way",
-        )
-        try:
-            pg_ctl("stop")
-            down_at = {name: len(fetched(s)) for name, s in sites.items()}
-            wait_for(  # pages keep coming while the index is down
-                lambda: all(len(fetched(s)) >= down_at[n] + 15 for n, s in sites.items()),
-                timeout=60,
-                what="15 more pages fetched by each crawl while PostgreSQL is down",
-            )
-            pg_ctl("start")
-            wait_for(pg_ready, timeout=60, what="PostgreSQL to come back")
-            back_at = {name: len(fetched(s)) for name, s in sites.items()}
-        finally:
-            ensure_pg_up()
-        results = {name: w.wait(timeout=240) for name, w in workers.items()}
+            try:
+                # The crawls stand still while the server stops and starts, so that pages
+                # are left to meet the outage and to be indexed after it, however slow the
+                # machine is.
+                with frozen(workers.values()):
+                    pg_ctl("stop")
+                    down_at = {name: len(fetched(s)) for name, s in sites.items()}
+                wait_for(  # pages keep coming while the index is down, and meet the outage
+                    lambda: all(
+                        len(fetched(s)) >= down_at[n] + 15
+                        and "Could not check" in workers[n].log_path.read_text()
+                        for n, s in sites.items()
+                    ),
+                    timeout=120,
+                    what="15 more pages fetched by each crawl, one of them unchecked",
+                )
+                with frozen(workers.values()):
+                    pg_ctl("start")
+                    wait_for(pg_ready, timeout=60, what="PostgreSQL to come back")
+                    back_at = {name: len(fetched(s)) for name, s in sites.items()}
+            finally:
+                ensure_pg_up()
+            results = {name: w.wait(timeout=240) for name, w in workers.items()}
     finally:
-        for worker in workers.values():
-            worker.kill()
         for site in sites.values():
             site.stop()
 

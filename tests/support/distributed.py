@@ -115,6 +115,14 @@ def delete_keys(redis_url: str, keys: RedisKeys) -> None:
     redis.Redis.from_url(redis_url).delete(*keys.all())
 
 
+def queued(redis_url: str, keys: RedisKeys) -> int:
+    """Requests waiting in a crawl's shared Redis queue (scrapy-redis's priority queue, a
+    sorted set)."""
+    import redis
+
+    return int(redis.Redis.from_url(redis_url).zcard(keys.requests))
+
+
 def redis_keys_fixture(redis_url: str) -> Iterator[RedisKeys]:
     keys = unique_keys()
     try:

@@ -12,9 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .crawl import REPO_ROOT, CrawlResult
 
@@ -33,10 +34,20 @@ class Worker:
         return self.workdir / "scrapy.log"
 
     def kill(self) -> None:
-        """SIGKILL: no clean-up of any kind, as when a machine dies."""
+        """SIGKILL: no clean-up of any kind, as when a machine dies (a frozen worker too)."""
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait()
+
+    def freeze(self) -> None:
+        """SIGSTOP: the worker holds whatever it holds and does nothing until :meth:`thaw`."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: a frozen worker carries on where it stopped."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
 
     def wait(self, timeout: float = 300) -> CrawlResult:
         """Wait for the crawl to end; its return code, stats, items and log."""
@@ -61,6 +72,42 @@ class Worker:
                 log += stderr.read_text()
             self._result = CrawlResult(returncode, stats, items, log)
         return self._result
+
+
+@contextlib.contextmanager
+def frozen(workers: Iterable[Worker]) -> Iterator[None]:
+    """Freeze ``workers`` (SIGSTOP) for the block; thaw them (SIGCONT) on the way out,
+    whatever happens inside, so that no test leaves a stopped process behind."""
+    workers = list(workers)
+    try:
+        for worker in workers:
+            worker.freeze()
+        yield
+    finally:
+        for worker in workers:
+            worker.thaw()
+
+
+class WorkerGroup:
+    """Starts workers and kills (SIGCONT, then SIGKILL) those still running on exit: a
+    failing test leaves no crawl behind, frozen or not."""
+
+    def __init__(self) -> None:
+        self.workers: list[Worker] = []
+
+    def start(self, name: str, args: Sequence[str], **kwargs: Any) -> Worker:
+        """:func:`start_worker`, remembered for clean-up."""
+        worker = start_worker(name, args, **kwargs)
+        self.workers.append(worker)
+        return worker
+
+    def __enter__(self) -> WorkerGroup:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for worker in self.workers:
+            worker.thaw()
+            worker.kill()
 
 
 def worker_env(settings_module: str = "crawler.settings") -> dict[str, str]:
