@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -22,8 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .testsite import SiteServer, build_site
-
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from .workers import project_env
 
 
 def _crawl(base_url: str, workdir: Path, *, middleware: bool) -> tuple[list[str], int]:
@@ -48,11 +46,7 @@ def _crawl(base_url: str, workdir: Path, *, middleware: bool) -> tuple[list[str]
     ]
     if middleware:
         command += ["-s", "SIMHASH_FILTER_MIDDLEWARE=True"]
-    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="crawler.settings")
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-    )
-    return command, subprocess.run(command, cwd=workdir, env=env, check=False).returncode
+    return command, subprocess.run(command, cwd=workdir, env=project_env(), check=False).returncode
 
 
 def _report(base_url: str, workdir: Path) -> None:

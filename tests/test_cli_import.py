@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_corpus import (
+from support.cli_corpus import (
     ARTICLE_A,
     ARTICLE_A1,
     ARTICLE_A2,

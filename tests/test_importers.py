@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_corpus import ARTICLE_A, ARTICLE_C, HTML_A, HTML_B, write_warc
+from support.cli_corpus import ARTICLE_A, ARTICLE_C, HTML_A, HTML_B, write_warc
 
 from simhash_filter.extract import extract_text
 from simhash_filter.importers import (

@@ -1,8 +1,10 @@
 """Test support: the loopback test site and a helper that runs ``scrapy crawl`` in a subprocess.
 
-The site itself lives in :mod:`crawler.testsite` (the demo needs it from an installed
-checkout); this package re-exports it and adds what the tests know about it: which pages
-are near-duplicates of which, which have no text, which must never be fetched.
+The site itself lives in :mod:`crawler.testsite` (the demo and the benchmarks serve it
+too); this package re-exports it and adds what the tests know about it: which pages are
+near-duplicates of which, which have no text, which must never be fetched. Beside it:
+``crawl`` (one ``scrapy crawl`` to its end), ``workers`` (several, frozen at will),
+``distributed`` (a crawl's index and the site's clusters), ``cli_corpus`` (the CLI's texts).
 """
 
 from __future__ import annotations

@@ -1,30 +1,16 @@
-"""Run ``scrapy crawl`` in a subprocess and collect its items, stats and log."""
+"""Run ``scrapy crawl`` in a subprocess to its end and collect its items, stats and log."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import crawler
+from crawler.workers import CrawlResult, project_env
 
-REPO_ROOT = Path(crawler.__file__).resolve().parent.parent
-
-
-@dataclass
-class CrawlResult:
-    returncode: int
-    stats: dict[str, Any]
-    items: list[dict[str, Any]]
-    log: str
-
-    def stat(self, key: str) -> Any:
-        return self.stats.get(key, 0)
+__all__ = ["CrawlResult", "run_scrapy"]
 
 
 def run_scrapy(
@@ -36,7 +22,7 @@ def run_scrapy(
     pythonpath: Sequence[Path] = (),
     timeout: float = 300,
 ) -> CrawlResult:
-    """``scrapy <args>`` in ``cwd`` with the repository on ``PYTHONPATH``.
+    """``scrapy <args>`` in ``cwd`` with the repository (and ``pythonpath``) on ``PYTHONPATH``.
 
     Items go to ``cwd/items.jsonl`` and the final stats to ``cwd/stats.json`` (through the
     crawler project's ``StatsFile`` extension, enabled here with ``-s`` for other projects).
@@ -45,19 +31,19 @@ def run_scrapy(
     stats_path = cwd / "stats.json"
     for path in (items_path, stats_path):
         path.unlink(missing_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    if settings_module:
-        env["SCRAPY_SETTINGS_MODULE"] = settings_module
-    else:
-        env.pop("SCRAPY_SETTINGS_MODULE", None)
     command = [sys.executable, "-m", "scrapy", *args, "-O", str(items_path)]
     command += ["-s", f"STATS_FILE={stats_path}"]
     command += ["-s", 'EXTENSIONS={"crawler.extensions.StatsFile": 500}']
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
     proc = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        command,
+        cwd=cwd,
+        env=project_env(settings_module, pythonpath),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
     items = (

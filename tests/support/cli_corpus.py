@@ -1,4 +1,4 @@
-"""Texts and a small database for the command-line tests (imported by tests/test_cli*.py).
+"""Texts and a small database for the command-line and importer tests.
 
 Three unrelated articles and near-copies of two of them, fingerprinted with the real
 default Fingerprinter. The copies are chosen to stay near under any sensible weighting:

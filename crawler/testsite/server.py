@@ -1,0 +1,112 @@
+"""The test site's HTTP server: serves a mapping of path → :class:`Page` on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import urlsplit
+
+__all__ = ["HTML_UTF8", "Page", "SiteServer"]
+
+HTML_UTF8 = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One resource of the site."""
+
+    body: bytes
+    content_type: str = HTML_UTF8
+    status: int = 200
+
+
+class SiteServer:
+    """Serves ``pages`` (path → :class:`Page`) on ``127.0.0.1`` at an ephemeral port.
+
+    Use as a context manager; :attr:`base_url` is ``http://127.0.0.1:<port>`` and
+    :attr:`requested` lists every path asked for (query strings included), in order, and
+    :attr:`hits` the same paths with the User-Agent that asked (which worker of a crawl).
+    ``latency`` delays every response (benchmarks: a server that is not on loopback).
+    """
+
+    def __init__(
+        self,
+        pages: Mapping[str, Page],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+    ):
+        self.pages = pages
+        self.latency = latency  # seconds each response waits, as a distant server would
+        self.requested: list[str] = []
+        self.hits: list[tuple[str, str]] = []  # (path, User-Agent): which crawler asked
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self, *, body: bool) -> None:
+                server_self.requested.append(self.path)
+                server_self.hits.append((self.path, self.headers.get("User-Agent", "")))
+                if server_self.latency > 0:
+                    time.sleep(server_self.latency)
+                page = server_self.pages.get(urlsplit(self.path).path)
+                if page is None:
+                    page = Page(b"<html><body><h1>Not found</h1></body></html>", status=404)
+                self.send_response(page.status)
+                self.send_header("Content-Type", page.content_type)
+                self.send_header("Content-Length", str(len(page.body)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(page.body)
+
+            def do_GET(self) -> None:
+                self._serve(body=True)
+
+            def do_HEAD(self) -> None:
+                self._serve(body=False)
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet
+                pass
+
+        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def url(self, path: str) -> str:
+        """The absolute URL of ``path`` on this server."""
+        return self.base_url + path
+
+    def start(self) -> SiteServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="test-site", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> SiteServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
