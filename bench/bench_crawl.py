@@ -39,10 +39,8 @@ from typing import Any
 
 import scrapy
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from crawler.testsite import Page, SiteServer  # noqa: E402
+from bench._common import DATA_DIR, ROOT
+from crawler.testsite import Page, SiteServer
 
 HUB_SIZE = 50
 
@@ -275,7 +273,7 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
         "--latency", type=float, default=0.1, help="server latency of the second scenario (s)"

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
-import sys
 import tempfile
 import threading
 import time
@@ -31,21 +28,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from sqlalchemy import create_engine, text
 
-from sqlalchemy import create_engine, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
-from support.workers import start_worker  # noqa: E402
-
-from crawler.distributed import RedisKeys, clear  # noqa: E402
-from crawler.testsite import SiteServer, build_site  # noqa: E402
-from simhash_filter.bands import BandScheme  # noqa: E402
-
-PG_ADMIN = os.environ.get(
-    "SIMHASH_FILTER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
-REDIS_URL = os.environ.get("SIMHASH_FILTER_TEST_REDIS", "redis://127.0.0.1:6379/0")
+from bench._common import REDIS_URL, machine, pg_database
+from crawler.distributed import RedisKeys, clear
+from crawler.testsite import SiteServer, build_site
+from crawler.workers import start_worker
+from simhash_filter.bands import BandScheme
 
 
 @dataclass
@@ -96,23 +85,6 @@ class Window:
     @property
     def seconds(self) -> float:
         return (self.last or 0.0) - (self.first or 0.0)
-
-
-def new_pg_database(admin: str) -> str:
-    name = f"sf_bench_{uuid.uuid4().hex[:10]}"
-    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return make_url(admin).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_pg_database(admin: str, url: str) -> None:
-    name = make_url(url).database
-    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    engine.dispose()
 
 
 def crawl(
@@ -228,7 +200,7 @@ def main() -> None:
     args = parser.parse_args()
 
     pages = build_site(huge_page_bytes=200_000, clusters=args.clusters)
-    print(f"# Distributed crawl benchmark ({platform.node()}, {os.cpu_count()} CPUs)")
+    print(f"# Distributed crawl benchmark ({machine()})")
     print()
     print(
         f"Site: {len(pages)} resources ({args.clusters} generated clusters), "
@@ -240,15 +212,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, SiteServer(pages, latency=args.latency) as site:
         workdir = Path(folder)
         for workers in (int(w) for w in args.workers.split(",")):
-            db_url = new_pg_database(PG_ADMIN)
-            try:
+            with pg_database() as db_url:
                 runs.append(
                     crawl(f"PG x{workers}", site, db_url, workers, workdir, args.concurrency)
                 )
                 if not sizes:
                     sizes, scheme = pg_sizes(db_url)
-            finally:
-                drop_pg_database(PG_ADMIN, db_url)
         sqlite_path = workdir / "bench.db"
         runs.append(
             crawl("SQLite x1", site, f"sqlite:///{sqlite_path}", 1, workdir, args.concurrency)

@@ -39,14 +39,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench._common import DATA_DIR
+from simhash_filter import Fingerprinter, hamming_distance
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE
+from simhash_filter.extract import extract_text
 
-from simhash_filter import Fingerprinter, hamming_distance  # noqa: E402
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE  # noqa: E402
-from simhash_filter.extract import extract_text  # noqa: E402
-
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DATA = DATA_DIR
 KS = (2, 3, 4, 5)
 
 

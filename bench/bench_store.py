@@ -42,11 +42,9 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, BandScheme, default_blocks  # noqa: E402
-from simhash_filter.store import FingerprintStore  # noqa: E402
+from bench._common import ROOT, create_pg_database, drop_pg_database
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE, BandScheme, default_blocks
+from simhash_filter.store import FingerprintStore
 
 SPEC = "bench;random-fingerprints"
 PG_ADMIN = os.environ.get(
@@ -290,30 +288,13 @@ def run_workers(db_url: str, n_procs: int, ops: int) -> dict[str, Any]:
     }
 
 
-def pg_database(name: str) -> str | None:
+def pg_database() -> str | None:
     """A fresh PostgreSQL database for the benchmark, or None when there is no server."""
     try:
-        from sqlalchemy import create_engine, text
-        from sqlalchemy.engine import make_url
-
-        admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-        return make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+        return create_pg_database("simhash_bench")
     except Exception as exc:
         log(f"PostgreSQL not available, skipping: {exc}")
         return None
-
-
-def drop_pg_database(name: str) -> None:
-    from sqlalchemy import create_engine, text
-
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 # ---------------------------------------------------------------- main
@@ -388,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                     (f"SQLite {label}", size, 1, run_workers(f"sqlite:///{small}", 1, ops))
                 )
         pg_load = None
-        pg_url = pg_database("simhash_bench")
+        pg_url = pg_database()
         if pg_url is not None:
             try:
                 store = FingerprintStore.open(
@@ -406,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                         (f"PostgreSQL {label}", pg_size, n, run_workers(pg_url, n, ops))
                     )
             finally:
-                drop_pg_database("simhash_bench")
+                drop_pg_database(pg_url)
     finally:
         if not args.dir:
             shutil.rmtree(workdir, ignore_errors=True)

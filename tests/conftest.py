@@ -8,16 +8,13 @@ Where no server answers they skip, except under CI (``CI=true``), where they fai
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-PG_ADMIN_URL = os.environ.get(
-    "SIMHASH_FILTER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
-REDIS_URL = os.environ.get("SIMHASH_FILTER_TEST_REDIS", "redis://127.0.0.1:6379/0")
+from bench._common import REDIS_URL, create_pg_database, drop_pg_database
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
@@ -26,12 +23,6 @@ def _unavailable(what: str, why: object) -> None:
     if IN_CI:
         pytest.fail(f"{message} (CI=true: service tests must not skip)")
     pytest.skip(message)
-
-
-def _pg_admin_engine():  # type: ignore[no-untyped-def]
-    from sqlalchemy import create_engine
-
-    return create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
 
 
 @pytest.fixture
@@ -44,23 +35,14 @@ def sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    from sqlalchemy import text
-    from sqlalchemy.engine import make_url
-
-    name = f"sf_test_{uuid.uuid4().hex[:12]}"
     try:
-        admin = _pg_admin_engine()
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = create_pg_database("sf_test")
     except Exception as exc:  # the server is down or refuses us
         _unavailable("PostgreSQL", exc)
-    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
         yield url
     finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        drop_pg_database(url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

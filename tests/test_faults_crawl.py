@@ -23,6 +23,7 @@ from support.distributed import (
 )
 from support.workers import Worker, WorkerGroup, frozen
 
+from bench._common import pg_database
 from crawler.distributed import RedisKeys, seed
 from crawler.testsite import build_site
 
@@ -145,19 +146,8 @@ def test_sigkill_one_worker_the_others_finish_and_a_restarted_worker_resumes(
 @pytest.fixture
 def other_pg_url(pg_url: str) -> Iterator[str]:
     """A second empty database on the same server as ``pg_url``."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    name = make_url(pg_url).database + "_b"
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with pg_database("sf_test") as url:
+        yield url
 
 
 def _cluster() -> list[str]:
