@@ -6,21 +6,24 @@ Each reader yields :class:`Record` s — a URL and either plain text or raw HTML
 kept apart from extraction so the (CPU-bound) extraction can run in worker processes.
 :func:`documents` chains both and yields ``(url, text)`` pairs.
 
-Records that cannot be read (a line that is not JSON, a line without a URL) are
-reported through ``on_skip`` and reading carries on; nothing here touches the database.
+Records that cannot be read (a line that is not JSON or not UTF-8, a line without a
+URL) are reported through ``on_skip`` and reading carries on. A source that cannot be
+read on (a truncated or corrupt gzip stream, a WARC record cut short, a file that is not
+what its name says) raises :class:`SourceError` after every complete record before the
+damage was yielded: the error ends that source only. Nothing here touches the database.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import logging
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NamedTuple, cast
+from typing import IO, Any, NamedTuple
 from urllib.parse import quote, urljoin
 
 logger = logging.getLogger(__name__)
@@ -32,6 +35,27 @@ WARC_SUFFIXES = (".warc", ".arc")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 SkipHandler = Callable[[str], None]
+
+_BLOCK = 1 << 16  # bytes read (and decompressed) at a time
+_SNIFF = 1 << 12  # bytes looked at to tell a source's content
+
+
+class SourceError(Exception):
+    """A source that cannot be read on; the records yielded before it are complete.
+
+    ``where`` names the place (``file``, ``file:line`` or ``file@offset``), ``reason``
+    what is wrong there; ``str()`` is the one-line message for a person.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
+class _Cut(Exception):
+    """A byte stream ends early or is corrupt (the reader, which knows the line or the
+    record it was in, turns it into a SourceError)."""
 
 
 class Record(NamedTuple):
@@ -91,7 +115,7 @@ def detect_format(source: str) -> str:
 
 
 def read_jsonl(
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     origin: str,
     *,
     url_field: str = "url",
@@ -101,12 +125,25 @@ def read_jsonl(
 ) -> Iterator[Record]:
     """Objects with a URL and either a text or an HTML field, one per line.
 
-    The text field wins when both are present; blank lines are ignored.
+    The text field wins when both are present; blank lines are ignored. Lines given as
+    bytes are decoded as UTF-8: a line that is not UTF-8 is skipped, the others are read.
     """
-    for number, line in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=1):
+        where = f"{origin}:{number}"
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                on_skip(
+                    f"{where}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+                )
+                continue
+        else:
+            line = raw
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a byte order mark
         if not line.strip():
             continue
-        where = f"{origin}:{number}"
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -137,11 +174,13 @@ def _file_url(path: Path, root: Path, base_url: str | None) -> str:
     return urljoin(base, quote(relative))
 
 
-def read_html_files(path: Path, *, base_url: str | None = None) -> Iterator[Record]:
+def read_html_files(
+    path: Path, *, base_url: str | None = None, on_skip: SkipHandler = _log_skip
+) -> Iterator[Record]:
     """An HTML file, or every HTML file under a folder (recursively, in name order).
 
     A page's URL is ``base_url`` joined with its path under the folder, or its
-    ``file://`` URI when no base URL is given.
+    ``file://`` URI when no base URL is given. A file that cannot be read is skipped.
     """
     if path.is_dir():
         files = sorted(
@@ -152,7 +191,12 @@ def read_html_files(path: Path, *, base_url: str | None = None) -> Iterator[Reco
         files = [path]
         root = path.parent
     for file in files:
-        yield Record(_file_url(file, root, base_url), file.read_bytes(), True, str(file))
+        try:
+            body = file.read_bytes()
+        except OSError as exc:
+            on_skip(f"{file}: {exc.strerror or exc}")
+            continue
+        yield Record(_file_url(file, root, base_url), body, True, str(file))
 
 
 def _media_type(content_type: str | None) -> str:
@@ -167,73 +211,263 @@ def read_warc(
     ``response`` records with a 2xx HTML answer and ``resource`` records of HTML are
     read as HTML; ``conversion`` and ``resource`` records of ``text/plain`` (WET files)
     as text. Requests, metadata, revisits and non-HTML answers are passed over quietly.
+    A record cut short (a truncated archive) is never yielded: reading stops there with a
+    :class:`SourceError`, as it does at bytes that are not a record.
     """
     from warcio.archiveiterator import ArchiveIterator
 
-    records = ArchiveIterator(stream, arc2warc=True)
-    for record in records:
-        kind = record.rec_type
-        if kind not in {"response", "resource", "conversion"}:
-            continue
-        url = record.rec_headers.get_header("WARC-Target-URI")
-        if kind == "response":
-            http = record.http_headers
-            status = (http.get_statuscode() or "") if http is not None else ""
-            if not status.startswith("2"):
-                continue
-            media = _media_type(http.get_header("Content-Type"))
-        else:
-            media = _media_type(record.rec_headers.get_header("Content-Type"))
-        is_html = media in HTML_TYPES
-        if not is_html and not (media == "text/plain" and kind != "response"):
-            continue
-        body = record.content_stream().read()
+    counted = _CountingReader(stream)
+    records = ArchiveIterator(counted, arc2warc=True)
+    end = 0  # where the last complete record ends: the place named when reading stops
+    while True:
+        try:
+            record = next(records, None)
+            if record is None:
+                break
+            body = _read_record(record)
+        except _Cut as exc:
+            raise SourceError(f"{origin}@{end}", str(exc)) from None
+        except Exception as exc:  # ArchiveLoadFailed, and warcio's own slips on bad bytes
+            raise SourceError(
+                f"{origin}@{end}",
+                f"what follows is not a complete WARC record ({_warc_reason(exc)}): the "
+                "archive is cut or damaged here, and the rest was not imported",
+            ) from None
         # (the offset is known once the record is read: asking earlier reads it away)
-        where = f"{origin}@{records.get_record_offset()}"
+        offset = records.get_record_offset()
+        end = offset + records.get_record_length()
+        page = _warc_page(record)
+        if page is None:
+            continue
+        url, is_html = page
+        where = f"{origin}@{offset}"
         if not url:
-            on_skip(f"{where}: {kind} record without WARC-Target-URI")
+            on_skip(f"{where}: {record.rec_type} record without WARC-Target-URI")
         elif is_html:
             yield Record(url, body, True, where)
         else:
             yield Record(url, body.decode("utf-8", errors="replace"), False, where)
+    if not counted.ends_blank(after=end):
+        raise SourceError(
+            f"{origin}@{end}",
+            f"the archive ends inside a record ({counted.total - end} bytes after the last "
+            "complete one): that record was not imported",
+        )
 
 
-def _open_bytes(path: str) -> IO[bytes]:
-    """A file's bytes, gunzipped when its name ends in .gz."""
-    if path.lower().endswith(".gz"):
-        return cast(IO[bytes], gzip.open(path))
-    return open(path, "rb")
+def _warc_page(record: Any) -> tuple[str | None, bool] | None:
+    """(target URL, is HTML) of a record that holds a page; None for any other record."""
+    kind = record.rec_type
+    if kind not in {"response", "resource", "conversion"}:
+        return None
+    url = record.rec_headers.get_header("WARC-Target-URI")
+    if kind == "response":
+        http = record.http_headers
+        status = (http.get_statuscode() or "") if http is not None else ""
+        if not status.startswith("2"):
+            return None
+        media = _media_type(http.get_header("Content-Type"))
+    else:
+        media = _media_type(record.rec_headers.get_header("Content-Type"))
+    is_html = media in HTML_TYPES
+    if not is_html and not (media == "text/plain" and kind != "response"):
+        return None
+    return url, is_html
+
+
+def _read_record(record: Any) -> bytes:
+    """A record's payload, read to the end of the record; _Cut when the archive ends
+    before the record's Content-Length does (warcio returns what there is)."""
+    body: bytes = record.content_stream().read()
+    raw = record.raw_stream
+    while raw.read(_BLOCK):
+        pass
+    missing = getattr(raw, "limit", 0)
+    if missing:
+        length = record.rec_headers.get_header("Content-Length")
+        raise _Cut(
+            f"the {record.rec_type} record that follows is cut short ({missing} of its "
+            f"{length} bytes missing): it was not imported; reading stopped"
+        )
+    return body
+
+
+def _warc_reason(exc: Exception) -> str:
+    if str(exc).startswith("Unknown archive format"):
+        return "unknown archive format"
+    return type(exc).__name__
+
+
+class _CountingReader:
+    """A byte stream that counts what was read from it and keeps its last bytes, so a
+    reader can tell whether anything but blank lines follows the last complete record."""
+
+    _KEEP = 4096
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.total = 0
+        self._tail = b""
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.total += len(data)
+        self._tail = (self._tail + data)[-self._KEEP :]
+        return data
+
+    def tell(self) -> int:
+        return self.total
+
+    def ends_blank(self, *, after: int) -> bool:
+        """True when the bytes from offset ``after`` to the end are blank (or none)."""
+        while self.read(_BLOCK):
+            pass
+        rest = self.total - after
+        if rest <= 0:
+            return True
+        return rest <= len(self._tail) and not self._tail[-rest:].strip()
+
+
+def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    """The bytes of a stream as they come (``read1``: a pipe's lines are read as soon as
+    they are written, not when 64 KiB have piled up)."""
+    read = getattr(stream, "read1", stream.read)
+    while block := read(_BLOCK):
+        yield block
+
+
+def _gunzip(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The decompressed bytes of a gzip stream (members one after the other), in pieces
+    of at most _BLOCK bytes; _Cut when it ends early or is corrupt, after everything
+    decompressed before that point was yielded."""
+    decompressor = zlib.decompressobj(wbits=31)
+    in_member = False  # input fed to the current member and its end not seen yet
+    produced = False
+    for block in blocks:
+        pending = block
+        while pending:
+            try:
+                data = decompressor.decompress(pending, _BLOCK)
+            except zlib.error as exc:
+                what = "corrupt gzip data" if produced else "not gzip data"
+                raise _Cut(f"{what} ({exc})") from None
+            in_member = True
+            if data:
+                produced = True
+                yield data
+            pending = decompressor.unconsumed_tail
+            if decompressor.eof:
+                pending = decompressor.unused_data  # the next member, if any
+                decompressor = zlib.decompressobj(wbits=31)
+                in_member = False
+    while in_member:  # what the decompressor still holds back
+        data = decompressor.decompress(b"", _BLOCK)
+        if data:
+            yield data
+        if decompressor.eof:
+            return
+        if not data:
+            raise _Cut("the gzip data ends early (a truncated file)")
+
+
+def _content(name: str, stream: IO[bytes]) -> Iterator[bytes]:
+    """The bytes of a source, gunzipped when its name ends in .gz."""
+    if name.lower().endswith(".gz"):
+        return _gunzip(_blocks(stream))
+    return _blocks(stream)
+
+
+def _byte_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The lines of a byte stream, each with its newline (the last may lack it). A line
+    still open when ``chunks`` raises is not yielded: it was cut."""
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer += chunk
+        start = 0
+        while (newline := buffer.find(b"\n", start)) >= 0:
+            yield bytes(buffer[start : newline + 1])
+            start = newline + 1
+        del buffer[:start]
+    if buffer:
+        yield bytes(buffer)
+
+
+def _jsonl_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
+    """The lines of a JSON Lines source; a SourceError naming the line where the data
+    stopped when the (gzip) stream is cut or corrupt."""
+    number = 0
+    try:
+        for line in _byte_lines(_content(name, stream)):
+            number += 1
+            yield line
+    except _Cut as exc:
+        raise SourceError(
+            f"{name}:{number + 1}", f"{exc}; the {number} complete lines before it were read"
+        ) from None
+
+
+def _open_source(source: str) -> IO[bytes]:
+    try:
+        return open(source, "rb")
+    except OSError as exc:
+        raise SourceError(source, exc.strerror or str(exc)) from None
+
+
+def check_source(source: str, options: ReaderOptions = ReaderOptions()) -> str:
+    """A source's format, after a look at its first bytes: SourceError when it cannot be
+    read as that at all (a .gz that is not gzip, a binary file named .jsonl, a file that
+    is not a WARC archive), so that nothing is made or written for it."""
+    fmt = options.format or detect_format(source)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if source == "-" or fmt == "html":
+        return fmt
+    head = b""
+    try:
+        with _open_source(source) as stream:
+            for chunk in _content(source, stream):
+                head += chunk
+                if len(head) >= _SNIFF:
+                    break
+    except _Cut as exc:
+        if not head:
+            raise SourceError(source, str(exc)) from None
+    if fmt == "jsonl" and b"\x00" in head[:_SNIFF]:
+        raise SourceError(source, "binary data, not JSON Lines (it holds NUL bytes)")
+    if fmt == "warc" and head.strip() and not head.lstrip().startswith((b"WARC/", b"filedesc:")):
+        raise SourceError(source, "not a WARC or ARC archive (it does not begin with a record)")
+    return fmt
 
 
 def read_source(
     source: str, options: ReaderOptions = ReaderOptions(), *, on_skip: SkipHandler = _log_skip
 ) -> Iterator[Record]:
-    """The records of one source: a path, or ``-`` for JSON Lines on stdin."""
+    """The records of one source: a path, or ``-`` for JSON Lines (or WARC) on stdin.
+
+    Raises :class:`SourceError` where the source cannot be read on, after every complete
+    record before that point.
+    """
     fmt = options.format or detect_format(source)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if fmt == "html":
         if source == "-":
             raise ValueError("HTML is read from files or folders, not from stdin")
-        yield from read_html_files(Path(source), base_url=options.base_url)
+        yield from read_html_files(Path(source), base_url=options.base_url, on_skip=on_skip)
         return
-    if fmt == "warc":
-        if source == "-":
-            yield from read_warc(sys.stdin.buffer, "<stdin>", on_skip=on_skip)
+    name = "<stdin>" if source == "-" else source
+    with _open_source(source) if source != "-" else nullcontext(sys.stdin.buffer) as stream:
+        if fmt == "warc":
+            yield from read_warc(stream, name, on_skip=on_skip)
             return
-        with open(source, "rb") as raw:
-            yield from read_warc(raw, source, on_skip=on_skip)
-        return
-    fields = {
-        "url_field": options.url_field,
-        "text_field": options.text_field,
-        "html_field": options.html_field,
-    }
-    if source == "-":
-        yield from read_jsonl(sys.stdin, "<stdin>", on_skip=on_skip, **fields)
-        return
-    with _open_bytes(source) as compressed, io.TextIOWrapper(compressed, encoding="utf-8") as lines:
-        yield from read_jsonl(lines, source, on_skip=on_skip, **fields)
+        yield from read_jsonl(
+            _jsonl_lines(stream, name),
+            name,
+            url_field=options.url_field,
+            text_field=options.text_field,
+            html_field=options.html_field,
+            on_skip=on_skip,
+        )
 
 
 def read_sources(
@@ -242,9 +476,13 @@ def read_sources(
     *,
     on_skip: SkipHandler = _log_skip,
 ) -> Iterator[Record]:
-    """The records of several sources, one after the other."""
+    """The records of several sources, one after the other; a source that cannot be read
+    on is reported through ``on_skip`` and the next one is read."""
     for source in sources:
-        yield from read_source(source, options, on_skip=on_skip)
+        try:
+            yield from read_source(source, options, on_skip=on_skip)
+        except SourceError as exc:
+            on_skip(str(exc))
 
 
 def record_text(record: Record) -> str | None:

@@ -36,7 +36,7 @@ from support.cli_corpus import (
     write_warc,
 )
 
-from simhash_filter.cli.corpus import _Progress
+from simhash_filter.cli.importing import _Progress
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 
@@ -113,7 +113,7 @@ def test_import_jsonl_then_again(
     code, out, _ = run(capsys, "import", "--json", str(source), "--db", db_url)
     document = json.loads(out)
     assert document.pop("seconds") >= 0
-    assert document == {
+    counts = {
         "read": 7,
         "kept": 0,
         "dropped": 3,
@@ -121,6 +121,10 @@ def test_import_jsonl_then_again(
         "changed": 0,
         "no_text": 1,
         "skipped": 1,
+    }
+    assert document == {
+        **counts,
+        "sources": [{"source": str(source), **counts, "status": "complete"}],
     }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE
-from simhash_filter.cli import compare, corpus, queries
+from simhash_filter.cli import compare, corpus, importing, queries
 from simhash_filter.cli.common import UsageError, describe_error, parse_since
 from simhash_filter.cli.output import Mode, Output
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "import",
-        corpus.import_,
+        importing.import_,
         "add a corpus (JSON Lines, HTML files, WARC) through the crawl's check-and-add",
     )
     p.add_argument(
@@ -246,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="extract and fingerprint in N processes (default 1)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--create",
+        action="store_true",
+        help="add simhash-filter's tables to a database that holds other tables "
+        "(without it, such a database is refused and left as it is)",
+    )
 
     p = command("export", corpus.export, "pages and/or duplicates as JSON Lines or CSV")
     p.add_argument("--pages", action="store_true", help="export the kept pages")

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from .records import DatabaseNotFoundError, StoreError
+from .schema import meta_table
 
 try:
     import fcntl
@@ -36,6 +40,8 @@ except ImportError:  # Windows: BEGIN IMMEDIATE and the busy timeout do it alone
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10
+"""Seconds a PostgreSQL connection may take to be made (libpq's ``connect_timeout``)."""
 WRITE_OPTION = "simhash_filter_write"
 """Execution option on a Connection: its next BEGIN is a write transaction."""
 
@@ -112,14 +118,23 @@ def make_engine(url: URL, *, create: bool, durable: bool = False) -> Engine:
                 raise StoreError(f"cannot create {path}: folder {path.parent} does not exist")
         timeout = busy_timeout(url)
         engine = create_engine(url, connect_args={"timeout": timeout})
-        _install_sqlite_events(engine, durable=durable, timeout=timeout)
+        _install_sqlite_events(engine, durable=durable, timeout=timeout, create=create)
         return engine
     # no pool_pre_ping (a round trip per call): a dropped connection fails one
     # transaction, which FingerprintStore retries on a fresh one
-    return create_engine(url)
+    return create_engine(url, connect_args=server_connect_args(url))
 
 
-def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float) -> None:
+def server_connect_args(url: URL) -> dict[str, Any]:
+    """Connection arguments for a database server: a connect timeout
+    (:data:`CONNECT_TIMEOUT_S`) unless the URL names one (``?connect_timeout=<seconds>``),
+    so a host that accepts the connection and never answers fails instead of hanging."""
+    if url.get_backend_name() != "postgresql" or "connect_timeout" in url.query:
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT_S}
+
+
+def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, create: bool) -> None:
     synchronous = "FULL" if durable else "NORMAL"
 
     @event.listens_for(engine, "connect")
@@ -129,7 +144,10 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float) -> 
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            # WAL is a property of the file: an engine that may not create (a query) leaves
+            # a file that is not a simhash-filter database as it found it.
+            if create or _has_meta_table(cursor):
+                cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
         finally:
             cursor.close()
@@ -140,6 +158,44 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float) -> 
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
+
+
+def _has_meta_table(cursor: Any) -> bool:
+    cursor.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (meta_table.name,)
+    )
+    return cursor.fetchone() is not None
+
+
+def foreign_tables(url: URL) -> list[str]:
+    """The tables of an existing database that is not a simhash-filter one (it has tables,
+    but no simhash-filter ``meta`` table); ``[]`` for a missing or empty database or one
+    of ours. Reads only: a SQLite file is opened read-only and left as it was."""
+    where = display_url(url)
+    try:
+        if is_sqlite(url):
+            path = sqlite_path(url)
+            if path is None or not path.is_file() or path.stat().st_size == 0:
+                return []
+            with closing(
+                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            ) as connection:
+                rows = connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                ).fetchall()
+            names = [str(name) for (name,) in rows]
+        else:
+            engine = create_engine(url, connect_args=server_connect_args(url), poolclass=NullPool)
+            try:
+                with engine.connect() as conn:
+                    names = sorted(inspect(conn).get_table_names())
+            finally:
+                engine.dispose()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{where} is not a usable SQLite database: {exc}") from None
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open {where}: {error_reason(exc)}") from None
+    return [] if meta_table.name in names else names
 
 
 class WriterQueue:
