@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from simhash_filter import __version__
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE
 from simhash_filter.cli import compare, corpus, importing, queries
-from simhash_filter.cli.common import UsageError, describe_error, parse_since
+from simhash_filter.cli.common import UsageError, database_url, describe_error, parse_since
 from simhash_filter.cli.output import Mode, Output
-from simhash_filter.store.urls import DEFAULT_DATABASE_URL
+from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
 
 PROG = "simhash-filter"
 DATABASE_ENV = "SIMHASH_FILTER_DATABASE_URL"
@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as exc:
         message = describe_error(exc, args.db)
-        if args.debug:
-            traceback.print_exc(file=sys.stderr)
+        if args.debug:  # the traceback too, without the database's credentials
+            out.note(redact(traceback.format_exc().rstrip(), database_url(args.db)))
         out.note(f"{PROG}: error: {message}")
         return 1

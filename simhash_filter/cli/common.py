@@ -9,19 +9,19 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.cli.output import Output, Record, hex64, iso_time
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, spec_difference
-from simhash_filter.store.engine import display_url, error_reason, first_line
+from simhash_filter.store.engine import error_reason, first_line
 from simhash_filter.store.records import (
     DuplicateRecord,
     PageRecord,
     SchemeMismatchError,
     StoreError,
 )
+from simhash_filter.store.urls import display_url, redact
 
 __all__ = ["display_url"]  # re-exported: the one way the CLI prints a database URL
 
@@ -55,7 +55,8 @@ def existing_store(args: argparse.Namespace) -> Iterator[FingerprintStore]:
 
 
 def describe_error(exc: BaseException, db: str | None) -> str:
-    """A one-line message for an error, with the database password (if any) masked."""
+    """A one-line message for an error, with every credential of the database URL
+    (password, secret-like query parameters) masked."""
     if isinstance(exc, StoreError | CommandError):
         message = str(exc)
     elif isinstance(exc, SQLAlchemyError):
@@ -67,14 +68,7 @@ def describe_error(exc: BaseException, db: str | None) -> str:
     else:
         message = f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
     message = first_line(message)
-    if db:
-        try:
-            password = make_url(database_url(db)).password
-        except Exception:
-            password = None
-        if password:
-            message = message.replace(str(password), "***")
-    return message
+    return redact(message, database_url(db)) if db else message
 
 
 def parse_since(value: str) -> datetime:

@@ -31,6 +31,7 @@ from sqlalchemy.pool import NullPool
 
 from .records import DatabaseNotFoundError, StoreError
 from .schema import meta_table
+from .urls import display_url as display_url  # (re-exported: the store imports it here)
 
 try:
     import fcntl
@@ -50,7 +51,7 @@ def parse_url(url: str | URL) -> URL:
     """The SQLAlchemy URL, or a StoreError naming the (password-free) problem."""
     try:
         return make_url(url)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:  # (neither message quotes the URL)
         raise StoreError(f"not a database URL: {exc}") from None
 
 
@@ -65,14 +66,6 @@ def error_reason(exc: BaseException) -> str:
     one (SQLAlchemy's adds the statement, its parameters and a link)."""
     orig = getattr(exc, "orig", None)
     return first_line(str(orig if orig is not None else exc))
-
-
-def display_url(url: str | URL) -> str:
-    """The URL as safe to log or show: the password is replaced by ***."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable database URL>"
 
 
 def is_sqlite(url: URL) -> bool:
