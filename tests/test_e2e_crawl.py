@@ -15,11 +15,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from lxml import html as lxml_html
 from support import (
+    BOILERPLATE_TRAPS,
     DISTINCT,
     HARBOUR_CLUSTER,
     NEVER_FETCHED,
     NO_TEXT,
+    SYNDICATED_CLUSTER,
     ZH_CLUSTER,
     CrawlResult,
     SiteServer,
@@ -27,6 +30,7 @@ from support import (
     run_scrapy,
 )
 
+from crawler.testsite import FORUM_NOTICE
 from simhash_filter import Fingerprinter, hamming_distance
 from simhash_filter.extract import extract_text
 from simhash_filter.store import FingerprintStore
@@ -58,18 +62,20 @@ def crawl(site: SiteServer, workdir: Path, **settings: object) -> CrawlResult:
     return result
 
 
-def check_drops(db_url: str, kept: set[str]) -> dict[str, str]:
+def check_drops(
+    db_url: str, kept: set[str], clusters: tuple[frozenset[str], ...] = CLUSTERS
+) -> dict[str, str]:
     """Every dropped page, as path → path of the page it duplicates; each cluster checked."""
     with FingerprintStore.open_existing(db_url) as store:
         drops = {path_of(d.url): path_of(d.duplicate_of_url) for d in store.duplicates()}
         distances = [d.distance for d in store.duplicates()]
     assert all(0 <= d <= 3 for d in distances)
-    for cluster in CLUSTERS:
+    for cluster in clusters:
         (winner,) = cluster & kept
         assert {p: drops[p] for p in cluster - {winner}} == dict.fromkeys(
             cluster - {winner}, winner
         )
-    assert set(drops) == (HARBOUR_CLUSTER | ZH_CLUSTER) - kept
+    assert set(drops) == frozenset().union(*clusters) - kept
     return drops
 
 
@@ -230,3 +236,30 @@ def test_robots_txt_holds_for_every_request_that_waited_for_it(
     assert not [path for path in site.requested if path.startswith("/private/")]
     assert result.stat("robotstxt/forbidden") == len(disallowed) + 1  # + the link on /
     assert site.requested.count("/robots.txt") == 1
+
+
+# -- boilerplate traps (issue 13.E) ------------------------------------------------------
+
+
+def visible_text(body: bytes) -> str:
+    """Every word a reader sees on the page, whitespace-normalized."""
+    return " ".join(lxml_html.fromstring(body).body.text_content().split())
+
+
+def resemblance(a: str, b: str) -> float:
+    """Character-5-gram Jaccard similarity of two texts."""
+    grams_a, grams_b = ({t[i : i + 5] for i in range(len(t) - 4)} for t in (a, b))
+    return len(grams_a & grams_b) / len(grams_a | grams_b)
+
+
+def test_the_boilerplate_traps_are_traps_and_the_repost_a_copy() -> None:
+    """Guards the fixtures of the 13.E crawl: the forum's threads are different pages whose
+    extracted text is one and the same notice; the reposted article is the same text as
+    the portal's, on a page that differs from the portal's as much."""
+    site = build_site(boilerplate_traps=True)
+    for a, b in itertools.combinations(sorted(BOILERPLATE_TRAPS), 2):
+        assert extract_text(site[a].body) == extract_text(site[b].body) == FORUM_NOTICE
+        assert resemblance(visible_text(site[a].body), visible_text(site[b].body)) < 0.2
+    portal, repost = sorted(SYNDICATED_CLUSTER)
+    assert extract_text(site[portal].body) == extract_text(site[repost].body)
+    assert resemblance(visible_text(site[portal].body), visible_text(site[repost].body)) < 0.5

@@ -16,14 +16,18 @@ footer around the article, and:
   article;
 - broken input: an empty page, random bytes served as ``text/html``, a 5 MB page (an article
   followed by a huge inline JSON blob), a photo gallery page with no main text;
-- ``robots.txt`` disallowing ``/private/`` (linked from the home page).
+- ``robots.txt`` disallowing ``/private/`` (linked from the home page);
+- on request, boilerplate traps (issue 13.E): forum threads whose extracted text is the
+  forum's moderation notice alone, and a portal article reposted in the news template.
 """
 
 from .generated import GENERATED_CLUSTER_SIZES, generated_article, generated_site
-from .pages import HUGE_PAGE_BYTES, SHORT_PARAGRAPH, build_site
+from .pages import FORUM_THREADS, HUGE_PAGE_BYTES, SHORT_PARAGRAPH, build_site
 from .server import HTML_UTF8, Page, SiteServer
 from .templates import (
+    FORUM_NOTICE,
     blog_template,
+    forum_template,
     html_page,
     news_template,
     portal_template,
@@ -33,6 +37,8 @@ from .templates import (
 )
 
 __all__ = [
+    "FORUM_NOTICE",
+    "FORUM_THREADS",
     "GENERATED_CLUSTER_SIZES",
     "HTML_UTF8",
     "HUGE_PAGE_BYTES",
@@ -41,6 +47,7 @@ __all__ = [
     "SiteServer",
     "blog_template",
     "build_site",
+    "forum_template",
     "generated_article",
     "generated_site",
     "html_page",

@@ -18,10 +18,11 @@ from crawler.articles import (
     Article,
 )
 
-from .generated import generated_site, index_number
+from .generated import generated_article, generated_site, index_number
 from .server import HTML_UTF8, Page
 from .templates import (
     blog_template,
+    forum_template,
     html_page,
     link_list,
     news_template,
@@ -31,7 +32,7 @@ from .templates import (
     zh_portal_template,
 )
 
-__all__ = ["HUGE_PAGE_BYTES", "SHORT_PARAGRAPH", "build_site"]
+__all__ = ["FORUM_THREADS", "HUGE_PAGE_BYTES", "SHORT_PARAGRAPH", "build_site"]
 
 HUGE_PAGE_BYTES = 5 * 1024 * 1024
 
@@ -65,13 +66,28 @@ def _huge_extra(size: int) -> str:
     return f'<script type="application/json" id="app-state">{blob}</script>'
 
 
+_LINKED_FROM_HOME = ("/portal/", "/zh/", "/broken/", "/forum/", "/syndicated/", "/private/")
+
+FORUM_THREADS = 3
+"""Threads of the forum that :func:`build_site` adds with ``boilerplate_traps=True``."""
+
+
 def build_site(
-    *, huge_page_bytes: int = HUGE_PAGE_BYTES, clusters: int = 0, seed: int = 0
+    *,
+    huge_page_bytes: int = HUGE_PAGE_BYTES,
+    clusters: int = 0,
+    seed: int = 0,
+    boilerplate_traps: bool = False,
 ) -> dict[str, Page]:
     """Every resource of the test site by path (query strings are ignored when serving).
 
     ``clusters > 0`` adds :func:`generated_site`'s pages (``/gen/...``, linked from the home
     page through its index pages): hundreds of pages for distributed crawls and benchmarks.
+    ``boilerplate_traps`` adds the pages of issue 13.E: ``/forum/thread-<n>.html``, different
+    posts whose extracted text is the same moderation notice (:func:`forum_template`), and
+    ``/syndicated/urban-beekeeping.html``, a portal article reposted in the news template
+    beside teasers of three other stories (a copy across sites whose pages differ: their
+    visible texts share under half their character 5-grams).
     """
     pages: dict[str, Page] = {}
 
@@ -118,6 +134,13 @@ def build_site(
     big = portal_template(SOURDOUGH, date="8 April 2024")
     big = big.replace("</body>", _huge_extra(huge_page_bytes) + "\n</body>")
     add(f"/broken/{SOURDOUGH.slug}-huge.html", big)
+    if boilerplate_traps:
+        for n in range(FORUM_THREADS):
+            post = generated_article(n, seed=13)
+            add(f"/forum/thread-{n}.html", forum_template(post, date=f"{n + 3} June 2024"))
+        others = (LIBRARY, NIGHT_TRAINS, VOLCANO_DRONES)
+        repost = news_template(URBAN_BEES, date="7 April 2024", more_stories=others)
+        add(f"/syndicated/{URBAN_BEES.slug}.html", repost)
     add("/private/secret.html", html_page("Private", "<p>Robots must not read this.</p>"))
     pages["/robots.txt"] = Page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
 
@@ -126,7 +149,7 @@ def build_site(
         "/news/harbour-bridge.html?utm_source=rss",
         "/blog/2024/03/harbour-bridge-reopens/",
         "/news/harbour-bridge-short.html",
-        *(p for p in pages if p.startswith(("/portal/", "/zh/", "/broken/", "/private/"))),
+        *(p for p in pages if p.startswith(_LINKED_FROM_HOME)),
     ]
     if clusters > 0:
         generated, _groups = generated_site(clusters, seed=seed)

@@ -30,7 +30,9 @@ class SiteServer:
     Use as a context manager; :attr:`base_url` is ``http://127.0.0.1:<port>`` and
     :attr:`requested` lists every path asked for (query strings included), in order, and
     :attr:`hits` the same paths with the User-Agent that asked (which worker of a crawl).
-    ``latency`` delays every response (benchmarks: a server that is not on loopback).
+    ``latency`` delays every response (benchmarks: a server that is not on loopback);
+    :meth:`hold` keeps every response waiting (requests are still recorded) until
+    :meth:`release` (tests: hold a crawl still until every worker is up).
     """
 
     def __init__(
@@ -45,6 +47,8 @@ class SiteServer:
         self.latency = latency  # seconds each response waits, as a distant server would
         self.requested: list[str] = []
         self.hits: list[tuple[str, str]] = []  # (path, User-Agent): which crawler asked
+        self._serving = threading.Event()
+        self._serving.set()
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +57,7 @@ class SiteServer:
             def _serve(self, *, body: bool) -> None:
                 server_self.requested.append(self.path)
                 server_self.hits.append((self.path, self.headers.get("User-Agent", "")))
+                server_self._serving.wait()
                 if server_self.latency > 0:
                     time.sleep(server_self.latency)
                 page = server_self.pages.get(urlsplit(self.path).path)
@@ -87,6 +92,14 @@ class SiteServer:
         """The absolute URL of ``path`` on this server."""
         return self.base_url + path
 
+    def hold(self) -> None:
+        """Answer no request until :meth:`release`."""
+        self._serving.clear()
+
+    def release(self) -> None:
+        """Answer the held requests and every new one."""
+        self._serving.set()
+
     def start(self) -> SiteServer:
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="test-site", daemon=True
@@ -95,6 +108,7 @@ class SiteServer:
         return self
 
     def stop(self) -> None:
+        self.release()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from crawler.articles import Article
 
 __all__ = [
+    "FORUM_NOTICE",
     "blog_template",
+    "forum_template",
     "html_page",
     "link_list",
     "news_template",
@@ -64,10 +66,22 @@ def news_template(
     date: str,
     paragraphs: Iterable[str] | None = None,
     print_link: str | None = None,
+    more_stories: Iterable[Article] = (),
 ) -> str:
-    """ "The Harbour Courier": a regional newspaper layout."""
+    """ "The Harbour Courier": a regional newspaper layout; ``more_stories`` adds a sidebar
+    with the first paragraphs of other articles."""
     nav = " ".join(f'<a href="/#{s.lower()}">{s}</a>' for s in _NEWS_SECTIONS)
     tools = f'<a class="print" href="{print_link}">Print this article</a>' if print_link else ""
+    teasers = "\n".join(
+        f"    <li><h3>{_e(other.title)}</h3><p>{_e(' '.join(other.paragraphs[:3]))}</p></li>"
+        for other in more_stories
+    )
+    more = (
+        f'  <aside class="more-stories"><h2>More from the Courier</h2><ul>\n{teasers}\n'
+        "  </ul></aside>\n"
+        if teasers
+        else ""
+    )
     body = f"""<header class="masthead"><a href="/">The Harbour Courier</a>
   <nav class="sections">{nav}</nav>
   <form class="search"><input name="q" placeholder="Search the Courier"></form>
@@ -86,7 +100,7 @@ def news_template(
     <li><a href="/#b">Storm warning for the weekend</a></li>
     <li><a href="/#c">Fishing quotas: what changes this year</a></li>
   </ol></aside>
-</main>
+{more}</main>
 <footer><p>The Harbour Courier, 4 Quay Street. Contact the newsroom. Privacy. Terms.</p>
 <p>Copyright the Harbour Courier. All rights reserved.</p></footer>"""
     return html_page(f"{article.title} | The Harbour Courier", body)
@@ -290,3 +304,38 @@ def zh_portal_template(article: Article, *, date: str, charset: str = "utf-8") -
 </div>
 <div class="copyright">山水网　客服热线　广告服务　关于我们</div>"""
     return html_page(f"{article.title}_山水网", body, lang="zh-CN", charset=charset)
+
+
+FORUM_NOTICE = (
+    "Posts on the Riverside Community Forum are written by its members. The views expressed "
+    "in them are their own and do not necessarily reflect the views of the forum or of its "
+    "volunteer moderators. Posts are checked after publication, not before; to report a post "
+    "that breaks the house rules, use the report button below it or write to the moderators, "
+    "who answer every message within two working days. Please be kind to one another."
+)
+
+
+def forum_template(article: Article, *, date: str, author: str = "river_walker") -> str:
+    """ "Riverside Community Forum": a thread of one post, whose body sits in a comment
+    container (as forum software marks posts up) below a moderation notice in ``<article>``.
+
+    A boilerplate trap: the extractor keeps the notice and leaves the post out as a reader
+    comment, so every thread of the forum has the same main text, :data:`FORUM_NOTICE`.
+    """
+    body = f"""<div class="forum-header"><a href="/">Riverside Community Forum</a>
+  <ul class="forum-nav"><li><a href="/#latest">Latest</a></li>
+  <li><a href="/#categories">Categories</a></li><li><a href="/#members">Members</a></li></ul>
+</div>
+<div class="thread">
+  <div class="thread-title">{_e(article.title)}</div>
+  <div class="comment">
+    <div class="comment-meta">Posted by {_e(author)} on {_e(date)}</div>
+    <div class="comment-body">
+{_paragraphs(article.paragraphs)}
+    </div>
+    <div class="comment-actions"><a href="/#reply">Reply</a> <a href="/#report">Report</a></div>
+  </div>
+</div>
+<article class="notice"><p>{_e(FORUM_NOTICE)}</p></article>
+<div class="forum-footer">Riverside Community Forum. Run by volunteers since 2009.</div>"""
+    return html_page(f"{article.title} - Riverside Community Forum", body)

@@ -9,16 +9,18 @@ near-duplicates of which, which have no text, which must never be fetched. Besid
 
 from __future__ import annotations
 
-from crawler.testsite import HUGE_PAGE_BYTES, Page, SiteServer, build_site
+from crawler.testsite import FORUM_THREADS, HUGE_PAGE_BYTES, Page, SiteServer, build_site
 
 from .crawl import CrawlResult, run_scrapy
 
 __all__ = [
+    "BOILERPLATE_TRAPS",
     "DISTINCT",
     "HARBOUR_CLUSTER",
     "HUGE_PAGE_BYTES",
     "NEVER_FETCHED",
     "NO_TEXT",
+    "SYNDICATED_CLUSTER",
     "ZH_CLUSTER",
     "CrawlResult",
     "Page",
@@ -66,3 +68,13 @@ NO_TEXT = frozenset(
 
 NEVER_FETCHED = frozenset({"/private/secret.html"})
 """Disallowed by robots.txt."""
+
+BOILERPLATE_TRAPS = frozenset(f"/forum/thread-{n}.html" for n in range(FORUM_THREADS))
+"""``build_site(boilerplate_traps=True)``: different posts, one extracted text (the forum's
+notice): an extraction failure, not copies. Every one passes (issue 13.E)."""
+
+SYNDICATED_CLUSTER = frozenset(
+    {"/portal/urban-beekeeping.html", "/syndicated/urban-beekeeping.html"}
+)
+"""``build_site(boilerplate_traps=True)``: one article on two sites, in two templates: one
+kept, one dropped, however much the pages around it differ."""
