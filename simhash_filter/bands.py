@@ -156,6 +156,15 @@ class BandScheme:
             return [(cut[i] << left) | cut[j] for (i, left), (j, _) in self._joins]
         return [sum(cut[i] << left for i, left in join) for join in self._joins]
 
+    def index_keys(self, fingerprint: int) -> list[int]:
+        """The keys stored for a page: one per table, in table order (:meth:`keys`)."""
+        return self.keys(fingerprint)
+
+    def probe_keys(self, fingerprint: int) -> list[tuple[int, int]]:
+        """The (table_no, key) pairs looked up for a query: its own key in every table
+        (a page within max_distance shares at least one)."""
+        return list(enumerate(self.keys(fingerprint)))
+
     def min_key_bits(self) -> int:
         """The narrowest table key: candidates per probe grow as N / 2**min_key_bits."""
         return min(table.key_bits for table in self.tables)

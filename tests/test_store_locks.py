@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from simhash_filter.store import FingerprintStore, VerdictKind
-from simhash_filter.store.index import _GLOBAL_LOCK, _KEY_LOCKED_BATCH
+from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
+from simhash_filter.store.locks import KEY_LOCKED_BATCH as _KEY_LOCKED_BATCH
 
 SPEC = "simhash-test;locks"
 

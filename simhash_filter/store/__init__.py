@@ -7,12 +7,14 @@ verdict = store.check_and_add(url, fingerprint, text_length=len(text))
 
 from __future__ import annotations
 
-from .index import FingerprintStore, spec_difference
+from .index import FingerprintStore
+from .meta import spec_difference
 from .records import (
     DatabaseNotFoundError,
     DuplicateRecord,
     Match,
     PageRecord,
+    PageRow,
     SchemeMismatchError,
     StoreError,
     StoreStats,
@@ -27,6 +29,7 @@ __all__ = [
     "FingerprintStore",
     "Match",
     "PageRecord",
+    "PageRow",
     "SchemeMismatchError",
     "StoreError",
     "StoreStats",

@@ -9,10 +9,19 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 
 class StoreError(Exception):
     """A database problem, with a message meant for a person (no traceback needed)."""
+
+
+def database_error_reason(exc: BaseException) -> str:
+    """The first line of a database error's message (the driver's own, when SQLAlchemy
+    wraps one): what a person needs, without SQL text or parameters."""
+    orig = getattr(exc, "orig", None)
+    lines = str(orig if orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 class DatabaseNotFoundError(StoreError):
@@ -30,6 +39,15 @@ class VerdictKind(enum.Enum):
     DUPLICATE = "duplicate"  # within k of another stored page: dropped and logged
     UNCHANGED = "unchanged"  # the URL is stored, and its new fingerprint is within k of the old
     CHANGED = "changed"  # the URL is stored, beyond k of its old version, and of every other page
+
+
+class PageRow(NamedTuple):
+    """One page for :meth:`FingerprintStore.add_many` (a plain ``(url, fingerprint,
+    text_length)`` tuple is accepted too)."""
+
+    url: str
+    fingerprint: int
+    text_length: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
-"""SQLAlchemy 2 models of the fingerprint database (the tables CONTRACT.md names).
+"""SQLAlchemy 2 models of the fingerprint database (the tables DESIGN.md's schema names).
 
-``UInt64`` is the one place where Python's unsigned 64-bit ints become SQL's signed
-BIGINT and back (DESIGN.md invariant 5). ``bands`` is a covering index: its primary key
+:func:`to_sql_int` / :func:`from_sql_int` (and ``UInt64``, the column type built on
+them) are the one place where Python's unsigned 64-bit ints become SQL's signed BIGINT
+and back (DESIGN.md invariant 5). ``bands`` is a covering index: its primary key
 ``(table_no, key, page_id)`` plus the fingerprint answer a probe without touching
 ``pages`` (on SQLite it is a WITHOUT ROWID table, so the primary key *is* the table).
 A page's band rows are found by recomputing its keys from its fingerprint, so ``bands``
@@ -36,6 +37,19 @@ _TWO_64 = 1 << 64
 PageId = BigInteger().with_variant(Integer(), "sqlite")
 
 
+def to_sql_int(value: int) -> int:
+    """An unsigned 64-bit int as the signed BIGINT that stores it (two's complement)."""
+    if not 0 <= value < _TWO_64:
+        raise ValueError(f"not an unsigned 64-bit int: {value!r}")
+    return value - _TWO_64 if value >= _TWO_63 else value
+
+
+def from_sql_int(value: Any) -> int:
+    """A stored signed BIGINT back as the unsigned 64-bit int it holds."""
+    number = int(value)
+    return number + _TWO_64 if number < 0 else number
+
+
 class UInt64(TypeDecorator[int]):
     """An unsigned 64-bit int in Python, a signed BIGINT in SQL (two's complement)."""
 
@@ -43,17 +57,10 @@ class UInt64(TypeDecorator[int]):
     cache_ok = True
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
-        if value is None:
-            return None
-        if not 0 <= value < _TWO_64:
-            raise ValueError(f"not an unsigned 64-bit int: {value!r}")
-        return value - _TWO_64 if value >= _TWO_63 else value
+        return None if value is None else to_sql_int(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
-        if value is None:
-            return None
-        number = int(value)
-        return number + _TWO_64 if number < 0 else number
+        return None if value is None else from_sql_int(value)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -1,0 +1,350 @@
+"""The check-and-add decision: this is where a page is judged NEW, DUPLICATE, UNCHANGED
+or CHANGED.
+
+:func:`check_batch` decides a batch of rows against the database *and* against the
+batch's own earlier rows (the paper's batch mode), so ``add_many(rows)`` returns exactly
+the verdicts ``check_and_add`` would have returned row by row; ``check_and_add`` is a
+batch of one. Both back-ends use this one function.
+
+It never touches SQL: it works on what a :class:`BatchIO` (statements.py's
+``SqlBatchIO`` for SQLAlchemy connections) reads for it, and hands it the
+:class:`Changes` to write. The caller runs it inside a write transaction that holds the
+locks of locks.py, so nothing changes between the reads and the writes.
+
+Seams for a back-end of its own (e.g. a PostgreSQL path with fewer round trips): build
+:class:`RowToCheck` records with :func:`row_to_check`, implement the four methods of
+:class:`BatchIO` (they may be served from rows prefetched in one round trip), and call
+:func:`check_batch` in the transaction.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from .records import Match, Verdict, VerdictKind
+
+
+class StoredPage(NamedTuple):
+    """A page row as the decision needs it."""
+
+    page_id: int
+    url: str
+    domain: str
+    fingerprint: int
+    text_length: int
+
+
+class BandHit(NamedTuple):
+    """One band row found by a probe: the page it indexes, and that page's fingerprint."""
+
+    page_id: int
+    fingerprint: int
+
+
+BandKey = tuple[int, int]
+"""(table_no, key): one band key."""
+
+
+@dataclass(slots=True)
+class RowToCheck:
+    """One page to decide: canonical URL, domain, fingerprint and its band keys."""
+
+    url: str
+    domain: str
+    fingerprint: int
+    text_length: int
+    index_keys: list[int]  # stored for the page: table t = position
+    probe_keys: list[BandKey]  # looked up for the page (its near-duplicates share one)
+
+    def lock_keys(self) -> set[BandKey]:
+        """Keys two near-duplicates always share one of: index and probe keys."""
+        return set(enumerate(self.index_keys)) | set(self.probe_keys)
+
+
+class Candidate(NamedTuple):
+    """A page within k of a row (``ref`` < 0: a page new in the same batch)."""
+
+    ref: int
+    fingerprint: int
+    distance: int
+
+
+class NewPage(NamedTuple):
+    ref: int  # < 0, replaced by the page id the writer returns
+    url: str
+    domain: str
+    fingerprint: int
+    text_length: int
+
+
+class BandRow(NamedTuple):
+    table_no: int
+    key: int
+    page_ref: int  # a page id, or the ref of a NewPage
+    fingerprint: int
+
+
+class PageUpdate(NamedTuple):
+    page_id: int
+    fingerprint: int
+    text_length: int
+
+
+class Drop(NamedTuple):
+    """A duplicates row: a dropped page and the page it was a near-duplicate of."""
+
+    url: str
+    domain: str
+    fingerprint: int
+    duplicate_of_ref: int  # a page id, or the ref of a NewPage
+    distance: int
+
+
+@dataclass(slots=True)
+class Changes:
+    """Everything one batch writes, in the order the writer applies it: new pages (their
+    ids resolve the refs), band rows out and in, page updates, drops."""
+
+    now: datetime
+    new_pages: list[NewPage] = field(default_factory=list)
+    band_deletes: list[BandRow] = field(default_factory=list)
+    band_inserts: list[BandRow] = field(default_factory=list)
+    page_updates: list[PageUpdate] = field(default_factory=list)  # last_seen = now
+    drops: list[Drop] = field(default_factory=list)
+
+
+class BatchIO(Protocol):
+    """What the decision reads and writes, in the caller's transaction."""
+
+    def pages_by_url(self, urls: Sequence[str]) -> Iterable[StoredPage]:
+        """The stored pages with these canonical URLs."""
+        ...
+
+    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+        """The band rows under these keys."""
+        ...
+
+    def pages_by_id(self, page_ids: Sequence[int]) -> Iterable[StoredPage]:
+        """The stored pages with these ids."""
+        ...
+
+    def write(self, changes: Changes) -> Mapping[int, int]:
+        """Apply ``changes``; return the page id of every NewPage ref."""
+        ...
+
+
+def row_to_check(
+    url: str,
+    domain: str,
+    fingerprint: int,
+    text_length: int,
+    *,
+    index_keys: Callable[[int], list[int]],
+    probe_keys: Callable[[int], list[BandKey]],
+) -> RowToCheck:
+    """A row with its keys under a scheme (``scheme.index_keys``, ``scheme.probe_keys``)."""
+    return RowToCheck(
+        url, domain, fingerprint, text_length, index_keys(fingerprint), probe_keys(fingerprint)
+    )
+
+
+def check_batch(
+    rows: Sequence[RowToCheck],
+    io: BatchIO,
+    *,
+    max_distance: int,
+    index_keys: Callable[[int], list[int]],
+    now: datetime,
+) -> list[Verdict]:
+    """Decide ``rows`` in order, write the outcome through ``io``, return the verdicts.
+
+    NEW: no page within ``max_distance``, admitted. DUPLICATE: within it of another page
+    (the nearest, then the smallest URL, is named), the drop is logged and nothing else
+    changes. UNCHANGED: the URL is stored and within it of its stored fingerprint
+    (last_seen updated). CHANGED: the URL is stored, beyond it of its old fingerprint and
+    of every other page: updated, its band rows replaced.
+    """
+    batch = _Batch(rows, max_distance)
+    batch.load(io)
+    decisions = [batch.decide(row) for row in rows]
+    changes = batch.changes(decisions, index_keys, now)
+    ids = io.write(changes)
+    return batch.verdicts(decisions, ids)
+
+
+@dataclass(slots=True)
+class _PageState:
+    ref: int  # page id (> 0) or a temporary id for a page new in this batch (< 0)
+    url: str
+    domain: str
+    stored_fp: int | None  # fingerprint in the database before the batch (None: new)
+    fingerprint: int
+    text_length: int
+    seen: bool = False  # last_seen must be updated
+
+
+@dataclass(slots=True)
+class _Decision:
+    kind: VerdictKind
+    row: RowToCheck
+    ref: int | None = None  # the page this row is (NEW/UNCHANGED/CHANGED)
+    previous: int | None = None
+    match: Candidate | None = None  # the nearest, for DUPLICATE
+
+
+class _Batch:
+    """The state of one batch: pages it touched, its own new pages' keys, candidates."""
+
+    def __init__(self, rows: Sequence[RowToCheck], k: int) -> None:
+        self.rows = rows
+        self.k = k
+        self.pages: dict[int, _PageState] = {}  # ref -> state, pages touched by the batch
+        self.by_url: dict[str, int] = {}
+        self.urls: dict[int, str] = {}  # ref -> URL of every page a row may match
+        self.index: dict[BandKey, list[int]] = defaultdict(list)  # the batch's new keys
+        self.db_candidates: Mapping[BandKey, Sequence[BandHit]] = {}
+        self.next_tmp = -1
+
+    # -- read
+    def load(self, io: BatchIO) -> None:
+        for page in io.pages_by_url(sorted({row.url for row in self.rows})):
+            self.pages[page.page_id] = _PageState(
+                page.page_id,
+                page.url,
+                page.domain,
+                page.fingerprint,
+                page.fingerprint,
+                page.text_length,
+            )
+            self.by_url[page.url] = page.page_id
+            self.urls[page.page_id] = page.url
+        wanted = {key for row in self.rows for key in row.probe_keys}
+        self.db_candidates = io.probe(wanted)
+        # the URLs of stored pages within k of some row: a DUPLICATE names its nearest
+        near = {
+            hit.page_id
+            for row in self.rows
+            for key in row.probe_keys
+            for hit in self.db_candidates.get(key, ())
+            if hit.page_id not in self.urls
+            and (hit.fingerprint ^ row.fingerprint).bit_count() <= self.k
+        }
+        if near:
+            for page in io.pages_by_id(sorted(near)):
+                self.urls[page.page_id] = page.url
+
+    # -- decide
+    def decide(self, row: RowToCheck) -> _Decision:
+        ref = self.by_url.get(row.url)
+        if ref is not None:
+            state = self.pages[ref]
+            distance = (state.fingerprint ^ row.fingerprint).bit_count()
+            if distance <= self.k:
+                state.seen = True
+                return _Decision(VerdictKind.UNCHANGED, row, ref=ref, previous=state.fingerprint)
+        matches = self._matches(row, exclude=ref)
+        if matches:
+            nearest = min(matches, key=lambda m: (m.distance, self.urls[m.ref]))
+            return _Decision(VerdictKind.DUPLICATE, row, match=nearest)
+        if ref is not None:
+            state = self.pages[ref]
+            previous = state.fingerprint
+            state.fingerprint, state.text_length, state.seen = (
+                row.fingerprint,
+                row.text_length,
+                True,
+            )
+            self._index(ref, row.index_keys)
+            return _Decision(VerdictKind.CHANGED, row, ref=ref, previous=previous)
+        ref = self.next_tmp
+        self.next_tmp -= 1
+        self.pages[ref] = _PageState(
+            ref, row.url, row.domain, None, row.fingerprint, row.text_length
+        )
+        self.by_url[row.url] = ref
+        self.urls[ref] = row.url
+        self._index(ref, row.index_keys)
+        return _Decision(VerdictKind.NEW, row, ref=ref)
+
+    def _index(self, ref: int, keys: list[int]) -> None:
+        for t, key in enumerate(keys):
+            self.index[(t, key)].append(ref)
+
+    def _matches(self, row: RowToCheck, exclude: int | None) -> list[Candidate]:
+        """Every page within k of ``row``: stored ones (at their current fingerprint) and
+        the batch's own."""
+        found: dict[int, Candidate] = {}
+        fingerprint, k = row.fingerprint, self.k
+        for key in row.probe_keys:
+            for page_id, stored in self.db_candidates.get(key, ()):
+                if page_id == exclude or page_id in found:
+                    continue
+                state = self.pages.get(page_id)
+                current = stored if state is None else state.fingerprint
+                distance = (current ^ fingerprint).bit_count()
+                if distance <= k:
+                    found[page_id] = Candidate(page_id, current, distance)
+            for ref in self.index.get(key, ()):
+                if ref == exclude or ref in found:
+                    continue
+                current = self.pages[ref].fingerprint
+                distance = (current ^ fingerprint).bit_count()
+                if distance <= k:
+                    found[ref] = Candidate(ref, current, distance)
+        return list(found.values())
+
+    # -- write
+    def changes(
+        self,
+        decisions: list[_Decision],
+        index_keys: Callable[[int], list[int]],
+        now: datetime,
+    ) -> Changes:
+        changes = Changes(now)
+        for ref, state in self.pages.items():
+            new_keys = index_keys(state.fingerprint)
+            if state.stored_fp is None:
+                changes.new_pages.append(
+                    NewPage(ref, state.url, state.domain, state.fingerprint, state.text_length)
+                )
+                changes.band_inserts.extend(
+                    BandRow(t, key, ref, state.fingerprint) for t, key in enumerate(new_keys)
+                )
+                continue
+            if state.fingerprint != state.stored_fp:
+                old_keys = index_keys(state.stored_fp)
+                for t, (old, new) in enumerate(zip(old_keys, new_keys, strict=True)):
+                    changes.band_deletes.append(BandRow(t, old, ref, state.stored_fp))
+                    changes.band_inserts.append(BandRow(t, new, ref, state.fingerprint))
+            if state.seen:
+                changes.page_updates.append(PageUpdate(ref, state.fingerprint, state.text_length))
+        for d in decisions:
+            if d.match is not None:
+                changes.drops.append(
+                    Drop(d.row.url, d.row.domain, d.row.fingerprint, d.match.ref, d.match.distance)
+                )
+        return changes
+
+    def verdicts(self, decisions: list[_Decision], ids: Mapping[int, int]) -> list[Verdict]:
+        verdicts = []
+        for d in decisions:
+            match = None
+            if d.match is not None:
+                ref = d.match.ref
+                match = Match(
+                    self.urls[ref], d.match.fingerprint, d.match.distance, ids.get(ref, ref)
+                )
+            verdicts.append(
+                Verdict(
+                    kind=d.kind,
+                    url=d.row.url,
+                    fingerprint=d.row.fingerprint,
+                    duplicate_of=match,
+                    previous_fingerprint=d.previous,
+                )
+            )
+        return verdicts

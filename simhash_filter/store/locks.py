@@ -1,0 +1,158 @@
+"""Write transactions and the locks that make check-and-add atomic (DESIGN.md invariant 3).
+
+- SQLite: ``BEGIN IMMEDIATE`` (see engine.py) takes the database's write lock before the
+  check reads, so writers from every thread and process run one after another; the
+  file's :class:`~simhash_filter.store.engine.WriterQueue` queues them in front of it so
+  they do not spin in SQLite's busy handler.
+- PostgreSQL: ``pg_advisory_xact_lock`` on a hash of each of the page's band keys
+  (:func:`band_lock_id`) and of its URL (:func:`url_lock_id`), taken in sorted order at
+  the start of the transaction. Two pages within distance k share a band key, so their
+  transactions serialize; pages that share none run in parallel. Bulk loads and
+  ``reindex`` take one exclusive database-wide lock (:data:`GLOBAL_LOCK`) instead;
+  every single write holds it shared.
+
+:class:`WriteTransactions` runs one unit of work in such a transaction, committed on
+return, retried on deadlocks, serialization failures and lost insert races. A
+PostgreSQL write path of its own takes the same lock ids (:func:`lock_ids`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TypeVar
+
+import mmh3
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+
+from .engine import WRITE_OPTION, WriterQueue
+from .records import StoreError, database_error_reason
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+GLOBAL_LOCK = 0x53696D4861736846  # "SimHashF": bulk writers exclusive, single writers shared
+SCHEMA_LOCK = 0x53696D4861736853  # "SimHashS": creating the tables
+KEY_LOCKED_BATCH = 64
+"""add_many batches up to this size lock their band keys (like check_and_add) instead of
+the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
+well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
+WRITE_ATTEMPTS = 8
+_RETRY_SQLSTATES = {"40001", "40P01", "23505"}  # serialization, deadlock, unique violation
+
+
+def band_lock_id(table_no: int, key: int) -> int:
+    """The PostgreSQL advisory lock id (signed 64-bit) of one band key."""
+    return int(mmh3.hash64(key.to_bytes(8, "little"), seed=table_no, signed=True)[0])
+
+
+def url_lock_id(url: str) -> int:
+    """The PostgreSQL advisory lock id of a canonical URL."""
+    return int(mmh3.hash64(url.encode("utf-8"), seed=0x55524C, signed=True)[0])
+
+
+def lock_ids(pages: Iterable[tuple[str, Iterable[tuple[int, int]]]]) -> list[int]:
+    """The sorted advisory lock ids of pages given as (canonical URL, band keys as
+    (table_no, key) pairs): every band key and the URL.
+
+    The keys must be ones any two near-duplicates share: a page's index keys *and* its
+    probe keys (under multi-index hashing a near-duplicate's index key is among the
+    query's probe keys, not among its index keys)."""
+    ids: set[int] = set()
+    for url, keys in pages:
+        ids.update(band_lock_id(t, key) for t, key in keys)
+        ids.add(url_lock_id(url))
+    return sorted(ids)
+
+
+def take_pg_locks(conn: Connection, *, bulk: bool, lock_list: list[int]) -> None:
+    """Take the transaction's advisory locks: the global one exclusive (``bulk``), or the
+    global one shared and then ``lock_list`` in its (sorted) order."""
+    if bulk:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": GLOBAL_LOCK})
+        return
+    conn.execute(text("SELECT pg_advisory_xact_lock_shared(:g)"), {"g": GLOBAL_LOCK})
+    if lock_list:
+        # unnest keeps the array's (sorted) order: locks are taken in that order
+        conn.execute(
+            text(
+                "SELECT count(pg_advisory_xact_lock(x)) "
+                "FROM unnest(CAST(:ids AS bigint[])) WITH ORDINALITY AS u(x, i)"
+            ),
+            {"ids": lock_list},
+        )
+
+
+def retryable(exc: DBAPIError) -> bool:
+    """True for errors a fresh transaction may not meet: a lost connection, a deadlock, a
+    serialization failure, SQLite's busy lock, a lost race to insert one URL."""
+    if exc.connection_invalidated:  # the server went away; the pool reconnects
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate in _RETRY_SQLSTATES:
+        return True
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "unique constraint failed: pages.url" in message
+
+
+class WriteTransactions:
+    """Runs units of work in write transactions on one engine (see the module doc)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        display_url: str,
+        writer_queue: WriterQueue | None,
+        busy_timeout: float,
+    ) -> None:
+        self._engine = engine
+        self._display_url = display_url
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._busy_timeout = busy_timeout
+        self._write_lock: AbstractContextManager[Any] = writer_queue or nullcontext()
+
+    def run(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        bulk: bool = False,
+        lock_ids: Iterable[int] = (),
+    ) -> T:
+        """Run ``work`` in one write transaction, committed on return; retried when the
+        database reports a deadlock, a serialization failure or a lost insert race."""
+        lock_list = sorted(set(lock_ids))
+        where = self._display_url
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            began = time.monotonic()
+            try:
+                with self._write_lock, self._engine.connect() as conn:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                    with conn.begin():
+                        if not self._sqlite:
+                            take_pg_locks(conn, bulk=bulk, lock_list=lock_list)
+                        return work(conn)
+            except (IntegrityError, OperationalError) as exc:
+                reason = database_error_reason(exc)
+                if self._sqlite and "database is locked" in reason:
+                    waited = time.monotonic() - began
+                    if waited >= self._busy_timeout:  # the busy timeout ran out: do not wait again
+                        raise StoreError(
+                            f"database error on {where}: database is locked "
+                            f"(another process held the write lock for more than {waited:.3g} s; "
+                            "?timeout=<seconds> in the URL waits longer)"
+                        ) from exc
+                if attempt == WRITE_ATTEMPTS or not retryable(exc):
+                    raise StoreError(f"database error on {where}: {reason}") from exc
+                log.debug("write conflict (attempt %d), retrying: %s", attempt, reason)
+                time.sleep(0.005 * attempt)
+            except SQLAlchemyError as exc:
+                raise StoreError(
+                    f"database error on {where}: {database_error_reason(exc)}"
+                ) from exc
+        raise AssertionError("unreachable")

@@ -1,0 +1,206 @@
+"""The database's own description: making the tables, the ``meta`` rows, and checking
+that a database fits the spec and band scheme it is opened with.
+
+``meta`` holds ``schema_version``, ``spec``, ``bits``, ``max_distance``, ``blocks`` and
+``created_at``. A database whose schema version, spec or scheme differs from what the
+caller asks for is never opened silently: the error says what differs and how to move
+(re-index, ``simhash-filter import``, or a new database).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, inspect, select, text, update
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from simhash_filter.bands import BandScheme
+
+from .engine import WRITE_OPTION, display_url
+from .locks import SCHEMA_LOCK
+from .records import (
+    DatabaseNotFoundError,
+    SchemeMismatchError,
+    StoreError,
+    database_error_reason,
+)
+from .schema import (
+    SCHEMA_VERSION,
+    Base,
+    bands_table,
+    duplicates_table,
+    meta_table,
+    pages_table,
+)
+
+log = logging.getLogger(__name__)
+
+_REQUIRED = ("schema_version", "spec", "bits", "max_distance", "blocks")
+
+
+def spec_difference(old: str, new: str) -> str:
+    """What differs between two spec strings, item by item (they are ';'-joined)."""
+    old_items, new_items = old.split(";"), new.split(";")
+    only_old = [item for item in old_items if item not in new_items]
+    only_new = [item for item in new_items if item not in old_items]
+    if not only_old and not only_new:  # same items, other order
+        return f"stored {old!r}, requested {new!r}"
+    parts = []
+    if only_old:
+        parts.append(f"stored spec has {';'.join(only_old)!r}")
+    if only_new:
+        parts.append(f"requested spec has {';'.join(only_new)!r}")
+    return ", ".join(parts)
+
+
+def init_schema(
+    engine: Engine,
+    url: URL,
+    *,
+    spec: str | None,
+    scheme: BandScheme | None,
+    create: bool,
+) -> tuple[str, BandScheme]:
+    """Make the tables and meta rows if needed (race-safe), return the stored spec and
+    scheme."""
+    where = display_url(url)
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: create})
+            with conn.begin():
+                if engine.dialect.name == "postgresql" and create:
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
+                inspector = inspect(conn)
+                if not inspector.has_table(meta_table.name):
+                    if not create:
+                        raise DatabaseNotFoundError(
+                            f"{where} holds no simhash-filter index (no meta table)"
+                        )
+                    present = [
+                        t.name
+                        for t in (pages_table, bands_table, duplicates_table)
+                        if inspector.has_table(t.name)
+                    ]
+                    if present:
+                        raise StoreError(
+                            f"{where} has table(s) {', '.join(present)} but no meta table: "
+                            "not a simhash-filter database, or a damaged one"
+                        )
+                    assert spec is not None
+                    assert scheme is not None
+                    Base.metadata.create_all(conn, checkfirst=True)
+                    conn.execute(
+                        insert(meta_table),
+                        [
+                            {"key": key, "value": value}
+                            for key, value in meta_values(spec, scheme).items()
+                        ],
+                    )
+                    log.info("created fingerprint index %s (%s)", where, scheme.describe())
+                    return spec, scheme
+                meta = read_meta(conn)
+    except StoreError:
+        raise
+    except DBAPIError as exc:
+        reason = database_error_reason(exc)
+        if "does not exist" in reason and "database" in reason:
+            raise DatabaseNotFoundError(f"no database at {where}: {reason}") from None
+        if "not a database" in reason or "malformed" in reason:
+            raise StoreError(f"{where} is not a usable SQLite database: {reason}") from None
+        raise StoreError(f"cannot open {where}: {reason}") from None
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open {where}: {database_error_reason(exc)}") from None
+    return parse_meta(where, meta)
+
+
+def read_meta(conn: Connection) -> dict[str, str]:
+    """Every meta row, as a dict."""
+    # not dict(result): a Result has .keys(), so dict() would take it for a mapping
+    return {key: value for key, value in conn.execute(select(meta_table.c.key, meta_table.c.value))}
+
+
+def meta_values(spec: str, scheme: BandScheme) -> dict[str, str]:
+    """The meta rows of a new database."""
+    return {
+        "schema_version": str(SCHEMA_VERSION),
+        "spec": spec,
+        **scheme_values(scheme),
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def scheme_values(scheme: BandScheme) -> dict[str, str]:
+    """The meta rows that describe the band scheme (rewritten by ``reindex``)."""
+    return {
+        "bits": str(scheme.bits),
+        "max_distance": str(scheme.max_distance),
+        "blocks": str(scheme.n_blocks),
+    }
+
+
+def write_scheme(conn: Connection, scheme: BandScheme) -> None:
+    """Record a new band scheme in meta (in the caller's transaction)."""
+    for key, value in scheme_values(scheme).items():
+        conn.execute(update(meta_table).where(meta_table.c.key == key).values(value=value))
+
+
+def parse_meta(where: str, meta: dict[str, str]) -> tuple[str, BandScheme]:
+    """The spec and scheme of a database's meta rows, or a StoreError saying what is wrong."""
+    missing = [k for k in _REQUIRED if k not in meta]
+    if missing:
+        raise StoreError(f"{where}: meta table lacks {', '.join(missing)} (damaged database?)")
+    try:
+        version = int(meta["schema_version"])
+        scheme = BandScheme(
+            bits=int(meta["bits"]),
+            max_distance=int(meta["max_distance"]),
+            blocks=int(meta["blocks"]),
+        )
+    except ValueError as exc:
+        raise StoreError(f"{where}: unreadable meta table: {exc}") from None
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} has schema version {version}; this simhash-filter reads version "
+            f"{SCHEMA_VERSION}"
+        )
+    return meta["spec"], scheme
+
+
+def compare(
+    url: URL,
+    stored_spec: str,
+    stored: BandScheme,
+    spec: str,
+    requested: BandScheme,
+    blocks_given: bool,
+) -> None:
+    """Raise SchemeMismatchError when the stored spec or scheme is not the requested one."""
+    where = display_url(url)
+    if stored_spec != spec:
+        raise SchemeMismatchError(
+            f"{where} holds fingerprints made with another spec "
+            f"({spec_difference(stored_spec, spec)}). Fingerprints of different specs "
+            "cannot be compared: use a new database, re-crawl, or re-fingerprint the "
+            "stored texts with `simhash-filter import`."
+        )
+    if stored.bits != requested.bits:
+        raise SchemeMismatchError(
+            f"{where} holds {stored.bits}-bit fingerprints, requested {requested.bits}-bit: "
+            "use a new database, or re-fingerprint with `simhash-filter import`."
+        )
+    differences = []
+    if stored.max_distance != requested.max_distance:
+        differences.append(
+            f"max_distance: stored {stored.max_distance}, requested {requested.max_distance}"
+        )
+    if blocks_given and stored.blocks != requested.blocks:
+        differences.append(f"blocks: stored {stored.blocks}, requested {requested.blocks}")
+    if differences:
+        raise SchemeMismatchError(
+            f"{where} was indexed with another band scheme ({'; '.join(differences)}). "
+            f"Re-index it with `simhash-filter reindex --blocks {requested.n_blocks} "
+            f"--max-distance {requested.max_distance}`, or open it with the stored "
+            "settings."
+        )

@@ -1,0 +1,360 @@
+"""The store's SQL: statements compiled once per dialect, and :class:`SqlBatchIO`, the
+reader/writer through which batch.py's decision sees a database.
+
+Hot statements (the probe, a page by URL or id, band inserts) are compiled once and run
+on the driver (``exec_driver_sql`` or a DB-API cursor), skipping SQLAlchemy's per-call
+statement processing; :class:`Compiled` binds their values, given in the order the
+statement names them, for positional and named drivers alike. Values cross into SQL
+through schema.py's :func:`~simhash_filter.store.schema.to_sql_int` and back through
+:func:`~simhash_filter.store.schema.from_sql_int` (DESIGN.md invariant 5).
+
+:class:`Probe` is the one probe: any set of (table_no, key) band keys, on a cursor or a
+connection, for ``near()``, ``check_and_add`` and bulk loads alike.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import (
+    BigInteger,
+    Dialect,
+    Select,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.expression import ClauseElement
+
+from .batch import BandHit, BandKey, BatchIO, Changes, StoredPage
+from .schema import (
+    UInt64,
+    bands_table,
+    duplicates_table,
+    from_sql_int,
+    pages_table,
+    to_sql_int,
+)
+
+T = TypeVar("T")
+
+MAX_PARAMS = 20_000  # bound parameters per probe statement (SQLite allows 32766)
+IN_CHUNK = 5_000  # values per IN (...) list of the ad-hoc selects
+
+Execute = Callable[[str, Any], Sequence[Any]]
+"""Runs compiled SQL with bound parameters and returns every row (a cursor or a
+connection, see :func:`cursor_execute` and :func:`connection_execute`)."""
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size``."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def cursor_execute(cursor: Any) -> Execute:
+    """:data:`Execute` on a DB-API cursor."""
+
+    def execute(sql: str, params: Any) -> Sequence[Any]:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+    return execute
+
+
+def connection_execute(conn: Connection) -> Execute:
+    """:data:`Execute` on a SQLAlchemy connection (in its transaction)."""
+
+    def execute(sql: str, params: Any) -> Sequence[Any]:
+        return conn.exec_driver_sql(sql, params).all()
+
+    return execute
+
+
+def cast_compiled(compiled: Any) -> SQLCompiler:
+    """The SQL compiler behind a compiled statement (it has ``positiontup``)."""
+    assert isinstance(compiled, SQLCompiler)
+    return compiled
+
+
+class Compiled:
+    """A statement compiled for one dialect; :meth:`bind` turns values given in
+    ``names`` order into the driver's parameters (a tuple or a dict)."""
+
+    def __init__(self, stmt: ClauseElement, dialect: Dialect, names: Sequence[str]) -> None:
+        compiled = cast_compiled(stmt.compile(dialect=dialect))
+        self.sql = compiled.string
+        self.names = tuple(names)
+        self.positional = bool(dialect.positional)
+        self._order: tuple[int, ...] | None = None
+        if self.positional:
+            order = tuple(self.names.index(name) for name in compiled.positiontup or ())
+            if len(order) != len(self.names):
+                raise ValueError(f"statement binds {compiled.positiontup}, given {self.names}")
+            if order != tuple(range(len(order))):
+                self._order = order
+
+    def bind(self, values: Sequence[Any]) -> tuple[Any, ...] | dict[str, Any]:
+        """Driver parameters for ``values`` (one per name, in ``names`` order)."""
+        if not self.positional:
+            return dict(zip(self.names, values, strict=True))
+        if self._order is None:
+            return tuple(values)
+        return tuple(values[i] for i in self._order)
+
+
+class Probe:
+    """The band rows under any set of (table_no, key) keys.
+
+    One statement per table count: ``table_no = t AND key IN (...)`` for each table,
+    joined by UNION ALL. PostgreSQL binds each table's keys as one typed ``BIGINT[]``
+    (``key = ANY(...)``: one prepared statement whatever the number of keys); other
+    back-ends get IN lists of a fixed width, compiled once per width (powers of two),
+    short lists padded with repeats of their own keys.
+    """
+
+    def __init__(self, dialect: Dialect, n_tables: int) -> None:
+        self._dialect = dialect
+        self._tables = n_tables
+        self._arrays = dialect.name == "postgresql"
+        self._by_width: dict[int, Compiled] = {}
+        self._max_width = max(1, MAX_PARAMS // max(1, n_tables))
+
+    def _statement(self, width: int) -> Compiled:
+        compiled = self._by_width.get(width)
+        if compiled is not None:
+            return compiled
+        b = bands_table.c
+        parts = []
+        names: list[str] = []
+        for t in range(self._tables):
+            condition: ColumnElement[bool]
+            if self._arrays:
+                names.append(f"k{t}")
+                condition = b.key == func.any(cast(bindparam(f"k{t}"), ARRAY(BigInteger)))
+            else:
+                table_names = [f"k{t}_{i}" for i in range(width)]
+                names.extend(table_names)
+                condition = b.key.in_([bindparam(name) for name in table_names])
+            parts.append(
+                select(b.table_no, b.key, b.page_id, b.fingerprint).where(
+                    b.table_no == literal_column(str(t)), condition
+                )
+            )
+        compiled = Compiled(union_all(*parts), self._dialect, names)
+        self._by_width[width] = compiled
+        return compiled
+
+    def run(self, execute: Execute, keys: Collection[BandKey]) -> dict[BandKey, list[BandHit]]:
+        """Every band row under ``keys``, grouped by key (``{(t, key): [BandHit]}``)."""
+        per_table: list[list[int]] = [[] for _ in range(self._tables)]
+        for t, key in set(keys):
+            per_table[t].append(to_sql_int(key))
+        found: dict[BandKey, list[BandHit]] = defaultdict(list)
+        if not keys:
+            return found
+        if self._arrays:
+            statement = self._statement(0)
+            batches: Iterable[tuple[Any, ...] | dict[str, Any]] = [statement.bind(per_table)]
+        else:
+            longest = max(len(table_keys) for table_keys in per_table)
+            width = 1
+            while width < longest and width < self._max_width:
+                width *= 2
+            width = min(width, self._max_width)
+            statement = self._statement(width)
+            batches = (
+                statement.bind(
+                    [
+                        key
+                        for table_keys in per_table
+                        for key in _pad(table_keys[start : start + width], table_keys, width)
+                    ]
+                )
+                for start in range(0, longest, width)
+            )
+        for params in batches:
+            for t, key, page_id, stored in execute(statement.sql, params):
+                found[(t, from_sql_int(key))].append(BandHit(page_id, from_sql_int(stored)))
+        return found
+
+
+def _pad(chunk: list[int], table_keys: list[int], width: int) -> list[int]:
+    """``chunk`` repeated up to ``width`` values (a table without keys: -1, the largest
+    unsigned key, which only a 64-bit key could hold)."""
+    if len(chunk) == width:
+        return chunk
+    filler = chunk or table_keys[:1] or [-1]
+    return chunk + [filler[0]] * (width - len(chunk))
+
+
+def drops_select() -> Select[Any]:
+    """Logged drops joined with the page each duplicated, newest first: the columns of
+    :class:`~simhash_filter.store.records.DuplicateRecord`."""
+    d, p = duplicates_table.c, pages_table.c
+    return (
+        select(d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at)
+        .join(pages_table, p.id == d.duplicate_of)
+        .order_by(d.seen_at.desc(), d.id.desc())
+    )
+
+
+def _page_columns() -> tuple[Any, ...]:
+    p = pages_table.c
+    return (p.id, p.url, p.domain, p.fingerprint, p.text_length)
+
+
+class Statements:
+    """Every compiled statement of one store (a dialect and a table count)."""
+
+    def __init__(self, dialect: Dialect, n_tables: int) -> None:
+        self.dialect = dialect
+        self.probe = Probe(dialect, n_tables)
+        p = pages_table.c
+        self.page_by_url = Compiled(
+            select(*_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
+        )
+        self.url_by_id = Compiled(select(p.url).where(p.id == bindparam("p")), dialect, ["p"])
+        band_columns = ["table_no", "key", "page_id", "fingerprint"]
+        self.band_insert = Compiled(
+            insert(bands_table).values({name: bindparam(name) for name in band_columns}),
+            dialect,
+            band_columns,
+        )
+
+
+class SqlBatchIO(BatchIO):
+    """batch.py's reader/writer on one SQLAlchemy connection, in its transaction."""
+
+    def __init__(self, conn: Connection, statements: Statements) -> None:
+        self._conn = conn
+        self._statements = statements
+        self._execute = connection_execute(conn)
+
+    def pages_by_url(self, urls: Sequence[str]) -> list[StoredPage]:
+        if len(urls) == 1:  # the check_and_add hot path: a pre-compiled statement
+            compiled = self._statements.page_by_url
+            rows: Iterable[Any] = self._execute(compiled.sql, compiled.bind(urls))
+        else:
+            rows = (
+                row
+                for chunk in chunked(urls, IN_CHUNK)
+                for row in self._conn.execute(
+                    select(*_page_columns()).where(pages_table.c.url.in_(chunk))
+                )
+            )
+        return [_stored_page(row) for row in rows]
+
+    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+        return self._statements.probe.run(self._execute, keys)
+
+    def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
+        found: list[StoredPage] = []
+        for chunk in chunked(page_ids, IN_CHUNK):
+            stmt = select(*_page_columns()).where(pages_table.c.id.in_(chunk))
+            found.extend(_stored_page(row) for row in self._conn.execute(stmt))
+        return found
+
+    def write(self, changes: Changes) -> dict[int, int]:
+        conn, now = self._conn, changes.now
+        ids: dict[int, int] = {}  # temporary ref -> page id (refs > 0 are page ids)
+        if changes.new_pages:
+            result = conn.execute(
+                insert(pages_table).returning(pages_table.c.id, sort_by_parameter_order=True),
+                [
+                    {
+                        "url": page.url,
+                        "domain": page.domain,
+                        "fingerprint": page.fingerprint,
+                        "text_length": page.text_length,
+                        "first_seen": now,
+                        "last_seen": now,
+                    }
+                    for page in changes.new_pages
+                ],
+            )
+            for page, (page_id,) in zip(changes.new_pages, result.all(), strict=True):
+                ids[page.ref] = page_id
+        if changes.band_deletes:
+            conn.execute(
+                delete(bands_table).where(
+                    bands_table.c.table_no == bindparam("t"),
+                    bands_table.c.key == bindparam("k", type_=UInt64()),
+                    bands_table.c.page_id == bindparam("p"),
+                ),
+                [{"t": r.table_no, "k": r.key, "p": r.page_ref} for r in changes.band_deletes],
+            )
+        if changes.band_inserts:
+            compiled = self._statements.band_insert
+            conn.exec_driver_sql(
+                compiled.sql,
+                [
+                    compiled.bind(
+                        (
+                            r.table_no,
+                            to_sql_int(r.key),
+                            ids.get(r.page_ref, r.page_ref),
+                            to_sql_int(r.fingerprint),
+                        )
+                    )
+                    for r in changes.band_inserts
+                ],
+            )
+        if changes.page_updates:
+            conn.execute(
+                update(pages_table)
+                .where(pages_table.c.id == bindparam("p"))
+                .values(
+                    fingerprint=bindparam("fingerprint"),
+                    text_length=bindparam("text_length"),
+                    last_seen=bindparam("last_seen"),
+                ),
+                [
+                    {
+                        "p": u.page_id,
+                        "fingerprint": u.fingerprint,
+                        "text_length": u.text_length,
+                        "last_seen": now,
+                    }
+                    for u in changes.page_updates
+                ],
+            )
+        if changes.drops:
+            conn.execute(
+                insert(duplicates_table),
+                [
+                    {
+                        "url": drop.url,
+                        "domain": drop.domain,
+                        "fingerprint": drop.fingerprint,
+                        "duplicate_of": ids.get(drop.duplicate_of_ref, drop.duplicate_of_ref),
+                        "distance": drop.distance,
+                        "seen_at": now,
+                    }
+                    for drop in changes.drops
+                ],
+            )
+        return ids
+
+
+def _stored_page(row: Sequence[Any]) -> StoredPage:
+    page_id, url, domain, fingerprint, text_length = row
+    return StoredPage(page_id, url, domain, from_sql_int(fingerprint), text_length)
