@@ -36,6 +36,7 @@ from .engine import (
     WriterQueue,
     busy_timeout,
     display_url,
+    error_reason,
     is_sqlite,
     make_engine,
     parse_url,
@@ -51,10 +52,10 @@ from .records import (
     StoreError,
     StoreStats,
     Verdict,
-    database_error_reason,
 )
+from .reports import drops_select
 from .schema import SCHEMA_VERSION, bands_table, duplicates_table, pages_table
-from .statements import SqlBatchIO, Statements, chunked, cursor_execute, drops_select
+from .statements import SqlBatchIO, Statements, chunked, cursor_execute
 from .urls import canonical_url, url_domain
 
 log = logging.getLogger(__name__)
@@ -409,9 +410,7 @@ class FingerprintStore:
         except StoreError:
             raise
         except SQLAlchemyError as exc:
-            raise StoreError(
-                f"database error on {self.display_url}: {database_error_reason(exc)}"
-            ) from exc
+            raise StoreError(f"database error on {self.display_url}: {error_reason(exc)}") from exc
 
     @contextmanager
     def _raw_cursor(self) -> Iterator[Any]:
@@ -436,7 +435,7 @@ class FingerprintStore:
                 healthy = True
             except self._engine.dialect.loaded_dbapi.Error as exc:
                 raise StoreError(
-                    f"database error on {self.display_url}: {database_error_reason(exc)}"
+                    f"database error on {self.display_url}: {error_reason(exc)}"
                 ) from exc
             finally:
                 if not healthy:

@@ -29,8 +29,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from .engine import WRITE_OPTION, WriterQueue
-from .records import StoreError, database_error_reason
+from .engine import WRITE_OPTION, WriterQueue, error_reason
+from .records import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class WriteTransactions:
                             take_pg_locks(conn, bulk=bulk, lock_list=lock_list)
                         return work(conn)
             except (IntegrityError, OperationalError) as exc:
-                reason = database_error_reason(exc)
+                reason = error_reason(exc)
                 if self._sqlite and "database is locked" in reason:
                     waited = time.monotonic() - began
                     if waited >= self._busy_timeout:  # the busy timeout ran out: do not wait again
@@ -152,7 +152,5 @@ class WriteTransactions:
                 log.debug("write conflict (attempt %d), retrying: %s", attempt, reason)
                 time.sleep(0.005 * attempt)
             except SQLAlchemyError as exc:
-                raise StoreError(
-                    f"database error on {where}: {database_error_reason(exc)}"
-                ) from exc
+                raise StoreError(f"database error on {where}: {error_reason(exc)}") from exc
         raise AssertionError("unreachable")

@@ -18,13 +18,12 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from simhash_filter.bands import BandScheme
 
-from .engine import WRITE_OPTION, display_url
+from .engine import WRITE_OPTION, display_url, error_reason
 from .locks import SCHEMA_LOCK
 from .records import (
     DatabaseNotFoundError,
     SchemeMismatchError,
     StoreError,
-    database_error_reason,
 )
 from .schema import (
     SCHEMA_VERSION,
@@ -104,14 +103,14 @@ def init_schema(
     except StoreError:
         raise
     except DBAPIError as exc:
-        reason = database_error_reason(exc)
+        reason = error_reason(exc)
         if "does not exist" in reason and "database" in reason:
             raise DatabaseNotFoundError(f"no database at {where}: {reason}") from None
         if "not a database" in reason or "malformed" in reason:
             raise StoreError(f"{where} is not a usable SQLite database: {reason}") from None
         raise StoreError(f"cannot open {where}: {reason}") from None
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open {where}: {database_error_reason(exc)}") from None
+        raise StoreError(f"cannot open {where}: {error_reason(exc)}") from None
     return parse_meta(where, meta)
 
 

@@ -16,14 +16,6 @@ class StoreError(Exception):
     """A database problem, with a message meant for a person (no traceback needed)."""
 
 
-def database_error_reason(exc: BaseException) -> str:
-    """The first line of a database error's message (the driver's own, when SQLAlchemy
-    wraps one): what a person needs, without SQL text or parameters."""
-    orig = getattr(exc, "orig", None)
-    lines = str(orig if orig is not None else exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
 class DatabaseNotFoundError(StoreError):
     """A query was asked of a database that does not exist (it is never created by a query)."""
 

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 from sqlalchemy import (
     BigInteger,
     Dialect,
-    Select,
     bindparam,
     cast,
     delete,
@@ -204,17 +203,6 @@ def _pad(chunk: list[int], table_keys: list[int], width: int) -> list[int]:
         return chunk
     filler = chunk or table_keys[:1] or [-1]
     return chunk + [filler[0]] * (width - len(chunk))
-
-
-def drops_select() -> Select[Any]:
-    """Logged drops joined with the page each duplicated, newest first: the columns of
-    :class:`~simhash_filter.store.records.DuplicateRecord`."""
-    d, p = duplicates_table.c, pages_table.c
-    return (
-        select(d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at)
-        .join(pages_table, p.id == d.duplicate_of)
-        .order_by(d.seen_at.desc(), d.id.desc())
-    )
 
 
 def _page_columns() -> tuple[Any, ...]:
