@@ -13,16 +13,21 @@ or, with the ``site_redis`` spider, no start URL on the command line: the worker
 seeds pushed to a Redis list (``python -m crawler.distributed seed URL ...``).
 
 This module holds what is not a setting: :class:`WaitForPeers` (an idle worker stays up
-while its peers may still queue work), the Redis key names, and a small command line to
-seed a crawl, show its queue and clear it.
+while its peers are working and may still queue links), :class:`PeerLeases` (which workers
+are working, in Redis), the Redis key names, and a small command line to seed a crawl, show
+its queue and clear it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import socket
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_REDIS_URL",
+    "PEER_LEASE",
+    "PeerLeases",
     "RedisKeys",
     "WaitForPeers",
     "clear",
@@ -48,12 +55,18 @@ __all__ = [
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_IDLE_TIMEOUT = 10.0
-"""Seconds a worker with nothing to do waits for its peers to queue more requests."""
+"""Seconds a worker with nothing to do, while no peer is working, waits before it closes."""
+PEER_LEASE = 10.0
+"""Seconds a worker counts as working after it last said so: a worker that was killed or
+hangs stops holding its peers open after this long."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class RedisKeys:
-    """The Redis keys of one crawl: ``<prefix>:requests``, ``:dupefilter``, ``:start_urls``.
+    """The Redis keys of one crawl: ``<prefix>:requests``, ``:dupefilter``, ``:start_urls``,
+    ``:workers``.
 
     scrapy-redis names them after the spider (``%(spider)s:requests``); a prefix of your
     own (``-s REDIS_KEY_PREFIX=myjob``) keeps two crawls of one spider apart.
@@ -73,15 +86,20 @@ class RedisKeys:
     def start_urls(self) -> str:
         return f"{self.prefix}:start_urls"
 
-    def all(self) -> tuple[str, str, str]:
-        return (self.requests, self.dupefilter, self.start_urls)
+    @property
+    def workers(self) -> str:
+        return f"{self.prefix}:workers"
+
+    def all(self) -> tuple[str, str, str, str]:
+        return (self.requests, self.dupefilter, self.start_urls, self.workers)
 
     def settings(self) -> dict[str, str]:
-        """The scrapy-redis settings naming these keys."""
+        """The settings naming these keys (scrapy-redis's and ``DISTRIBUTED_WORKERS_KEY``)."""
         return {
             "SCHEDULER_QUEUE_KEY": self.requests,
             "SCHEDULER_DUPEFILTER_KEY": self.dupefilter,
             "REDIS_START_URLS_KEY": self.start_urls,
+            "DISTRIBUTED_WORKERS_KEY": self.workers,
         }
 
 
@@ -93,24 +111,82 @@ def apply_key_prefix(settings: BaseSettings, default_prefix: str) -> None:
         settings.set(name, key, priority="spider")
 
 
+class PeerLeases:
+    """Which workers of a crawl are working: a Redis sorted set (``<prefix>:workers``) of
+    worker ids scored by the end of their lease, in the Redis server's clock.
+
+    A working worker renews its lease every poll interval; an idle one gives it up. A
+    worker that dies keeps it until it runs out (:data:`PEER_LEASE`).
+    """
+
+    def __init__(self, server: Any, key: str, *, lease: float = PEER_LEASE) -> None:
+        self.server = server
+        self.key = key
+        self.lease = lease
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PeerLeases | None:
+        """The leases of the crawl's Redis frontier; None without scrapy-redis or without a
+        ``DISTRIBUTED_WORKERS_KEY`` (a crawl without peers)."""
+        template = crawler.settings.get("DISTRIBUTED_WORKERS_KEY")
+        if not template:
+            return None
+        try:
+            from scrapy_redis.connection import get_redis_from_settings
+        except ImportError:
+            return None
+        key = str(template) % {"spider": getattr(crawler.spidercls, "name", "")}
+        return cls(get_redis_from_settings(crawler.settings), key)
+
+    def _now(self) -> float:
+        seconds, microseconds = self.server.time()
+        return float(seconds) + microseconds / 1e6
+
+    def working(self) -> None:
+        """Take or renew this worker's lease."""
+        self.server.zadd(self.key, {self.worker_id: self._now() + self.lease})
+
+    def resting(self) -> None:
+        """Give this worker's lease up."""
+        self.server.zrem(self.key, self.worker_id)
+
+    def others_working(self) -> bool:
+        """Whether another worker holds a lease that has not run out."""
+        self.server.zremrangebyscore(self.key, "-inf", self._now())
+        me = self.worker_id.encode()
+        return any(member != me for member in self.server.zrange(self.key, 0, -1))
+
+
 class WaitForPeers:
-    """Keeps an idle worker open until it has had nothing to do for ``DISTRIBUTED_IDLE_TIMEOUT``
-    seconds (0: forever, waiting for new seeds), and has it look at the shared queue every
-    ``DISTRIBUTED_POLL_INTERVAL`` seconds meanwhile.
+    """Keeps an idle worker open while a peer is working (:class:`PeerLeases`), and then
+    until it has had nothing to do for ``DISTRIBUTED_IDLE_TIMEOUT`` seconds (0: forever,
+    waiting for new seeds); meanwhile it looks at the shared queue every
+    ``DISTRIBUTED_POLL_INTERVAL`` seconds.
 
     With a shared queue, a worker finds the queue empty whenever its peers are busy with the
     last pages of a level: Scrapy would close it then, although those pages are about to
-    queue their links. And an idle Scrapy engine looks at its scheduler again only every 5
-    seconds (its heartbeat), so a worker started before there is work to share, or idle for
-    a moment, would join late.
+    queue their links. While it is open, a worker says in Redis whether it is working, every
+    poll interval, so its idle peers wait for it however slow its pages are. And an idle
+    Scrapy engine looks at its scheduler again only every 5 seconds (its heartbeat), so a
+    worker started before there is work to share, or idle for a moment, would join late.
     """
 
-    def __init__(self, timeout: float, poll_interval: float = 0.5, crawler: Any = None) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        poll_interval: float = 0.5,
+        crawler: Any = None,
+        peers: PeerLeases | None = None,
+    ) -> None:
         self.timeout = timeout
         self.poll_interval = poll_interval
         self.crawler = crawler
+        self.peers = peers
         self._idle_since: float | None = None
         self._wake_call: Any = None
+        self._heartbeat: Any = None
+        self._peer_errors = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -118,10 +194,11 @@ class WaitForPeers:
         poll = crawler.settings.getfloat("DISTRIBUTED_POLL_INTERVAL", 0.5)
         if timeout < 0 or poll < 0:
             raise NotConfigured("DISTRIBUTED_IDLE_TIMEOUT and DISTRIBUTED_POLL_INTERVAL >= 0")
-        extension = cls(timeout, poll, crawler)
+        extension = cls(timeout, poll, crawler, PeerLeases.from_crawler(crawler))
         crawler.signals.connect(extension.busy, signal=signals.response_received)
         crawler.signals.connect(extension.busy, signal=signals.item_scraped)
         crawler.signals.connect(extension.busy, signal=signals.item_dropped)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -129,8 +206,20 @@ class WaitForPeers:
     def busy(self) -> None:
         self._idle_since = None
 
+    def spider_opened(self) -> None:
+        """Start telling the peers, every poll interval, whether this worker is working."""
+        if self.peers is None or self.poll_interval <= 0:
+            return
+        from twisted.internet import task
+
+        self._heartbeat = task.LoopingCall(self._tell_peers)
+        self._heartbeat.start(self.poll_interval, now=True)
+
     def spider_idle(self) -> None:
         now = time.monotonic()
+        self._peers_say("resting")
+        if self._peers_say("others_working"):
+            self._idle_since = now  # the clock starts when the last peer stops working
         if self._idle_since is None:
             self._idle_since = now
         if self.timeout == 0 or now - self._idle_since < self.timeout:
@@ -140,6 +229,30 @@ class WaitForPeers:
     def spider_closed(self) -> None:
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
+        if self._heartbeat is not None and self._heartbeat.running:
+            self._heartbeat.stop()
+        self._peers_say("resting")
+
+    def _tell_peers(self) -> None:
+        engine = getattr(self.crawler, "engine", None)
+        try:
+            idle = engine is None or engine.spider_is_idle()
+        except RuntimeError:  # no engine slot: not open yet, or closing
+            return
+        self._peers_say("resting" if idle else "working")
+
+    def _peers_say(self, method: str) -> Any:
+        """Call ``self.peers.<method>()``; a Redis error is logged (the first few) and answers None:
+        the worker then falls back on the idle timeout alone."""
+        if self.peers is None:
+            return None
+        try:
+            return getattr(self.peers, method)()
+        except Exception as exc:  # redis.exceptions.* without importing redis here
+            self._peer_errors += 1
+            if self._peer_errors <= 3:
+                log.warning("Could not reach the workers' leases in Redis: %s", exc)
+            return None
 
     def _schedule_wake(self) -> None:
         if self.crawler is None or self.poll_interval <= 0:
@@ -202,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"queued: {server.zcard(keys.requests)}")
             print(f"seen: {server.scard(keys.dupefilter)}")
             print(f"seeds: {server.llen(keys.start_urls)}")
+            print(f"workers working: {server.zcard(keys.workers)}")
         else:
             print(f"deleted {clear(args.redis_url, keys)} key(s)")
     except Exception as exc:  # redis.exceptions.* without importing redis at module level

@@ -25,8 +25,10 @@ SCHEDULER_PERSIST = True
 # Keys <REDIS_KEY_PREFIX>:requests / :dupefilter (scrapy-redis: %(spider)s:...).
 SCHEDULER_QUEUE_KEY = "%(spider)s:requests"
 SCHEDULER_DUPEFILTER_KEY = "%(spider)s:dupefilter"
+# Which workers are working (WaitForPeers keeps idle workers open while one is).
+DISTRIBUTED_WORKERS_KEY = "%(spider)s:workers"
 
-# An idle worker waits this long for its peers to queue more work before it closes.
+# An idle worker stays open while a peer is working, then waits this long before it closes.
 EXTENSIONS = {**EXTENSIONS, "crawler.distributed.WaitForPeers": 500}
 DISTRIBUTED_IDLE_TIMEOUT = 10
 

@@ -17,10 +17,11 @@ from support.distributed import (
     redis_keys_fixture,
     representatives,
     site_clusters,
+    wait_for,
 )
-from support.workers import start_worker
+from support.workers import WorkerGroup
 
-from crawler.distributed import RedisKeys, WaitForPeers
+from crawler.distributed import PeerLeases, RedisKeys, WaitForPeers
 from crawler.testsite import build_site
 
 CLUSTERS = 100
@@ -45,7 +46,7 @@ def worker_settings(redis_url: str, keys: RedisKeys, db_url: str) -> dict[str, o
         "SIMHASH_FILTER_DATABASE_URL": db_url,
         "DOWNLOAD_DELAY": 0,
         "CONCURRENT_REQUESTS": 8,
-        "DISTRIBUTED_IDLE_TIMEOUT": 2,
+        "DISTRIBUTED_IDLE_TIMEOUT": 5,  # after the last peer stops working
         "LOG_LEVEL": "INFO",
     }
 
@@ -67,6 +68,51 @@ def test_wait_for_peers_keeps_an_idle_worker_open_until_the_timeout() -> None:
     for _ in range(3):
         with pytest.raises(DontCloseSpider):
             forever.spider_idle()
+
+
+class FakePeers:
+    """Stands in for :class:`PeerLeases`: whether another worker is working."""
+
+    def __init__(self) -> None:
+        self.others = True
+        self.rested = 0
+
+    def resting(self) -> None:
+        self.rested += 1
+
+    def others_working(self) -> bool:
+        return self.others
+
+
+def test_wait_for_peers_keeps_an_idle_worker_open_while_a_peer_works() -> None:
+    from scrapy.exceptions import DontCloseSpider
+
+    peers = FakePeers()
+    extension = WaitForPeers(timeout=1e-9, peers=peers)  # type: ignore[arg-type]
+    for _ in range(3):  # however long it has been idle
+        with pytest.raises(DontCloseSpider):
+            extension.spider_idle()
+    assert peers.rested == 3  # an idle worker gives its own lease up
+    peers.others = False  # the last peer stopped, longer ago than the timeout
+    extension.spider_idle()  # no peer working: it may close
+
+
+@pytest.mark.redis
+def test_peer_leases_in_redis(redis_url: str, redis_keys: RedisKeys) -> None:
+    import redis
+
+    server = redis.Redis.from_url(redis_url)
+    me, peer = (PeerLeases(server, redis_keys.workers) for _ in range(2))
+    assert not me.others_working()
+    peer.working()
+    assert me.others_working()
+    assert not peer.others_working()  # its own lease does not count
+    peer.resting()
+    assert not me.others_working()
+    dead = PeerLeases(server, redis_keys.workers, lease=-1.0)  # a lease that has run out
+    dead.working()
+    assert not me.others_working()
+    assert server.zcard(redis_keys.workers) == 0  # and it was swept
 
 
 @pytest.mark.slow
@@ -92,19 +138,36 @@ def test_three_workers_share_one_frontier_and_one_index(
     assert len(reference_hits) > 250
     assert max(reference_hits.values()) == 1
 
-    # the distributed crawl: 3 workers, one Redis queue, one PostgreSQL index
+    # the distributed crawl: 3 workers, one Redis queue, one PostgreSQL index. The site
+    # answers nothing until every worker is up, so that the first one cannot crawl the whole
+    # site while the others are still starting; the first to take the start URL holds its
+    # peers open (its lease in Redis) while the site keeps it waiting.
     big_site.hits.clear()
-    workers = [
-        start_worker(
-            str(n),
-            start,
-            workdir=tmp_path / f"worker-{n}",
-            settings=worker_settings(redis_url, redis_keys, pg_url),
-            settings_module="crawler.distributed_settings",
-        )
-        for n in range(WORKERS)
-    ]
-    results = [worker.wait(timeout=240) for worker in workers]
+    with WorkerGroup() as group:
+        big_site.hold()
+        try:
+            workers = [
+                group.start(
+                    str(n),
+                    start,
+                    workdir=tmp_path / f"worker-{n}",
+                    settings=worker_settings(redis_url, redis_keys, pg_url),
+                    settings_module="crawler.distributed_settings",
+                )
+                for n in range(WORKERS)
+            ]
+            wait_for(
+                lambda: all(
+                    w.log_path.exists() and "Spider opened" in w.log_path.read_text()
+                    for w in workers
+                ),
+                timeout=180,
+                what="every worker's spider open",
+            )
+            assert not [p for p, _a in big_site.hits if p != "/robots.txt"][1:], "held: one page"
+        finally:
+            big_site.release()
+        results = [worker.wait(timeout=240) for worker in workers]
     for result in results:
         assert result.returncode == 0, result.log[-3000:]
         assert result.stats["finish_reason"] == "finished"
