@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE
-from simhash_filter.cli import compare, corpus, importing, queries
-from simhash_filter.cli.common import UsageError, database_url, describe_error, parse_since
+from simhash_filter.cli import compare, corpus, importing, options, queries
+from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
 
@@ -23,20 +23,6 @@ PROG = "simhash-filter"
 DATABASE_ENV = "SIMHASH_FILTER_DATABASE_URL"
 
 Command = Callable[[argparse.Namespace, Output], int]
-
-
-def _non_negative(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
-    return number
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
-    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         parent.add_argument(
             "--db",
             metavar="URL",
+            type=options.database,
             default=default if suppress else default_db,
             help=f"database URL (default: ${DATABASE_ENV} or {DEFAULT_DATABASE_URL}); "
             "a plain file path means a SQLite file",
@@ -96,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     def limit(p: argparse.ArgumentParser, default: int) -> None:
         p.add_argument(
             "--limit",
-            type=_non_negative,
+            type=options.count,
             default=default,
             metavar="N",
             help=f"at most N (0: all; default {default})",
@@ -110,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("stats", queries.stats, "pages kept, duplicates dropped, domains, scheme, size")
     p.add_argument(
         "--domains",
-        type=_non_negative,
+        type=options.count,
         default=10,
         metavar="N",
         help="show the N domains with the most dropped pages (0: all; default 10)",
@@ -120,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", help="only pages of this host (example.com, www.example.com)")
     p.add_argument(
         "--since",
-        type=parse_since,
+        type=options.since,
         metavar="WHEN",
         help="only pages dropped since WHEN: an ISO date/time (local time unless it has "
         "an offset) or an age such as 30m, 12h, 7d",
@@ -151,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-k",
         "--k",
-        type=_non_negative,
+        type=options.distance,
         metavar="K",
         help="maximum Hamming distance (default: the database's max_distance)",
     )
@@ -169,13 +156,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-k",
         "--k",
-        type=_non_negative,
+        type=options.distance,
         metavar="K",
         help="link kept pages within K of each other (default and maximum: the "
         "database's max_distance)",
     )
     p.add_argument(
-        "--min-size", type=_positive, default=2, metavar="N", help="clusters of N pages or more"
+        "--min-size",
+        type=options.positive_count,
+        default=2,
+        metavar="N",
+        help="clusters of N pages or more",
     )
     limit(p, 20)
 
@@ -187,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     target(p, "what to fingerprint")
     p.add_argument(
         "--features",
-        type=_positive,
+        type=options.positive_count,
         nargs="?",
         const=20,
         metavar="N",
@@ -219,20 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-distance",
-        type=_non_negative,
+        type=options.max_distance,
         metavar="K",
         help=f"k of a new database (default {DEFAULT_MAX_DISTANCE}); must match an existing one",
     )
     p.add_argument(
         "--blocks",
-        type=_positive,
+        type=options.blocks,
         metavar="B",
         help="band blocks of a new database (default: the fewest whose table keys have 16 "
         "bits or more, 6 for k=4, 4 for k=3); must match an existing one",
     )
     p.add_argument(
         "--batch-size",
-        type=_positive,
+        type=options.batch_size,
         default=500,
         metavar="N",
         help="pages per transaction (default 500)",
@@ -240,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-j",
         "--jobs",
-        type=_positive,
+        type=options.jobs,
         default=1,
         metavar="N",
         help="extract and fingerprint in N processes (default 1)",
@@ -266,13 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("reindex", corpus.reindex, "rebuild the band index for another scheme (b, k)")
     p.add_argument(
         "--blocks",
-        type=_positive,
+        type=options.blocks,
         metavar="B",
         help="blocks b (default: the fewest whose table keys have 16 bits or more)",
     )
     p.add_argument(
         "--max-distance",
-        type=_non_negative,
+        type=options.max_distance,
         metavar="K",
         help="maximum distance k (default: the current one)",
     )

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -69,25 +67,6 @@ def describe_error(exc: BaseException, db: str | None) -> str:
         message = f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
     message = first_line(message)
     return redact(message, database_url(db)) if db else message
-
-
-def parse_since(value: str) -> datetime:
-    """``--since``: an ISO date or time (local unless it has an offset), or an age
-    like ``90s``, ``30m``, ``12h``, ``7d``, ``2w``."""
-    age = re.fullmatch(r"\s*(\d+)\s*([smhdw])\s*", value)
-    if age:
-        amount, unit = int(age.group(1)), age.group(2)
-        seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
-        return datetime.now(UTC) - timedelta(seconds=amount * seconds)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a date, time or age: {value!r} (try 2024-05-01, 2024-05-01T12:00, 7d)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # local time
-    return moment.astimezone(UTC)
 
 
 def fingerprinter_for(spec: str | None) -> Fingerprinter:

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING
 
-from simhash_filter.bands import default_blocks
+from simhash_filter.bands import BandScheme, default_blocks
 from simhash_filter.cli.common import (
+    UsageError,
     duplicate_row,
     existing_store,
     page_fields,
@@ -81,6 +82,10 @@ def reindex(args: argparse.Namespace, out: Output) -> int:
         before = store.scheme
         k = before.max_distance if args.max_distance is None else args.max_distance
         blocks = default_blocks(k) if args.blocks is None else args.blocks
+        try:
+            BandScheme(bits=before.bits, max_distance=k, blocks=blocks)
+        except ValueError as exc:  # --blocks and --max-distance do not fit together
+            raise UsageError(str(exc)) from None
         started = time.monotonic()
         store.reindex(blocks=blocks, max_distance=k)
         seconds = time.monotonic() - started
