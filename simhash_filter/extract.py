@@ -3,19 +3,26 @@
 A thin wrapper over trafilatura. Bytes go in undecoded so trafilatura's own encoding
 detection runs (``<meta charset>``, then a statistical guess: GBK pages included); a str
 is taken as already decoded (e.g. Scrapy's ``response.text``, which honours the HTTP
-``Content-Type`` charset). Input is capped at ``max_bytes`` before parsing, and nothing
-raises: garbage in, None out.
+``Content-Type`` charset). Input is capped at ``max_bytes`` before parsing; a page that
+cannot be parsed gives None (only an invalid argument raises).
+
+:func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
+footers included): the match rule compares it to tell a copy of an article from two
+different pages whose extraction returned the same small block.
 """
 
 from __future__ import annotations
 
 import logging
 
+import lxml.html
 import trafilatura
+from lxml import etree
+from trafilatura.utils import decode_file
 
 from .fingerprint import DEFAULT_MAX_CHARS
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_TEXT_CHARS", "cap_text", "extract_text"]
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_TEXT_CHARS", "cap_text", "extract_text", "visible_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,10 +33,7 @@ the main text of a real page sits well within its first two megabytes."""
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
 (``Fingerprinter(max_chars=...)``, named in the spec), applied here too so extraction never
-returns more than is fingerprinted. Tokenizing costs up to ~70 µs a character (jieba's HMM
-on Han characters that form no words; real Chinese ~2.5 µs, English ~0.05 µs), so a page
-takes at most ~3.5 s; 50,000 characters is about 8,000 English words or 25,000 Chinese
-words, longer than nearly every article, so real pages are fingerprinted whole."""
+returns more than is fingerprinted (what it costs per character: docs/design.md)."""
 
 
 def cap_text(text: str) -> str:
@@ -67,7 +71,8 @@ def extract_text(
     link list) gives None rather than its menu, which would collide with every other such page.
     ``max_bytes`` caps the input (characters for a str); the rest of the page is ignored.
     The text returned is at most :data:`MAX_TEXT_CHARS` characters.
-    Never raises: a page trafilatura cannot parse is logged at DEBUG and gives None.
+    A page trafilatura cannot parse is logged at DEBUG and gives None; only a
+    ``max_bytes`` below 1 raises (ValueError).
     """
     if max_bytes < 1:
         raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
@@ -94,4 +99,33 @@ def extract_text(
     if not isinstance(text, str):
         return None
     text = cap_text(text.strip())
+    return text or None
+
+
+_INVISIBLE = ("script", "style", "noscript", "template", "head", "svg", "iframe", "object")
+
+
+def visible_text(body: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
+    """All the text of a page that a reader can see (boilerplate included), white space
+    collapsed, or None when the page has none or cannot be parsed.
+
+    Scripts, styles, ``<head>`` and similar are left out; comments and processing
+    instructions too. ``max_bytes`` caps the input as in :func:`extract_text`.
+    """
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+    if not body or _looks_binary(body[:max_bytes]):
+        return None
+    try:
+        html = body[:max_bytes]
+        if isinstance(html, bytes):  # the charset detection trafilatura uses
+            html = decode_file(html)
+        root = lxml.html.document_fromstring(html)
+        etree.strip_elements(
+            root, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
+        )
+        text = " ".join(" ".join(root.itertext()).split())
+    except Exception:  # lxml raises several types on garbage (and on empty documents)
+        logger.debug("Could not read the visible text of a page", exc_info=True)
+        return None
     return text or None

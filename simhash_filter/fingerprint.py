@@ -9,13 +9,13 @@ from . import stopwords as _stopwords
 from .features import IdfTable, check_weighting, shingles, weigh
 from .signature import PageSignature, encode_sketch
 from .simhash import BITS, DEFAULT_SEED, simhash
-from .text import Tokenizer, fold, jieba_version, normalize
+from .text import Tokenizer, fold, jieba_version, normalize, strip_machine_text
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 DEFAULT_MAX_CHARS = 50_000
 """Characters of a text that are fingerprinted: tokenizing is linear but not cheap (jieba's
-HMM on Han that forms no words runs ~70 us a character), and a page's first 50,000
-characters say what it is."""
+HMM on Han characters that form no words is the slowest case; figures in docs/design.md),
+and a page's first 50,000 characters say what it is."""
 PAGE_SKETCH_SLOTS = 64
 """Slots of the visible-text sketch: it only has to tell "alike" from "far apart"."""
 
@@ -43,6 +43,9 @@ class Fingerprinter:
         max_chars: only the first ``max_chars`` characters of a text are fingerprinted
             (a cap on the work one page can cost).
         sketch_slots: slots of the MinHash sketch :meth:`sign` adds (a power of two).
+        machine_text: ``drop`` (default) removes URLs, e-mail addresses, Markdown link
+            targets and HTML tags before tokenizing (:func:`.text.strip_machine_text`);
+            ``keep`` fingerprints them like words.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class Fingerprinter:
         hash_function: Callable[[str], int] | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
         sketch_slots: int = _sketch.DEFAULT_SLOTS,
+        machine_text: str = "drop",
     ) -> None:
         if shingle_size < 1:
             raise ValueError(f"shingle_size must be >= 1, got {shingle_size}")
@@ -67,6 +71,9 @@ class Fingerprinter:
         if max_chars < 1:
             raise ValueError(f"max_chars must be >= 1, got {max_chars}")
         _sketch.sketch_of(_sketch.shingle_hashes(""), sketch_slots)  # validates the size
+        if machine_text not in ("drop", "keep"):
+            raise ValueError(f"machine_text must be 'drop' or 'keep', got {machine_text!r}")
+        self.machine_text = machine_text
         if min_tokens < 1:
             raise ValueError(f"min_tokens must be >= 1, got {min_tokens}")
         if not 0 <= seed < 2**32:
@@ -90,7 +97,7 @@ class Fingerprinter:
             [
                 f"simhash-filter/{SPEC_VERSION}",
                 f"f={BITS}",
-                "norm=nfkc+casefold+ws",
+                f"norm={'content+' if machine_text == 'drop' else ''}nfkc+casefold+ws",
                 f"tok=words+jieba-{jieba_version()}{'+hmm' if hmm else ''}+kana-hangul-bigrams",
                 f"stop={_stopwords.digest(words)}",
                 f"numbers={'drop' if drop_numbers else 'keep'}",
@@ -111,6 +118,8 @@ class Fingerprinter:
     def tokens(self, text: str) -> list[str]:
         """The normalized tokens of ``text``, stopwords removed."""
         text = text[: self.max_chars]  # before NFKC, so the cap is on what the caller gave
+        if self.machine_text == "drop":
+            text = strip_machine_text(text)
         return self.tokenizer.tokenize(fold(text))  # white space never reaches a token
 
     def _weigh(self, tokens: list[str]) -> dict[str, float]:

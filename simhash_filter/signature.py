@@ -114,11 +114,11 @@ class MatchRule:
     scheme (:meth:`describe`, :meth:`parse`).
     """
 
-    candidate_distance: int = 7
+    candidate_distance: int = 9
     min_similarity: float = 0.7
     fallback_distance: int = 3
-    min_page_similarity: float = 0.5
-    max_text_share: float = 0.25
+    min_page_similarity: float = 0.8
+    max_text_share: float = 0.1
 
     def __post_init__(self) -> None:
         for name in ("candidate_distance", "fallback_distance"):

@@ -60,6 +60,50 @@ _SPACE_RE = re.compile(r"\s+")
 
 _jieba_lock = threading.Lock()
 
+_URL_CHARS = r"[^\s<>()\[\]{}\"'`]"
+# (pattern that starts with a literal, so re finds it fast; pattern of what may precede it)
+_MACHINE_TEXT = (
+    (re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+[\"'][^\"']*[\"'])?\)"), None),
+    (re.compile(rf"://{_URL_CHARS}+"), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*$")),
+    (re.compile(rf"www\.{_URL_CHARS}+"), None),
+    (re.compile(r"@[\w-]+(?:\.[\w-]+)+"), re.compile(r"[\w.+-]+$")),
+    (re.compile(r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>"), None),
+)
+_LOOK_BACK = 64
+
+
+def strip_machine_text(text: str) -> str:
+    """``text`` without the text a person does not read: URLs, e-mail addresses, Markdown
+    link and image targets (the link text stays) and HTML tags (their content stays).
+
+    Such strings are long, unique and change when a site moves hosts, so as features
+    they would outweigh the prose. Each becomes a space (a link target becomes ``]``),
+    so words stay apart. Linear in the text: every pattern starts with a literal.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for pattern, before in _MACHINE_TEXT:
+        for m in pattern.finditer(text):
+            begin = m.start()
+            if before is not None:
+                head = before.search(text, max(0, begin - _LOOK_BACK), begin)
+                if head is None:
+                    continue  # "://" or "@" with nothing before it: not a URL or address
+                begin = head.start()
+            spans.append((begin, m.end(), "]" if m.group().startswith("]") else " "))
+    if not spans:
+        return text
+    spans.sort()
+    out: list[str] = []
+    at = 0
+    for begin, end, replacement in spans:
+        if end <= at:
+            continue  # inside a span already removed
+        out.append(text[at:begin] if begin > at else "")
+        out.append(replacement)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
 
 def fold(text: str) -> str:
     """Unicode NFKC, case-folded, apostrophes unified (what tokenization needs)."""

@@ -8,7 +8,7 @@ import pytest
 
 from crawler.articles import HARBOUR_BRIDGE, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template, portal_template, zh_news_template
-from simhash_filter.extract import extract_text
+from simhash_filter.extract import extract_text, visible_text
 
 
 def test_extracts_the_article_and_leaves_the_template_out() -> None:
@@ -90,3 +90,74 @@ def test_a_huge_page_is_cut_and_still_extracted() -> None:
 def test_max_bytes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         extract_text(b"<p>x</p>", max_bytes=0)
+
+
+def test_visible_text_keeps_what_a_reader_sees() -> None:
+    page = (
+        "<html><head><title>Title</title><style>p{color:red}</style>"
+        "<script>var hidden = 1;</script></head><body><nav>Home | News</nav>"
+        "<p>First <b>bold</b> words.</p><!-- a comment --><noscript>enable js</noscript>"
+        "<footer>© Site</footer></body></html>"
+    )
+    assert visible_text(page) == "Home | News First bold words. © Site"
+    assert visible_text(page.encode("utf-8")) == "Home | News First bold words. © Site"
+
+
+def test_visible_text_of_nothing_is_none() -> None:
+    for body in [b"", "", b"\x00\x01\x02binary", "<html><body><script>x</script></body></html>"]:
+        assert visible_text(body) is None
+    with pytest.raises(ValueError, match="max_bytes"):
+        visible_text("<p>x</p>", max_bytes=0)
+
+
+def _page(nav: str, body: str, footer: str) -> str:
+    paragraphs = "".join(f"<p>{p}</p>" for p in body.split(". ") if p)
+    return (
+        f"<html><body><nav>{nav}</nav><aside>{SIDEBAR}</aside>"
+        f"<article>{paragraphs}</article><footer>{footer}</footer></body></html>"
+    )
+
+
+SIDEBAR = (
+    "Subscribe to our newsletter for the week's best stories, delivered every Friday morning. "
+    "We never share your address and you can unsubscribe at any time with a single click."
+)
+
+
+def test_pages_whose_extraction_returned_the_same_sidebar_are_boilerplate() -> None:
+    """Two different articles of one site; the extractor failed and returned the sidebar
+    on both: the texts match, the pages do not."""
+    from simhash_filter import Fingerprinter
+    from simhash_filter.signature import MatchRule
+
+    nav, footer = "Home News Sport Weather Archive", "© Harbour Gazette, all rights reserved"
+    fp, rule = Fingerprinter(), MatchRule()
+    article_a = " ".join(["The harbour trust voted to restore the old lighthouse."] * 30)
+    article_b = " ".join(["The chess final was decided by a blunder in the endgame."] * 30)
+    a = fp.sketch(SIDEBAR, page_text=visible_text(_page(nav, article_a, footer)))
+    b = fp.sketch(SIDEBAR, page_text=visible_text(_page(nav, article_b, footer)))
+    verdict = rule.verify(a, b)
+    assert verdict.confirmed
+    assert verdict.boilerplate
+
+
+def test_one_article_in_two_site_templates_is_a_copy() -> None:
+    from simhash_filter import Fingerprinter
+    from simhash_filter.signature import MatchRule
+
+    fp, rule = Fingerprinter(), MatchRule()
+    article = " ".join(
+        f"Paragraph {n} of the report on the restoration of the lighthouse at Carrow Point."
+        for n in range(40)
+    )
+    page_a = _page("Home News Sport", article, "© Harbour Gazette")
+    page_b = _page("Front page Opinion Culture Travel", article, "Coast Courier 2024")
+    text_a, text_b = extract_text(page_a), extract_text(page_b)
+    assert text_a is not None
+    assert text_b is not None
+    verdict = rule.verify(
+        fp.sketch(text_a, page_text=visible_text(page_a)),
+        fp.sketch(text_b, page_text=visible_text(page_b)),
+    )
+    assert verdict.confirmed
+    assert not verdict.boilerplate

@@ -101,10 +101,13 @@ CHINESE_UNRELATED = (
 # --- pinned values (they guard the spec: changing one must change DEFAULT_SPEC) ---------------
 
 DEFAULT_SPEC = (
-    "simhash-filter/1;f=64;norm=nfkc+casefold+ws;tok=words+jieba-0.42.1+hmm+kana-hangul-bigrams;"
+    "simhash-filter/2;f=64;norm=content+nfkc+casefold+ws;"
+    "tok=words+jieba-0.42.1+hmm+kana-hangul-bigrams;"
     "stop=2edfc5032801;numbers=keep;shingle=1;weight=tf;idf=none;top_n=all;max_chars=50000;"
     "hash=mmh3_x64_128_low64:24301;sketch=c5-oph256x16:20931+page64"
 )
+# Spec 2 removes machine text (URLs, addresses, link targets, tags) before tokenizing and
+# adds the sketch; these texts have none, so their fingerprints are those of spec 1.
 ENGLISH_FINGERPRINT = 0x21461A408C51A0E0
 CHINESE_FINGERPRINT = 0x11D0211D6A1EA99B
 
@@ -212,6 +215,8 @@ def test_changing_any_option_changes_the_spec() -> None:
         "hmm": Fingerprinter(hmm=False),
         "hash_function": Fingerprinter(hash_function=mmh3_64),
         "max_chars": Fingerprinter(max_chars=1000),
+        "machine_text": Fingerprinter(machine_text="keep"),
+        "sketch_slots": Fingerprinter(sketch_slots=128),
     }
     specs = {name: f.spec for name, f in variants.items()}
     assert len(set(specs.values())) == len(specs), specs
@@ -266,6 +271,8 @@ def test_injected_hash_function_is_used(fp: Fingerprinter) -> None:
         ({"min_tokens": 0}, "got 0"),
         ({"seed": -1}, "got -1"),
         ({"seed": 2**32}, f"got {2**32}"),
+        ({"machine_text": "strip"}, "got 'strip'"),
+        ({"sketch_slots": 100}, "got 100"),
     ],
 )
 def test_invalid_options_are_rejected_naming_the_value(
@@ -282,7 +289,11 @@ import json, sys
 from simhash_filter import Fingerprinter
 fp = Fingerprinter()
 texts = json.load(sys.stdin)
-json.dump({"spec": fp.spec, "fingerprints": [fp.fingerprint(t) for t in texts]}, sys.stdout)
+json.dump({
+    "spec": fp.spec,
+    "fingerprints": [fp.fingerprint(t) for t in texts],
+    "sketches": [fp.sketch(t, page_text=t + " menu").hex() for t in texts],
+}, sys.stdout)
 """
 
 
@@ -304,6 +315,7 @@ def test_deterministic_across_processes(fp: Fingerprinter, hash_seed: str) -> No
     assert child["spec"] == fp.spec
     assert child["fingerprints"] == [fp.fingerprint(t) for t in texts]
     assert child["fingerprints"][:2] == [ENGLISH_FINGERPRINT, CHINESE_FINGERPRINT]
+    assert child["sketches"] == [fp.sketch(t, page_text=t + " menu").hex() for t in texts]
 
 
 def test_instances_agree(fp: Fingerprinter) -> None:
@@ -514,3 +526,16 @@ def test_only_the_first_max_chars_characters_are_fingerprinted() -> None:
     )
     with pytest.raises(ValueError, match="max_chars must be >= 1, got 0"):
         Fingerprinter(max_chars=0)
+
+
+def test_machine_text_is_not_fingerprinted(fp: Fingerprinter) -> None:
+    """A site that moves its images and links to another host publishes the same page."""
+    links = " ".join(
+        f"![figure {n}](https://cdn{n}.example.com/img/{n}.png) see https://example.com/p/{n} "
+        f"or write to desk{n}@example.com"
+        for n in range(12)
+    )
+    moved = links.replace("example.com", "images.other-host.net")
+    assert fp.fingerprint(ENGLISH + links) == fp.fingerprint(ENGLISH + moved)
+    keep = Fingerprinter(machine_text="keep")
+    assert keep.fingerprint(ENGLISH + links) != keep.fingerprint(ENGLISH + moved)

@@ -144,6 +144,7 @@ def test_match_rule_rejects_values_out_of_range(kwargs: dict[str, object]) -> No
 
 
 def test_max_distance_is_the_larger_radius() -> None:
+    assert MatchRule().max_distance == MatchRule().candidate_distance == 9
     assert MatchRule(7, 0.7, 3).max_distance == 7
     assert MatchRule(2, 0.7, 5).max_distance == 5
 
@@ -176,13 +177,26 @@ SIDEBAR = (
 
 
 def test_same_small_block_on_different_pages_is_boilerplate() -> None:
-    page_a = f"Home News Sport\n{ENGLISH}\n{SIDEBAR}\nContact"
-    page_b = f"Home News Sport\n{UNRELATED[1]} {UNRELATED[2]}\n{SIDEBAR}\nContact"
-    a = FP.sketch(SIDEBAR * 2, page_text=page_a + SIDEBAR)
-    b = FP.sketch(SIDEBAR * 2, page_text=page_b + SIDEBAR)
-    verdict = RULE.verify(a, b)
+    # two different articles of one site; the extractor returned only the sidebar
+    nav = "Home News Sport Weather Contact About us Subscribe Archive"
+    page_a = f"{nav}\n{ENGLISH}\n{SIDEBAR}\n© Harbour Gazette"
+    page_b = f"{nav}\n{UNRELATED[0]}\n{UNRELATED[1]}\n{UNRELATED[2]}\n{SIDEBAR}\n© Harbour Gazette"
+    verdict = RULE.verify(
+        FP.sketch(SIDEBAR, page_text=page_a), FP.sketch(SIDEBAR, page_text=page_b)
+    )
     assert verdict.confirmed
     assert verdict.boilerplate
+
+
+def test_same_page_twice_with_a_small_extracted_block_is_a_copy() -> None:
+    nav = "Home News Sport Weather Contact About us Subscribe Archive"
+    page = f"{nav}\n{ENGLISH}\n{SIDEBAR}\n© Harbour Gazette"
+    edited_page = page.replace("forty years", "four decades")
+    verdict = RULE.verify(
+        FP.sketch(SIDEBAR, page_text=page), FP.sketch(SIDEBAR, page_text=edited_page)
+    )
+    assert verdict.confirmed
+    assert not verdict.boilerplate
 
 
 def test_same_article_in_two_templates_is_a_copy_not_boilerplate() -> None:
@@ -195,9 +209,9 @@ def test_same_article_in_two_templates_is_a_copy_not_boilerplate() -> None:
 
 
 def test_boilerplate_needs_both_page_texts() -> None:
-    page_a = f"{ENGLISH}\n{SIDEBAR}"
-    with_page = FP.sketch(SIDEBAR * 2, page_text=page_a)
-    without = FP.sketch(SIDEBAR * 2)
+    page_a = f"{ENGLISH}\n{UNRELATED[0]}\n{SIDEBAR}"
+    with_page = FP.sketch(SIDEBAR, page_text=page_a)
+    without = FP.sketch(SIDEBAR)
     verdict = RULE.verify(with_page, without)
     assert verdict.confirmed
     assert not verdict.boilerplate

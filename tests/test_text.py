@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_filter import stopwords
-from simhash_filter.text import HAN, KANA_HANGUL, Tokenizer, jieba_tokenizer, normalize
+from simhash_filter.text import (
+    HAN,
+    KANA_HANGUL,
+    Tokenizer,
+    jieba_tokenizer,
+    normalize,
+    strip_machine_text,
+)
 
 DETERMINISTIC = settings(derandomize=True, deadline=None, max_examples=150)
 
@@ -272,3 +279,27 @@ def test_text_without_cjk_tokenizes_the_same_on_both_paths(text: str) -> None:
     if CJK.search(normalize(text)):
         return  # NFKC made CJK out of something (e.g. half-width katakana)
     assert tokens(text + " 北京", stopwords=()) == [*plain, "北京"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [the guide](https://example.org/a/b?c=1) now", "see [the guide] now"),
+        ('![a cat](/img/cat(1).png "Cat") sat', "![a cat] sat"),
+        ("mail ann.lee+news@mail.example.co.uk today", "mail   today"),
+        ("visit www.example.com/path or http://x.org.", "visit   or  "),
+        ('<a href="/x">link text</a><br/>', " link text  "),
+        ("a < b and c > d stay", "a < b and c > d stay"),
+        ("nothing to remove here", "nothing to remove here"),
+    ],
+)
+def test_strip_machine_text_keeps_what_a_person_reads(text: str, expected: str) -> None:
+    assert strip_machine_text(text) == expected
+
+
+def test_a_moved_image_host_does_not_change_the_tokens() -> None:
+    a = "Intro ![chart](https://cdn-one.example.com/img/chart.png) and the results."
+    b = "Intro ![chart](https://images.other-cdn.net/2024/chart-final.webp) and the results."
+    assert tokens(strip_machine_text(a), stopwords=()) == tokens(
+        strip_machine_text(b), stopwords=()
+    )
