@@ -51,34 +51,33 @@ PG_ADMIN_URL = os.environ.get(
 REDIS_URL = os.environ.get("SIMHASH_FILTER_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
-def create_pg_database(prefix: str = "sf_bench", admin_url: str = PG_ADMIN_URL) -> str:
-    """Create an empty database named ``<prefix>_<random>`` on the server of ``admin_url``;
-    its URL (the admin URL's user and password, the new database)."""
+def _admin(admin_url: str, statement: str) -> None:
+    """Run one statement on the admin database, outside a transaction (CREATE/DROP DATABASE)."""
     from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
 
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            conn.execute(text(statement))
     finally:
         admin.dispose()
+
+
+def create_pg_database(prefix: str = "sf_bench", admin_url: str = PG_ADMIN_URL) -> str:
+    """Create an empty database named ``<prefix>_<random>`` on the server of ``admin_url``;
+    its URL (the admin URL's user and password, the new database)."""
+    from sqlalchemy.engine import make_url
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    _admin(admin_url, f'CREATE DATABASE "{name}"')
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
 def drop_pg_database(url: str, admin_url: str = PG_ADMIN_URL) -> None:
     """Drop the database of ``url``, closing its sessions (``WITH (FORCE)``)."""
-    from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    name = make_url(url).database
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    _admin(admin_url, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
 
 @contextmanager
