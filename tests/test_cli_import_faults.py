@@ -349,3 +349,48 @@ def test_ctrl_c_keeps_the_batch_in_hand_and_shows_the_counts(
     assert err.decode().endswith("simhash-filter: interrupted: the counts above were committed\n")
     assert "Traceback" not in err.decode()
     assert stored_urls(url) == {f"https://example.com/{n}" for n in range(expected)}
+
+
+def test_a_database_error_mid_import_still_shows_what_was_committed(tmp_path: Path) -> None:
+    """Two batches are committed, then another process holds the write lock (the URL's
+    ?timeout=0: no waiting) when the third batch is written: one error line, exit 1, and
+    the summary says what the database holds."""
+    if not Path("/proc/self/wchan").exists():
+        pytest.skip("needs /proc to see the import wait on stdin")
+    path = tmp_path / "dedup.db"
+    url = f"sqlite:///{path}?timeout=0"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simhash_filter", "import", "-", "--batch-size", "5", "--json",
+         "--db", url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None
+    holder = None
+    try:
+        process.stdin.write(b"".join(line(n) for n in range(10)))
+        process.stdin.flush()
+        deadline = time.monotonic() + 300  # a guard against a hang, not the condition
+        while not (_unread(process.stdin.fileno()) == 0 and _waiting_on_stdin(process.pid)):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the import never waited for more input"
+            time.sleep(0.05)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, held
+        process.stdin.write(b"".join(line(n) for n in range(10, 15)))
+        out, err = process.communicate(timeout=300)  # (closes stdin: the import ends)
+    finally:
+        if holder is not None:
+            holder.execute("ROLLBACK")
+            holder.close()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, err
+    errors = err.decode().splitlines()
+    assert errors[-1].startswith("simhash-filter: error: "), err
+    assert "locked" in errors[-1]
+    document = json.loads(out)
+    assert (document["read"], document["kept"]) == (15, 10)
+    assert document["sources"][0]["status"] == "failed"
+    assert stored_urls(f"sqlite:///{path}") == {f"https://example.com/{n}" for n in range(10)}

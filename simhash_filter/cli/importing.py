@@ -153,7 +153,7 @@ class SourceTally:
 
     source: str
     counts: Counter[str] = field(default_factory=Counter)
-    status: str = "not read"  # complete, stopped, unreadable, interrupted, not read
+    status: str = "not read"  # complete, stopped, unreadable, interrupted, failed, not read
     error: str | None = None  # the one-line reason when it was stopped or unreadable
 
     def document(self) -> dict[str, Any]:
@@ -307,6 +307,9 @@ class _Import:
                         self.add(store, tally, result)
                 except SourceError as exc:
                     self.stop(tally, "stopped", exc)
+                except Exception:  # the database, say: main() prints the error
+                    tally.status = "failed"
+                    raise
                 else:
                     tally.status = "complete"
         self.flush(store)
