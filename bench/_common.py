@@ -1,5 +1,7 @@
-"""What the benchmarks (and the tests) share: where the services and the public data are, a
-throw-away PostgreSQL database, a line describing the machine, and the raw results file.
+"""What the benchmarks and the tests share: service URLs, data folder, throw-away databases.
+
+Where the services and the public data are, a throw-away PostgreSQL database, a line
+describing the machine, and the raw results file.
 
 Benchmarks run from the checkout as modules, so that the editable install provides
 ``simhash_filter`` and the checkout provides ``crawler`` and ``bench``::

@@ -1,5 +1,7 @@
-"""Run this project's ``scrapy crawl`` as worker processes: several crawlers of one
-distributed crawl on one machine (the tests and the benchmarks start them this way).
+"""Run this project's ``scrapy crawl`` as worker processes, each in a folder of its own.
+
+Several crawlers of one distributed crawl on one machine: the tests and the benchmarks
+start them this way.
 
 :func:`start_worker` starts one in the background, in a folder of its own (items, stats and
 log there), and returns a :class:`Worker` to wait for or to kill. The project runs from

@@ -1,5 +1,7 @@
-"""The test site's pages: the fixed articles and their near-duplicates, broken input, robots.txt
-and a home page linking everything (plus, on request, the generated clusters)."""
+"""The test site's pages: articles, their near-duplicates, broken input, robots.txt, a home page.
+
+The home page links everything; on request the site also holds the generated clusters and
+the boilerplate traps."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The test site's page templates: a regional newspaper, its print version, a blog that reposts
-it with comments, a heavy portal template shared by many articles, and two Chinese layouts.
+"""The test site's page templates: a newspaper, print, blog, portal, forum and Chinese layouts.
+
+A regional newspaper, its print version, a blog that reposts it with comments, a heavy
+portal template shared by many articles, a forum, and two Chinese layouts.
 
 Each template wraps an :class:`~crawler.articles.Article` in the navigation, sidebars and
 footer of a real site, so that the main-text extractor has something to tell apart.

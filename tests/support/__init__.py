@@ -1,4 +1,4 @@
-"""Test support: the loopback test site and a helper that runs ``scrapy crawl`` in a subprocess.
+"""Test support: what the tests know about the loopback test site, and crawl helpers.
 
 The site itself lives in :mod:`crawler.testsite` (the demo and the benchmarks serve it
 too); this package re-exports it and adds what the tests know about it: which pages are

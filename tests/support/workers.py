@@ -1,6 +1,7 @@
-"""Workers of a distributed crawl in the tests: :mod:`crawler.workers`, plus freezing them
-(SIGSTOP/SIGCONT) to hold a crawl still at a chosen point, and a group that never leaves a
-worker behind.
+"""Crawl workers in the tests: freeze them (SIGSTOP/SIGCONT), never leave one behind.
+
+:mod:`crawler.workers` starts them; freezing holds a crawl still at a chosen point, and a
+:class:`WorkerGroup` kills what it started, frozen or not.
 """
 
 from __future__ import annotations
