@@ -2,9 +2,9 @@
 language, false pairs in the multilingual haystack, expected false drops at scale, and the
 trade-off table of the match rule, side by side with MinHash and two simhash peers.
 
-    flock /work/heavy.lock .venv/bin/python bench/bench_quality.py            # all of it
-    .venv/bin/python bench/bench_quality.py --part signatures               # fill the cache
-    .venv/bin/python bench/bench_quality.py --part report                   # tables from cache
+    flock /work/heavy.lock .venv/bin/python -m bench.bench_quality --part signatures  # cache
+    .venv/bin/python -m bench.bench_quality --part report        # tables from the cache
+    flock /work/heavy.lock .venv/bin/python -m bench.bench_quality --part speed       # per page
 
 Data (``../shared/data`` beside the checkout, or ``--data DIR``; read-only):
 ``neardup_peps_en``, ``neardup_mdn_multilingual`` (per locale), ``haystack_multilingual``
@@ -45,9 +45,7 @@ import gzip
 import hashlib
 import json
 import math
-import os
 import pickle
-import platform
 import re
 import sys
 import time
@@ -59,17 +57,14 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+from bench import bench_fingerprint as bf
+from bench._common import DATA_DIR, RESULTS_DIR, machine
+from simhash_filter import Fingerprinter
+from simhash_filter import stopwords as sw
+from simhash_filter.text import Tokenizer, fold
 
-import bench_fingerprint as bf  # noqa: E402
-
-from simhash_filter import Fingerprinter  # noqa: E402
-from simhash_filter import stopwords as sw  # noqa: E402
-from simhash_filter.text import Tokenizer, fold  # noqa: E402
-
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "bench" / "results"
+DEFAULT_DATA = DATA_DIR
+RESULTS = RESULTS_DIR
 CACHE = RESULTS / "quality_cache"
 MAX_CHARS = 50_000  # every method sees what the filter fingerprints: the first 50,000 chars
 KMAX = 12
@@ -466,12 +461,8 @@ def main(argv: list[str] | None = None) -> int:
 
     report: list[str] = []
     raw: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    raw["machine"] = (
-        f"{platform.machine()}, {os.cpu_count()} cores (shared), Python {platform.python_version()}"
-    )
-    raw["command"] = "flock /work/heavy.lock .venv/bin/python bench/bench_quality.py " + " ".join(
-        argv or sys.argv[1:]
-    )
+    raw["machine"] = machine()
+    raw["command"] = ".venv/bin/python -m bench.bench_quality " + " ".join(argv or sys.argv[1:])
     ks = list(range(3, KMAX + 1))
     ts = [0.5, 0.6, 0.65, 0.7, 0.75, 0.8]
     labelled = [ds for ds in sets if ds.pairs]

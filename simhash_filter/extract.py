@@ -33,7 +33,7 @@ the main text of a real page sits well within its first two megabytes."""
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
 (``Fingerprinter(max_chars=...)``, named in the spec), applied here too so extraction never
-returns more than is fingerprinted (what it costs per character: docs/design.md)."""
+returns more than is fingerprinted (its cost per character: `bench/bench_fingerprint.py`)."""
 
 
 def cap_text(text: str) -> str:

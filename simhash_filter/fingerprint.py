@@ -14,7 +14,7 @@ from .text import Tokenizer, fold, jieba_version, normalize, strip_machine_text
 SPEC_VERSION = 2
 DEFAULT_MAX_CHARS = 50_000
 """Characters of a text that are fingerprinted: tokenizing is linear but not cheap (jieba's
-HMM on Han characters that form no words is the slowest case; figures in docs/design.md),
+HMM on Han characters that form no words is the slowest case: `bench/bench_fingerprint.py`),
 and a page's first 50,000 characters say what it is."""
 PAGE_SKETCH_SLOTS = 64
 """Slots of the visible-text sketch: it only has to tell "alike" from "far apart"."""
