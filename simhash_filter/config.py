@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .bands import DEFAULT_MAX_DISTANCE, default_blocks
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
+from .pool import default_workers
 from .store.urls import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
@@ -65,6 +66,18 @@ def _int(settings: BaseSettings, key: str, default: int, *, minimum: int) -> int
     return default if number is None else number
 
 
+def _float(settings: BaseSettings, key: str, default: float) -> float:
+    value = _raw(settings, key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{_name(key)} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{_name(key)} must be a number, got {value!r}") from None
+
+
 def _optional_str(settings: BaseSettings, key: str) -> str | None:
     value = _raw(settings, key)
     if value is None:
@@ -99,6 +112,8 @@ class Config:
     fail_open: bool = True
     max_bytes: int = DEFAULT_MAX_BYTES
     middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
+    workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
+    page_timeout: float = 30.0  # seconds of page work in a worker before it is killed
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_distance < _BITS:
@@ -122,6 +137,12 @@ class Config:
                 raise ValueError(f"{_name(key)} must name an item field, got {value!r}")
         if self.max_bytes < 1:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
+        if self.workers is not None and self.workers < 0:
+            raise ValueError(f"{_name('WORKERS')} must be >= 0, got {self.workers}")
+        if not (0 < self.page_timeout < float("inf")):
+            raise ValueError(
+                f"{_name('PAGE_TIMEOUT')} must be a number of seconds > 0, got {self.page_timeout}"
+            )
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -143,6 +164,8 @@ class Config:
             fail_open=_bool(settings, "FAIL_OPEN", defaults.fail_open),
             max_bytes=_int(settings, "MAX_BYTES", defaults.max_bytes, minimum=1),
             middleware=_bool(settings, "MIDDLEWARE", defaults.middleware),
+            workers=_optional_int(settings, "WORKERS", minimum=0),
+            page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
@@ -152,6 +175,12 @@ class Config:
         """The number of blocks the band scheme uses (``BLOCKS``, default
         :func:`~simhash_filter.bands.default_blocks` of ``MAX_DISTANCE``)."""
         return default_blocks(self.max_distance) if self.blocks is None else self.blocks
+
+    @property
+    def effective_workers(self) -> int:
+        """The number of page worker processes (``WORKERS``, default
+        :func:`~simhash_filter.pool.default_workers`); 0 is the thread path."""
+        return default_workers() if self.workers is None else self.workers
 
     def fingerprinter_options(self) -> dict[str, Any]:
         """The keyword options for :class:`Fingerprinter` that the settings override."""

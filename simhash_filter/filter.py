@@ -31,14 +31,16 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from .config import Config
-from .pagework import PageSignature, sign_page
-from .store.records import Verdict, VerdictKind
+from .pagework import PageSignature, has_text, sign_page
+from .pool import PageJob, PagePool, PageResult
+from .store.records import PageRow, Verdict, VerdictKind
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -53,7 +55,6 @@ __all__ = [
     "Handoff",
     "Outcome",
     "PageFilter",
-    "PageRow",
     "StoreLike",
 ]
 
@@ -64,14 +65,20 @@ HANDOFF_SIZE = 10_000
 """Responses checked by the middleware whose item has not come yet, kept at most."""
 MAX_BATCH = 64
 """Pages in one check-and-add transaction at most."""
+WORKER_STATS = STATS_PREFIX + "workers/"
+"""Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
+in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
+(queued for a free worker), ``restarts`` (workers replaced after a death or timeout), and
+``start_cpu_ms`` (CPU time the workers took to start, set when the pool closes)."""
+
+_T = TypeVar("_T")
 
 
-class PageRow(NamedTuple):
-    """One page for the store to check and add."""
-
-    url: str
-    fingerprint: int
-    text_length: int
+async def _result(future: Future[_T]) -> _T:
+    """Await a ``concurrent.futures.Future`` without blocking the reactor."""
+    if is_asyncio_available():
+        return await asyncio.wrap_future(future)
+    return await run_in_thread(future.result)  # another Twisted reactor
 
 
 class StoreLike(Protocol):
@@ -79,7 +86,7 @@ class StoreLike(Protocol):
 
     def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict: ...
 
-    def add_many(self, rows: Iterable[tuple[str, int, int]]) -> list[Verdict]: ...
+    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
 
     def close(self) -> None: ...
 
@@ -263,6 +270,8 @@ class PageFilter:
         self._users = 0
         self._lock = threading.Lock()
         self._commits = GroupCommit(self._open_store_or_raise)
+        self._pool: PagePool | None = None
+        self._restarts_counted = 0
         self._logged_first_drop = False
 
     @classmethod
@@ -294,19 +303,65 @@ class PageFilter:
     # -- lifecycle (blocking; reference-counted so the pipeline and the middleware share it)
 
     def open(self) -> None:
-        """Open the store for one more user (the first user really opens it)."""
+        """Open the store (and start the page pool) for one more user (the first user
+        really opens them)."""
         with self._lock:
             if self._store is None:
                 self._store = self._store_factory()
+                self._pool = self._start_pool()
             self._users += 1
 
     def close(self) -> None:
-        """Release one user; the last one closes the store."""
+        """Release one user; the last one stops the page pool and closes the store."""
         with self._lock:
             self._users = max(0, self._users - 1)
             if self._users == 0 and self._store is not None:
+                pool, self._pool = self._pool, None
                 store, self._store = self._store, None
-                store.close()
+                try:
+                    if pool is not None:
+                        pool.close()
+                        self.stats.set_value(
+                            WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds)
+                        )
+                finally:
+                    store.close()
+
+    def _start_pool(self) -> PagePool | None:
+        """The page pool (``WORKERS`` > 0), or None: the thread path, also when the
+        workers cannot start (logged; the crawl goes on)."""
+        size = self.config.effective_workers
+        if size == 0:
+            return None
+        pool = PagePool(
+            size,
+            self.fingerprinter,
+            max_bytes=self.config.max_bytes,
+            page_timeout=self.config.page_timeout,
+        )
+        try:
+            pool.start()
+        except Exception:
+            logger.error(
+                "Could not start %d near-duplicate page workers (SIMHASH_FILTER_WORKERS): "
+                "the page work runs in threads",
+                size,
+                exc_info=True,
+            )
+            return None
+        # a filter dropped without close() (a test, an aborted start) still ends its workers
+        weakref.finalize(self, pool.close)
+        logger.info(
+            "simhash_filter: %d page workers (SIMHASH_FILTER_WORKERS), pids %s",
+            size,
+            " ".join(map(str, pool.pids)),
+        )
+        return pool
+
+    @property
+    def pool(self) -> PagePool | None:
+        """The running page pool, or None (the thread path)."""
+        return self._pool
 
     # -- checks
 
@@ -314,12 +369,40 @@ class PageFilter:
         """Blocking: the page work (see :func:`~simhash_filter.pagework.sign_page`)."""
         return sign_page(self.fingerprinter, url, text, html, max_bytes=self.config.max_bytes)
 
-    async def check(self, url: str, text: object = None, html: object = None) -> Check:
-        """Check a page: the page work in a worker thread, then check-and-add (grouped with
-        other pages' into one transaction while the store is busy)."""
+    async def _sign_in_pool(
+        self, pool: PagePool, url: str, text: object, html: object
+    ) -> PageSignature | None:
+        source = html if isinstance(html, bytes | str) and html else None
+        if not has_text(text) and source is None:
+            return None
+        job = PageJob(url, str(text) if has_text(text) else None, source)
         try:
-            signature = await run_in_thread(self.sign, url, text, html)
-        except Exception as exc:  # the page work does not raise on bad input; belt and braces
+            result: PageResult = await _result(pool.submit(job))
+        finally:
+            self._count_restarts(pool)
+        self.stats.inc_value(WORKER_STATS + "pages")
+        self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
+        self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
+        self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
+        return result.signature
+
+    def _count_restarts(self, pool: PagePool) -> None:
+        new = pool.restarts - self._restarts_counted
+        if new > 0:
+            self.stats.inc_value(WORKER_STATS + "restarts", new)
+            self._restarts_counted += new
+
+    async def check(self, url: str, text: object = None, html: object = None) -> Check:
+        """Check a page: the page work in the page pool (or a worker thread), then
+        check-and-add (grouped with other pages' into one transaction while the store is
+        busy)."""
+        pool = self._pool
+        try:
+            if pool is None:
+                signature = await run_in_thread(self.sign, url, text, html)
+            else:
+                signature = await self._sign_in_pool(pool, url, text, html)
+        except Exception as exc:  # a worker died or timed out; the page work itself does not
             return Check(Outcome.ERROR, url, error=exc)
         if signature is None:
             return Check(Outcome.NO_TEXT, url)

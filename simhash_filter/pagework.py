@@ -6,21 +6,15 @@ the pool's workers import this module (and so trafilatura and jieba) and nothing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from .extract import extract_text
+from .extract import extract_text, visible_text
+from .signature import PageSignature
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
 
 __all__ = ["PageSignature", "has_text", "sign_page"]
-
-
-class PageSignature(NamedTuple):
-    """What the page work computes for one page: what the store needs to decide."""
-
-    fingerprint: int
-    text_length: int
 
 
 def has_text(value: object) -> bool:
@@ -38,15 +32,15 @@ def sign_page(
 ) -> PageSignature | None:
     """The page's signature, or None when it has too little text to fingerprint.
 
-    The text is ``text`` when it is a non-blank str, else the main text extracted from
-    ``html`` (str or bytes); anything else counts as no text."""
-    page_text = text if isinstance(text, str) and text.strip() else None
-    if page_text is None and isinstance(html, bytes | str) and html:
-        page_text = extract_text(html, url=url, max_bytes=max_bytes)
-    if not page_text:
+    The main text is ``text`` when it is a non-blank str, else the main text extracted from
+    ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
+    visible text goes into the sketch too (it tells an extraction failure from a copy)."""
+    main_text = text if isinstance(text, str) and text.strip() else None
+    source = html if isinstance(html, bytes | str) and html else None
+    if main_text is None and source is not None:
+        main_text = extract_text(source, url=url, max_bytes=max_bytes)
+    if not main_text:
         return None
+    page_text = None if source is None else visible_text(source, max_bytes=max_bytes)
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-    fingerprint = fingerprinter.fingerprint(page_text)
-    if fingerprint is None:
-        return None
-    return PageSignature(fingerprint, len(page_text))
+    return fingerprinter.sign(main_text, page_text=page_text)

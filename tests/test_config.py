@@ -10,6 +10,7 @@ from scrapy.settings import Settings
 from simhash_filter import Fingerprinter
 from simhash_filter.config import Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES
+from simhash_filter.pool import default_workers
 
 
 def test_defaults() -> None:
@@ -26,6 +27,9 @@ def test_defaults() -> None:
     assert config.fail_open is True
     assert config.middleware is False
     assert config.max_bytes == DEFAULT_MAX_BYTES
+    assert config.workers is None
+    assert config.effective_workers == default_workers()
+    assert config.page_timeout == 30.0
     assert config.fingerprinter_options() == {}
     assert config.make_fingerprinter().spec == Fingerprinter().spec
 
@@ -49,9 +53,12 @@ def test_every_setting_is_read() -> None:
                 "SIMHASH_FILTER_FAIL_OPEN": False,
                 "SIMHASH_FILTER_MAX_BYTES": 1000,
                 "SIMHASH_FILTER_MIDDLEWARE": True,
+                "SIMHASH_FILTER_WORKERS": 3,
+                "SIMHASH_FILTER_PAGE_TIMEOUT": 2.5,
             }
         )
     )
+    assert config.effective_workers == 3
     assert config == Config(
         enabled=False,
         database_url="postgresql+psycopg://db/crawl",
@@ -68,6 +75,8 @@ def test_every_setting_is_read() -> None:
         fail_open=False,
         max_bytes=1000,
         middleware=True,
+        workers=3,
+        page_timeout=2.5,
     )
     assert config.fingerprinter_options() == {"min_tokens": 50, "weighting": "tf", "top_n": 200}
     fingerprinter = config.make_fingerprinter()
@@ -86,6 +95,8 @@ def test_command_line_strings_are_parsed() -> None:
                 "SIMHASH_FILTER_DEBUG": "true",
                 "SIMHASH_FILTER_FINGERPRINT_FIELD": "None",
                 "SIMHASH_FILTER_TOP_N": " 64 ",
+                "SIMHASH_FILTER_WORKERS": "0",
+                "SIMHASH_FILTER_PAGE_TIMEOUT": "90",
             }
         )
     )
@@ -96,6 +107,8 @@ def test_command_line_strings_are_parsed() -> None:
     assert config.debug is True
     assert config.fingerprint_field is None
     assert config.top_n == 64
+    assert config.effective_workers == 0  # the thread path
+    assert config.page_timeout == 90.0
 
 
 @pytest.mark.parametrize(
@@ -121,11 +134,24 @@ def test_command_line_strings_are_parsed() -> None:
         ("MAX_BYTES", 0),
         ("TEXT_FIELD", 7),
         ("DATABASE_URL", ["sqlite://"]),
+        ("WORKERS", -1),
+        ("WORKERS", "all"),
+        ("PAGE_TIMEOUT", 0),
+        ("PAGE_TIMEOUT", "-3"),
+        ("PAGE_TIMEOUT", "inf"),
+        ("PAGE_TIMEOUT", "nan"),
+        ("PAGE_TIMEOUT", "soon"),
+        ("PAGE_TIMEOUT", True),
     ],
 )
 def test_bad_values_raise_naming_the_setting(key: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"SIMHASH_FILTER_{key}"):
         Config.from_settings(Settings({f"SIMHASH_FILTER_{key}": value}))
+
+
+@pytest.mark.parametrize(("cpus", "workers"), [(1, 0), (2, 2), (16, 16), (96, 32)])
+def test_default_workers_follow_the_cpus(cpus: int, workers: int) -> None:
+    assert default_workers(cpus) == workers
 
 
 def test_config_is_frozen() -> None:

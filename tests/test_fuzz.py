@@ -110,6 +110,7 @@ def make_pipeline(url: str) -> NearDuplicatePipeline:
             "SIMHASH_FILTER_DATABASE_URL": url,
             "SIMHASH_FILTER_MAX_BYTES": MAX_BYTES,
             "SIMHASH_FILTER_FINGERPRINT_FIELD": "fingerprint",
+            "SIMHASH_FILTER_WORKERS": 0,  # the spies on extraction and tokenization are here
         }
     )
     pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
@@ -119,7 +120,11 @@ def make_pipeline(url: str) -> NearDuplicatePipeline:
 
 def make_middleware(url: str) -> NearDuplicateMiddleware:
     crawler = get_crawler(
-        settings_dict={"SIMHASH_FILTER_DATABASE_URL": url, "SIMHASH_FILTER_MAX_BYTES": MAX_BYTES}
+        settings_dict={
+            "SIMHASH_FILTER_DATABASE_URL": url,
+            "SIMHASH_FILTER_MAX_BYTES": MAX_BYTES,
+            "SIMHASH_FILTER_WORKERS": 0,  # the spies on extraction and tokenization are here
+        }
     )
     middleware = build_from_crawler(NearDuplicateMiddleware, crawler)
     run(middleware.spider_opened())

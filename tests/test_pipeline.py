@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -21,10 +22,10 @@ import simhash_filter
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
 from simhash_filter.config import Config
-from simhash_filter.filter import GroupCommit, PageFilter, PageRow
+from simhash_filter.filter import GroupCommit, PageFilter
 from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
 from simhash_filter.store import FingerprintStore, StoreError
-from simhash_filter.store.records import Verdict
+from simhash_filter.store.records import PageRow, Verdict
 
 BRIDGE = "\n\n".join(HARBOUR_BRIDGE.paragraphs)
 BEES = "\n\n".join(URBAN_BEES.paragraphs)
@@ -37,9 +38,12 @@ def run(coro: Any) -> Any:
 
 
 def make_pipeline(url: str, **settings: Any) -> NearDuplicatePipeline:
+    """A pipeline on ``url``; the page work in threads unless ``WORKERS`` says otherwise
+    (the pool has tests of its own in test_pool.py, and a few here run both ways)."""
     crawler = get_crawler(
         settings_dict={
             "SIMHASH_FILTER_DATABASE_URL": url,
+            "SIMHASH_FILTER_WORKERS": 0,
             **{f"SIMHASH_FILTER_{k}": v for k, v in settings.items()},
         }
     )
@@ -52,7 +56,7 @@ def stats(pipeline: NearDuplicatePipeline) -> dict[str, int]:
     return {
         key.removeprefix("simhash_filter/"): value
         for key, value in pipeline.filter.stats.get_stats().items()
-        if key.startswith("simhash_filter/")
+        if key.startswith("simhash_filter/") and not key.startswith("simhash_filter/workers/")
     }
 
 
@@ -131,8 +135,9 @@ def test_keeps_new_pages_and_drops_near_duplicates(sqlite_url: str, kind: str) -
         assert [d.url for d in store.duplicates()] == ["https://b.example/mirror/bridge?ref=1"]
 
 
-def test_html_is_extracted_when_there_is_no_text_field(sqlite_url: str) -> None:
-    pipeline = make_pipeline(sqlite_url)
+@pytest.mark.parametrize("workers", [0, 1])
+def test_html_is_extracted_when_there_is_no_text_field(sqlite_url: str, workers: int) -> None:
+    pipeline = make_pipeline(sqlite_url, WORKERS=workers)
     news = {
         "url": "https://news.example/bridge",
         "html": news_template(HARBOUR_BRIDGE, date="12 March 2024"),
@@ -145,6 +150,8 @@ def test_html_is_extracted_when_there_is_no_text_field(sqlite_url: str) -> None:
     with pytest.raises(NearDuplicate, match=re.escape("https://news.example/bridge")):
         run(pipeline.process_item(blog))
     assert stats(pipeline) == {"kept": 1, "dropped": 1}
+    assert pipeline.filter.stats.get_value("simhash_filter/workers/pages", 0) == 2 * workers
+    run(pipeline.close_spider())
 
 
 def test_text_field_wins_over_html(sqlite_url: str) -> None:
@@ -184,8 +191,11 @@ def test_custom_field_names(sqlite_url: str) -> None:
         {"url": "https://x.example/odd", "text": 42, "html": ["not", "html"]},
     ],
 )
-def test_pages_without_text_pass_unfingerprinted(sqlite_url: str, item: dict[str, Any]) -> None:
-    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint")
+@pytest.mark.parametrize("workers", [0, 1])
+def test_pages_without_text_pass_unfingerprinted(
+    sqlite_url: str, item: dict[str, Any], workers: int
+) -> None:
+    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint", WORKERS=workers)
     assert run(pipeline.process_item(item)) is item
     assert "fingerprint" not in item
     assert stats(pipeline) == {"no_text": 1}
@@ -279,7 +289,7 @@ class BrokenStore:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
 
-    def add_many(self, rows: Iterable[tuple[str, int, int]]) -> list[Verdict]:
+    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
 
@@ -325,8 +335,9 @@ def test_store_errors_fail_closed() -> None:
     assert stats(pipeline) == {"errors": 1, "no_text": 1}
 
 
-def test_concurrent_near_duplicates_admit_exactly_one(sqlite_url: str) -> None:
-    pipeline = make_pipeline(sqlite_url)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_concurrent_near_duplicates_admit_exactly_one(sqlite_url: str, workers: int) -> None:
+    pipeline = make_pipeline(sqlite_url, WORKERS=workers)
 
     async def crawl() -> list[Any]:
         items = [{"url": f"https://mirror{n}.example/bridge", "text": BRIDGE} for n in range(16)]
@@ -341,10 +352,13 @@ def test_concurrent_near_duplicates_admit_exactly_one(sqlite_url: str) -> None:
     assert len(dropped) == 15
     assert {d.duplicate_of for d in dropped} == {kept[0]["url"]}
     assert stats(pipeline) == {"kept": 1, "dropped": 15}
+    run(pipeline.close_spider())
 
 
 def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
-    crawler = get_crawler(settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url})
+    crawler = get_crawler(
+        settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url, "SIMHASH_FILTER_WORKERS": 1}
+    )
     first = build_from_crawler(NearDuplicatePipeline, crawler)
     second = build_from_crawler(NearDuplicatePipeline, crawler)
     assert first.filter is second.filter
@@ -352,8 +366,14 @@ def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
     run(second.open_spider())
     run(first.close_spider())
     run(first.process_item({"url": "https://x.example/1", "text": BRIDGE}))  # still open
+    pool = first.filter.pool
+    assert pool is not None
+    pids = pool.pids
     run(second.close_spider())
     assert first.filter._store is None
+    assert first.filter.pool is None
+    assert pool.pids == []
+    assert all(not Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
     assert stats(first) == {"kept": 1}
 
 
@@ -379,7 +399,7 @@ class PickyStore:
             raise StoreError(f"cannot store {url}")
         return self.store.check_and_add(url, fingerprint, text_length=text_length)
 
-    def add_many(self, rows: Iterable[tuple[str, int, int]]) -> list[Verdict]:
+    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
         rows = list(rows)
         self.batches.append(len(rows))
         if any("bad" in url for url, _, _ in rows):
