@@ -1,24 +1,32 @@
 """Crawl overhead of the near-duplicate filter, on a loopback site built from real pages.
 
-    .venv/bin/python bench/bench_crawl.py [--data ../shared/data] [--repeats 2]
+    flock /work/heavy.lock .venv/bin/python -m bench.bench_crawl --part html --repeats 2
+    (parts: html, text, latency, stages; each one run of a few minutes)
 
 The site: every page of ``pages_en/html/*.html.gz`` and ``pages_zh/original/*.html``, each
 also in three near-duplicate variants (a syndication banner and another title, a reader
 comment block, the last paragraph removed) under other URLs, plus hub pages linking them:
 at least 1,000 pages. Each configuration is a real ``scrapy runspider`` of the spider below
-in a subprocess, filter off and on interleaved, ``--repeats`` times; pages/s is responses
-over the crawl's elapsed time, and the table shows the median and the on/off ratio:
+in a subprocess, the variants interleaved, ``--repeats`` times; pages/s is responses over
+the crawl's elapsed time, and the table shows the median and the ratios to the crawl
+without the filter and to the thread path (``SIMHASH_FILTER_WORKERS = 0``):
 
 - ``text``: the spider puts the page text in the item (``//body//p//text()``, as a spider
   with selectors for the article would), the filter fingerprints it;
 - ``html``: the spider puts the raw page bytes in the item; the filter extracts the main
   text with trafilatura first.
 
-Then, one page at a time in this process, the time of each stage of the filter for English
-and for Chinese pages: extraction (trafilatura), tokenization (jieba for CJK), the rest of
+Parts: ``html`` (loopback, CPU-bound: off, threads, 1 and 2 page workers), ``text`` (off,
+threads, the default), ``latency`` (a server answering in ``--latency`` s: off and the
+default, both item kinds). CPU per page counts the crawl process and its page workers;
+the ideal pages/s is cores / CPU per page. ``stages``: one page at a time in this process,
+the time of each stage of the filter for English and for Chinese pages: extraction
+(trafilatura), tokenization (jieba for CJK), the rest of
 fingerprinting (weights and simhash), and the index (``check_and_add`` on a SQLite file).
-Targets: text crawl ≥ 0.95× the pages/s without the filter; for English, the filter's
-time beyond extraction ≤ 10% of extraction's.
+Targets: raw-HTML crawl with the pool ≥ 1.7× the thread path's pages/s on 2 cores and
+≥ 80% of the ideal; text crawl no slower than the thread path; a 0.1 s-latency crawl
+≥ 0.95× the crawl without the filter; for English, the filter's time beyond extraction
+≤ 10% of extraction's.
 """
 
 from __future__ import annotations
@@ -35,11 +43,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import scrapy
 
-from bench._common import DATA_DIR, ROOT
+from bench._common import DATA_DIR, ROOT, machine, write_results
 from crawler.testsite import Page, SiteServer
 
 HUB_SIZE = 50
@@ -142,7 +150,13 @@ def build_bench_site(corpus: list[tuple[str, str, bytes]]) -> tuple[dict[str, Pa
 
 
 def crawl(
-    base_url: str, workdir: Path, *, mode: str, filter_on: bool, concurrency: int
+    base_url: str,
+    workdir: Path,
+    *,
+    mode: str,
+    filter_on: bool,
+    concurrency: int,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     stats_path = workdir / "stats.json"
     stats_path.unlink(missing_ok=True)
@@ -162,6 +176,8 @@ def crawl(
     }
     if filter_on:
         settings["ADDONS"] = json.dumps({"simhash_filter.Addon": 100})
+        if workers is not None:
+            settings["SIMHASH_FILTER_WORKERS"] = workers
     command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
     command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
     for key, value in settings.items():
@@ -271,12 +287,156 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
 # -- main --------------------------------------------------------------------------------
 
 
+class Variant(NamedTuple):
+    """One crawl configuration: the filter off, or on with this many page workers
+    (None: the default, 0: the thread path)."""
+
+    label: str
+    filter_on: bool
+    workers: int | None = None
+
+
+OFF = Variant("filter off", False)
+THREADS = Variant("threads (WORKERS=0)", True, 0)
+DEFAULT = Variant("default (WORKERS unset)", True)
+
+
+class Scenario(NamedTuple):
+    name: str
+    latency: float
+    concurrency: int
+    mode: str
+    variants: tuple[Variant, ...]
+
+
+def scenarios(part: str, latency: float) -> list[Scenario]:
+    """The crawls of one ``--part``."""
+    pools = tuple(Variant(f"pool, {n} worker{'s' * (n > 1)}", True, n) for n in (1, 2))
+    loopback = "loopback, CPU-bound"
+    parts = {
+        "html": [Scenario(loopback, 0.0, 32, "html", (OFF, THREADS, *pools))],
+        "text": [Scenario(loopback, 0.0, 32, "text", (OFF, THREADS, DEFAULT))],
+        "latency": [
+            Scenario(f"{latency:g} s latency", latency, 4, mode, (OFF, DEFAULT))
+            for mode in ("html", "text")
+        ],
+    }
+    return parts[part]
+
+
+def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
+    """Medians over the repeats of one variant: pages/s, CPU ms per page (all processes, and
+    the workers' share), the ideal pages/s (cores / CPU per page) and pages/s over it."""
+    pages = [float(s["response_received_count"]) for s in runs]
+    total = [1000 * float(s["bench/cpu_seconds"]) / p for s, p in zip(runs, pages, strict=True)]
+    workers = [
+        (
+            float(s.get("simhash_filter/workers/cpu_ms", 0))
+            + float(s.get("simhash_filter/workers/start_cpu_ms", 0))
+        )
+        / p
+        for s, p in zip(runs, pages, strict=True)
+    ]
+    rate = statistics.median(pages_per_second(s) for s in runs)
+    cpu = statistics.median(total)
+    ideal = cores * 1000 / cpu
+    return {
+        "pages_per_second": rate,
+        "cpu_ms_per_page": cpu,
+        "worker_cpu_ms_per_page": statistics.median(workers),
+        "crawler_cpu_ms_per_page": statistics.median(
+            t - w for t, w in zip(total, workers, strict=True)
+        ),
+        "ideal_pages_per_second": ideal,
+        "of_ideal": rate / ideal,
+        "wait_ms_per_page": statistics.median(
+            float(s.get("simhash_filter/workers/wait_ms", 0)) / p
+            for s, p in zip(runs, pages, strict=True)
+        ),
+        "kept": statistics.median(float(s.get("simhash_filter/kept", 0)) for s in runs),
+        "dropped": statistics.median(float(s.get("simhash_filter/dropped", 0)) for s in runs),
+        "errors": max(float(s.get("simhash_filter/errors", 0)) for s in runs),
+    }
+
+
+def run_part(
+    part: str, corpus: list[tuple[str, str, bytes]], repeats: int, latency: float
+) -> list[dict[str, Any]]:
+    """Crawl every variant of the part's scenarios, interleaved, ``repeats`` times."""
+    from simhash_filter.pool import usable_cpus
+
+    cores = usable_cpus()
+    site, _ = build_bench_site(corpus)
+    rows = []
+    for scenario in scenarios(part, latency):
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            SiteServer(site, latency=scenario.latency) as server,
+        ):
+            runs: dict[Variant, list[dict[str, Any]]] = {v: [] for v in scenario.variants}
+            for _ in range(repeats):
+                for variant in scenario.variants:
+                    runs[variant].append(
+                        crawl(
+                            server.base_url,
+                            Path(tmp),
+                            mode=scenario.mode,
+                            filter_on=variant.filter_on,
+                            concurrency=scenario.concurrency,
+                            workers=variant.workers,
+                        )
+                    )
+                    print(".", end="", flush=True, file=sys.stderr)
+        base = {v: summarize(r, cores) for v, r in runs.items()}
+        for variant in scenario.variants:
+            row = {
+                "scenario": scenario.name,
+                "concurrency": scenario.concurrency,
+                "item": scenario.mode,
+                "variant": variant.label,
+                **base[variant],
+            }
+            row["vs_off"] = row["pages_per_second"] / base[OFF]["pages_per_second"]
+            if THREADS in base:
+                row["vs_threads"] = row["pages_per_second"] / base[THREADS]["pages_per_second"]
+            rows.append(row)
+    print(file=sys.stderr)
+    return rows
+
+
+def print_crawls(rows: list[dict[str, Any]]) -> None:
+    print(
+        "| crawl | item | variant | pages/s | vs off | vs threads "
+        "| CPU ms/page (crawler + workers) | ideal pages/s | of ideal | queue wait ms/page "
+        "| kept | dropped | errors |"
+    )
+    print(
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    for r in rows:
+        vs_threads = f"{r['vs_threads']:.2f}x" if "vs_threads" in r else "-"
+        print(
+            f"| {r['scenario']} ({r['concurrency']}) | {r['item']} | {r['variant']} "
+            f"| {r['pages_per_second']:.1f} | {r['vs_off']:.2f}x | {vs_threads} "
+            f"| {r['cpu_ms_per_page']:.1f} ({r['crawler_cpu_ms_per_page']:.1f} + "
+            f"{r['worker_cpu_ms_per_page']:.1f}) | {r['ideal_pages_per_second']:.0f} "
+            f"| {r['of_ideal']:.0%} | {r['wait_ms_per_page']:.1f} "
+            f"| {r['kept']:.0f} | {r['dropped']:.0f} | {r['errors']:.0f} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
-        "--latency", type=float, default=0.1, help="server latency of the second scenario (s)"
+        "--part",
+        choices=("html", "text", "latency", "stages"),
+        default="html",
+        help="which crawls to run (each part is one run of a few minutes)",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.1, help="server latency of the latency part (s)"
     )
     args = parser.parse_args(argv)
     if not (args.data / "pages_en").is_dir():
@@ -284,67 +444,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     corpus = load_corpus(args.data)
     site, n_pages = build_bench_site(corpus)
-    print(f"site: {n_pages} pages ({len(corpus)} originals x 4) + {len(site) - n_pages} hubs\n")
-    english, _ = build_bench_site([page for page in corpus if page[0] == "en"])
-    loopback = "loopback, CPU-bound"
-    scenarios = [
-        (loopback, site, 0.0, 32, ("text", "html")),
-        (f"{loopback}, English pages only", english, 0.0, 32, ("text",)),
-        (f"{args.latency:g} s latency", site, args.latency, 4, ("text", "html")),
-    ]
-    rows = []
-    server_share: list[float] = []
-    for scenario, pages, latency, concurrency, modes in scenarios:
-        with tempfile.TemporaryDirectory() as tmp, SiteServer(pages, latency=latency) as server:
-            workdir = Path(tmp)
-            for mode in modes:
-                runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
-                for _ in range(args.repeats):
-                    for filter_on in (False, True):
-                        stats = crawl(
-                            server.base_url,
-                            workdir,
-                            mode=mode,
-                            filter_on=filter_on,
-                            concurrency=concurrency,
-                        )
-                        runs[filter_on].append(stats)
-                off = statistics.median(pages_per_second(s) for s in runs[False])
-                on = statistics.median(pages_per_second(s) for s in runs[True])
-                cpu_off = statistics.median(cpu_ms_per_page(s) for s in runs[False])
-                cpu_on = statistics.median(cpu_ms_per_page(s) for s in runs[True])
-                if latency == 0:
-                    server_share += [
-                        s["bench/server_cpu_seconds"] / s["bench/wall_seconds"]
-                        for s in runs[False] + runs[True]
-                    ]
-                last = runs[True][-1]
-                counts = [
-                    last.get(f"simhash_filter/{k}", 0) for k in ("kept", "dropped", "no_text")
-                ]
-                rows.append((scenario, concurrency, mode, off, on, cpu_off, cpu_on, *counts))
-    with tempfile.TemporaryDirectory() as tmp:
-        stages = stage_times(corpus, Path(tmp))
-
-    print(
-        "| crawl | concurrency | item carries | pages/s off | pages/s on | ratio "
-        "| CPU ms/page off | CPU ms/page on | CPU ratio | kept | dropped | no text |"
-    )
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for scenario, concurrency, mode, off, on, cpu_off, cpu_on, kept, dropped, no_text in rows:
-        label = "text (spider selectors)" if mode == "text" else "raw HTML (filter extracts)"
+    print(f"site: {n_pages} pages ({len(corpus)} originals x 4) + {len(site) - n_pages} hubs")
+    print(f"machine: {machine()}\n")
+    if args.part == "stages":
+        with tempfile.TemporaryDirectory() as tmp:
+            stages = stage_times(corpus, Path(tmp))
+        print_stages(stages)
+        path = write_results("bench_crawl-stages", stages)
+    else:
+        rows = run_part(args.part, corpus, args.repeats, args.latency)
+        print_crawls(rows)
         print(
-            f"| {scenario} | {concurrency} | {label} | {off:.0f} | {on:.0f} | {on / off:.2f}x "
-            f"| {cpu_off:.2f} | {cpu_on:.2f} | {cpu_off / cpu_on:.2f}x "
-            f"| {kept} | {dropped} | {no_text} |"
+            "\nCPU ms/page: user+system CPU of the crawl process and its page workers (start-up "
+            "included) per response; the workers' share is their page work plus their start.\n"
+            "ideal = cores / CPU per page; of ideal = pages/s / ideal. Medians of the repeats; "
+            f"machine load after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}."
         )
-    print(
-        f"\nThe loopback server's CPU: {statistics.median(server_share):.1%} of one core "
-        "(median over the loopback crawls; it runs in this process, the crawl in its own).\n"
-        "CPU ms/page: the crawl process's user+system CPU (start-up included) per response; "
-        "CPU ratio = off/on,\nthe pages/s ratio the crawl would reach with a core to itself."
-    )
-    print()
+        path = write_results(f"bench_crawl-{args.part}", rows)
+    print(f"\nraw results: {path.relative_to(ROOT)}")
+    return 0
+
+
+def print_stages(stages: dict[str, dict[str, float]]) -> None:
     print("| stage (ms/page, one thread) | English | Chinese |")
     print("| --- | ---: | ---: |")
     names = {
@@ -387,7 +508,6 @@ def main(argv: list[str] | None = None) -> int:
         f"\nChinese without jieba's segmentation: {jieba_free:.1%} of extraction time. "
         "Crawl rows: pages/s is responses / elapsed time, median of the repeats."
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -80,6 +80,14 @@ def _report(base_url: str, workdir: Path) -> None:
     print("\nStats:")
     for key in sorted(k for k in stats if k.startswith("simhash_filter/")):
         print(f"  {key}: {stats[key]}")
+    pages = stats.get("simhash_filter/workers/pages", 0)
+    if pages:
+        print(
+            f"\nPage work: {pages} pages signed in worker processes, "
+            f"{stats.get('simhash_filter/workers/cpu_ms', 0) / pages:.1f} ms CPU a page there, "
+            f"{stats.get('simhash_filter/workers/wait_ms', 0) / pages:.1f} ms a page waiting "
+            "for a free worker (SIMHASH_FILTER_WORKERS)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
