@@ -1,9 +1,9 @@
 """Faults during real crawls: a worker SIGKILLed mid-crawl and restarted, and the PostgreSQL
-server going away and coming back mid-crawl (fail-open and fail-closed workers)."""
+server going away and coming back mid-crawl (fail-open and fail-closed workers; a server of
+the test's own, so that the shared one stays up)."""
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +21,10 @@ from support.distributed import (
     site_clusters,
     wait_for,
 )
+from support.pgserver import PrivateServer
 from support.workers import Worker, WorkerGroup, frozen
 
-from bench._common import pg_database
+from bench._common import create_pg_database
 from crawler.distributed import RedisKeys, seed
 from crawler.testsite import build_site
 
@@ -144,54 +145,18 @@ def test_sigkill_one_worker_the_others_finish_and_a_restarted_worker_resumes(
 
 
 @pytest.fixture
-def other_pg_url(pg_url: str) -> Iterator[str]:
-    """A second empty database on the same server as ``pg_url``."""
-    with pg_database("sf_test") as url:
-        yield url
+def private_pg() -> Iterator[PrivateServer]:
+    """A PostgreSQL server of the test's own, to stop and start: the shared one stays up for
+    every other test and benchmark running meanwhile."""
+    with PrivateServer() as server:
+        yield server
 
 
-def _cluster() -> list[str]:
-    versions = sorted(p.name for p in Path("/etc/postgresql").iterdir())
-    return [versions[-1], "main"]
-
-
-def pg_ctl(action: str) -> None:
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", *_cluster(), action],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-
-
-def pg_ready() -> bool:
-    return (
-        subprocess.run(
-            ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"], timeout=30, check=False
-        ).returncode
-        == 0
-    )
-
-
-def ensure_pg_up() -> None:
-    if not pg_ready():
-        subprocess.run(
-            ["pg_ctlcluster", "--skip-systemctl-redirect", *_cluster(), "start"],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-    wait_for(pg_ready, timeout=120, what="PostgreSQL to accept connections again")
-
-
-@pytest.mark.skipif(
-    not Path("/etc/postgresql").is_dir(), reason="needs a local pg_ctlcluster-managed server"
-)
 def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
-    tmp_path: Path, pg_url: str, other_pg_url: str
+    tmp_path: Path, private_pg: PrivateServer
 ) -> None:
     # two crawls, two indexes on the one server: fail-open and fail-closed
-    db_urls = {"open": pg_url, "closed": other_pg_url}
+    db_urls = {name: create_pg_database("sf_test", private_pg.url()) for name in ("open", "closed")}
     sites = {
         "open": SiteServer(build_site(huge_page_bytes=50_000, clusters=50, seed=1), latency=0.05),
         "closed": SiteServer(build_site(huge_page_bytes=50_000, clusters=50, seed=2), latency=0.05),
@@ -216,28 +181,23 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
                 timeout=120,
                 what="both crawls under way",
             )
-            try:
-                # The crawls stand still while the server stops and starts, so that pages
-                # are left to meet the outage and to be indexed after it, however slow the
-                # machine is.
-                with frozen(workers.values()):
-                    pg_ctl("stop")
-                    down_at = {name: len(fetched(s)) for name, s in sites.items()}
-                wait_for(  # pages keep coming while the index is down, and meet the outage
-                    lambda: all(
-                        len(fetched(s)) >= down_at[n] + 15
-                        and "Could not check" in workers[n].log_path.read_text()
-                        for n, s in sites.items()
-                    ),
-                    timeout=120,
-                    what="15 more pages fetched by each crawl, one of them unchecked",
-                )
-                with frozen(workers.values()):
-                    pg_ctl("start")
-                    wait_for(pg_ready, timeout=60, what="PostgreSQL to come back")
-                    back_at = {name: len(fetched(s)) for name, s in sites.items()}
-            finally:
-                ensure_pg_up()
+            # The crawls stand still while the server stops and starts, so that pages are
+            # left to meet the outage and to be indexed after it, however slow the machine.
+            with frozen(workers.values()):
+                private_pg.stop()
+                down_at = {name: len(fetched(s)) for name, s in sites.items()}
+            wait_for(  # pages keep coming while the index is down, and meet the outage
+                lambda: all(
+                    len(fetched(s)) >= down_at[n] + 15
+                    and "Could not check" in workers[n].log_path.read_text()
+                    for n, s in sites.items()
+                ),
+                timeout=120,
+                what="15 more pages fetched by each crawl, one of them unchecked",
+            )
+            with frozen(workers.values()):
+                private_pg.start()  # returns once the server accepts connections
+                back_at = {name: len(fetched(s)) for name, s in sites.items()}
             results = {name: w.wait(timeout=240) for name, w in workers.items()}
     finally:
         for site in sites.values():
