@@ -13,7 +13,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -61,13 +61,25 @@ _SPACE_RE = re.compile(r"\s+")
 _jieba_lock = threading.Lock()
 
 _URL_CHARS = r"[^\s<>()\[\]{}\"'`]"
-# (pattern that starts with a literal, so re finds it fast; pattern of what may precede it)
+
+
+class _MachinePattern(NamedTuple):
+    """One kind of machine text: ``found`` starts with a literal (so ``re`` finds it fast);
+    ``before``, when given, must match right before it and is removed too (a URL's scheme,
+    an address's local part)."""
+
+    found: re.Pattern[str]
+    before: re.Pattern[str] | None = None
+
+
 _MACHINE_TEXT = (
-    (re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+[\"'][^\"']*[\"'])?\)"), None),
-    (re.compile(rf"://{_URL_CHARS}+"), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*$")),
-    (re.compile(rf"www\.{_URL_CHARS}+"), None),
-    (re.compile(r"@[\w-]+(?:\.[\w-]+)+"), re.compile(r"[\w.+-]+$")),
-    (re.compile(r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>"), None),
+    _MachinePattern(
+        re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+[\"'][^\"']*[\"'])?\)")
+    ),
+    _MachinePattern(re.compile(rf"://{_URL_CHARS}+"), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*$")),
+    _MachinePattern(re.compile(rf"www\.{_URL_CHARS}+")),
+    _MachinePattern(re.compile(r"@[\w-]+(?:\.[\w-]+)+"), re.compile(r"[\w.+-]+$")),
+    _MachinePattern(re.compile(r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>")),
 )
 _LOOK_BACK = 64
 

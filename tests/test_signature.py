@@ -215,3 +215,53 @@ def test_boilerplate_needs_both_page_texts() -> None:
     verdict = RULE.verify(with_page, without)
     assert verdict.confirmed
     assert not verdict.boilerplate
+
+
+# --- a reference implementation of the sketch, in plain Python integers --------------------
+
+_MASK = (1 << 64) - 1
+
+
+def _ref_mix(x: int) -> int:
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & _MASK
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def _ref_sketch(text: str, slots: int) -> list[int]:
+    """One-permutation MinHash with rotation densification, written from the description."""
+    codes = [ord(c) for c in text] + [0] * max(0, 5 - len(text))
+    hashes = set()
+    for i in range(len(codes) - 4):
+        h = (codes[i] + 0x51C3) & _MASK
+        for j in range(1, 5):
+            h = (h * 0x9E3779B97F4A7C15 + codes[i + j]) & _MASK
+        hashes.add(_ref_mix(h))
+    bits = slots.bit_length() - 1
+    best: dict[int, int] = {}
+    for h in hashes:
+        b = h >> (64 - bits)
+        best[b] = min(best.get(b, h), h)
+    out = []
+    for b in range(slots):
+        if b in best:
+            out.append(best[b] & 0xFFFF)
+            continue
+        distance = next(d for d in range(1, slots + 1) if (b + d) % slots in best)
+        donor = best[(b + distance) % slots]
+        out.append(_ref_mix(donor ^ ((distance * 0x9E3779B97F4A7C15) & _MASK)) & 0xFFFF)
+    return out
+
+
+@pytest.mark.parametrize("slots", [16, 256])
+@pytest.mark.parametrize(
+    "text",
+    ["", "abc", "a short text that leaves many bins empty", ENGLISH, "北京大学的人工智能研究"],
+)
+def test_sketch_matches_the_reference_implementation(text: str, slots: int) -> None:
+    if not text:
+        assert sketch_of(shingle_hashes(text), slots).tolist() == [0] * slots
+        return
+    assert sketch_of(shingle_hashes(text), slots).tolist() == _ref_sketch(text, slots)

@@ -303,3 +303,13 @@ def test_a_moved_image_host_does_not_change_the_tokens() -> None:
     assert tokens(strip_machine_text(a), stopwords=()) == tokens(
         strip_machine_text(b), stopwords=()
     )
+
+
+@DETERMINISTIC
+@given(st.text(max_size=80))
+def test_text_without_machine_text_markers_is_left_alone(text: str) -> None:
+    markers = ("](", "://", "www.", "@", "<")
+    if not any(m in text for m in markers):
+        assert strip_machine_text(text) == text
+    once = strip_machine_text(text)
+    assert len(once) <= len(text)
