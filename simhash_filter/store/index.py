@@ -44,6 +44,7 @@ from .engine import (
 )
 from .locks import KEY_LOCKED_BATCH, WriteTransactions, lock_ids
 from .meta import compare, init_schema, read_meta, write_scheme
+from .pg import PgPath, near_matches
 from .records import (
     DuplicateRecord,
     Match,
@@ -88,6 +89,7 @@ class FingerprintStore:
         spec: str,
         scheme: BandScheme,
         writer_queue: WriterQueue | None = None,
+        durable: bool | None = None,
     ) -> None:
         self._engine = engine
         self._url = url
@@ -104,6 +106,11 @@ class FingerprintStore:
         )
         self._readers: deque[Any] = deque()  # see _raw_cursor
         self._closed = False
+        # PostgreSQL with psycopg 3: check-and-add in two round trips, near() in one (pg.py);
+        # any other driver goes through SQLAlchemy (statements.py)
+        self._pg: PgPath | None = None
+        if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
+            self._pg = PgPath(engine, display_url=self.display_url, durable=durable)
         self._set_scheme(scheme)
 
     # -- opening
@@ -117,15 +124,20 @@ class FingerprintStore:
         blocks: int | None = None,
         create: bool = True,
         bits: int = 64,
-        durable: bool = False,
+        durable: bool | None = None,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through ``blocks`` blocks.
 
         ``blocks=None`` takes the database's own block count when it has one (blocks
         change speed, not results), else :func:`~simhash_filter.bands.default_blocks`.
-        ``durable=True`` makes SQLite commits survive a power cut too
-        (``synchronous=FULL``), not only a killed process.
+        ``durable``: None (the default) keeps each back-end's own promise: a commit
+        survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
+        may lose the last commits, on PostgreSQL the server's ``synchronous_commit`` (on
+        by default) makes it survive a server crash too. ``True``: SQLite commits survive
+        a power cut too (``synchronous=FULL``). ``False``: PostgreSQL transactions run with
+        ``synchronous_commit = off`` (a server crash may lose the last fraction of a
+        second of commits; a killed crawler still loses nothing).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or explicitly other blocks), DatabaseNotFoundError when
@@ -135,7 +147,7 @@ class FingerprintStore:
             raise ValueError(f"spec must be a non-empty string, got {spec!r}")
         requested = BandScheme(bits=bits, max_distance=max_distance, blocks=blocks)
         sa_url = parse_url(url)
-        engine = make_engine(sa_url, create=create, durable=durable)
+        engine = make_engine(sa_url, create=create, durable=bool(durable))
         queue = (
             WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
         )
@@ -149,7 +161,12 @@ class FingerprintStore:
             stored_spec, stored_scheme = stored
             compare(sa_url, stored_spec, stored_scheme, spec, requested, blocks is not None)
             return cls(
-                engine, url=sa_url, spec=stored_spec, scheme=stored_scheme, writer_queue=queue
+                engine,
+                url=sa_url,
+                spec=stored_spec,
+                scheme=stored_scheme,
+                writer_queue=queue,
+                durable=durable,
             )
         except BaseException:
             engine.dispose()
@@ -202,9 +219,17 @@ class FingerprintStore:
                 now=now,
             )
 
-        if bulk:
+        locks = None if bulk else lock_ids((row.url, row.lock_keys()) for row in rows)
+        if self._pg is not None:
+            return self._pg.check(
+                rows,
+                lock_list=locks,
+                max_distance=scheme.max_distance,
+                index_keys=scheme.index_keys,
+                now=now,
+            )
+        if locks is None:
             return self._transactions.run(work, bulk=True)
-        locks = lock_ids((row.url, row.lock_keys()) for row in rows)
         return self._transactions.run(work, lock_ids=locks)
 
     def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict:
@@ -245,6 +270,10 @@ class FingerprintStore:
         if not 0 <= limit <= self.scheme.max_distance:
             raise ValueError(
                 f"k must be in 0..{self.scheme.max_distance} (the index's max_distance), got {k!r}"
+            )
+        if self._pg is not None:
+            return near_matches(
+                self._pg.near(self.scheme.probe_keys(fingerprint)), fingerprint, limit
             )
         hits: dict[int, tuple[int, int]] = {}
         urls: dict[int, str] = {}

@@ -43,7 +43,9 @@ KEY_LOCKED_BATCH = 64
 the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
 well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
 WRITE_ATTEMPTS = 8
-_RETRY_SQLSTATES = {"40001", "40P01", "23505"}  # serialization, deadlock, unique violation
+RETRY_SQLSTATES = frozenset(
+    {"40001", "40P01", "23505"}
+)  # serialization, deadlock, unique violation
 
 
 def band_lock_id(table_no: int, key: int) -> int:
@@ -94,7 +96,7 @@ def retryable(exc: DBAPIError) -> bool:
     if exc.connection_invalidated:  # the server went away; the pool reconnects
         return True
     sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate in _RETRY_SQLSTATES:
+    if sqlstate in RETRY_SQLSTATES:
         return True
     message = str(exc.orig).lower()
     return "database is locked" in message or "unique constraint failed: pages.url" in message

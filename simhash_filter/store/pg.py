@@ -1,0 +1,427 @@
+"""The PostgreSQL path of the store: a check-and-add in two round trips, ``near()`` in one.
+
+The same decision (:func:`~simhash_filter.store.batch.check_batch`), the same advisory
+locks (:func:`~simhash_filter.store.locks.lock_ids`) and the same rows as the generic
+SQLAlchemy path (``statements.SqlBatchIO``); only the way they travel differs. On a
+psycopg connection in pipeline mode:
+
+- round trip 1: ``BEGIN``; the advisory locks (the database-wide lock shared and the
+  rows' key and URL locks in sorted order, or the database-wide lock exclusive for a bulk
+  batch), with ``synchronous_commit = off`` for the transaction when the store is not
+  durable; then, in one statement, the pages stored under the rows' URLs and the band rows
+  under the rows' probe keys, each with its page's URL. The decision then runs in Python
+  on what came back;
+- round trip 2: what the decision wrote, one statement per kind of change (a new page and
+  its band rows in one statement: ``INSERT ... RETURNING`` feeding ``INSERT ... SELECT ...
+  FROM unnest(...)``), then ``COMMIT``.
+
+Statements are sent after the locks in the same transaction, so each reads what every
+transaction that held a conflicting lock committed (READ COMMITTED takes a snapshot per
+statement). Every parameter is typed (``int8[]``, ``int2[]``, ``text[]``: psycopg would
+otherwise send an int as int2, int4 or int8 by its size), so each statement is prepared
+once per connection whatever the values and the batch size.
+
+``near()`` runs one prepared statement in autocommit: it leaves no transaction open, so
+the pool's reset on return sends no ``ROLLBACK`` (after which psycopg deallocates every
+prepared statement of the connection).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from .batch import BandHit, BandKey, BatchIO, Changes, RowToCheck, StoredPage, check_batch
+from .engine import error_reason
+from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, WRITE_ATTEMPTS
+from .records import Match, StoreError, Verdict
+from .schema import from_sql_int, to_sql_int
+
+log = logging.getLogger(__name__)
+
+LOCK_SHARED_AND_KEYS = (
+    "pg_advisory_xact_lock_shared(%s), "
+    # unnest keeps the array's (sorted) order: the key locks are taken in that order
+    "(SELECT count(pg_advisory_xact_lock(x)) FROM unnest(%s::int8[]) WITH ORDINALITY AS u(x, i))"
+)
+LOCK_EXCLUSIVE = "pg_advisory_xact_lock(%s)"
+ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true), "
+PROBE = (
+    "SELECT b.table_no, b.key, b.page_id, p.url, p.domain, b.fingerprint, p.text_length "
+    "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) "
+    "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
+    "JOIN pages p ON p.id = b.page_id"
+)
+PAGES_AND_PROBE = (
+    # table_no -1: a page stored under one of the URLs; else a band row under a probe key
+    "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length FROM pages "
+    "WHERE url = ANY(%s::text[]) UNION ALL " + PROBE
+)
+INSERT_NEW_PAGES = """
+WITH v AS (
+    SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[])
+        WITH ORDINALITY AS v(url, domain, fingerprint, text_length, n)
+), p AS (
+    INSERT INTO pages (url, domain, fingerprint, text_length, first_seen, last_seen)
+    SELECT url, domain, fingerprint, text_length, %s, %s FROM v ORDER BY n
+    RETURNING id, url
+), b AS (
+    INSERT INTO bands (table_no, key, page_id, fingerprint)
+    SELECT k.t, k.key, p.id, v.fingerprint
+    FROM p JOIN v USING (url)
+    JOIN unnest(%s::int4[], %s::int2[], %s::int8[]) AS k(n, t, key) ON k.n = v.n
+)
+SELECT p.id, v.n FROM p JOIN v USING (url)
+"""
+DELETE_BANDS = (
+    "DELETE FROM bands b USING unnest(%s::int2[], %s::int8[], %s::int8[]) AS d(t, key, page_id) "
+    "WHERE b.table_no = d.t AND b.key = d.key AND b.page_id = d.page_id"
+)
+INSERT_BANDS = (
+    "INSERT INTO bands (table_no, key, page_id, fingerprint) "
+    "SELECT * FROM unnest(%s::int2[], %s::int8[], %s::int8[], %s::int8[])"
+)
+UPDATE_PAGES = (
+    "UPDATE pages p SET fingerprint = u.fingerprint, text_length = u.text_length, "
+    "last_seen = %s "
+    "FROM unnest(%s::int8[], %s::int8[], %s::int4[]) AS u(id, fingerprint, text_length) "
+    "WHERE p.id = u.id"
+)
+INSERT_DROPS = """
+INSERT INTO duplicates (url, domain, fingerprint, duplicate_of, distance, seen_at)
+SELECT d.url, d.domain, d.fingerprint, coalesce(d.ref, p.id), d.distance, %s
+FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int8[], %s::int4[], %s::text[])
+    WITH ORDINALITY AS d(url, domain, fingerprint, ref, distance, ref_url, n)
+LEFT JOIN pages p ON d.ref IS NULL AND p.url = d.ref_url
+ORDER BY d.n
+"""
+
+
+class ProbeRow(NamedTuple):
+    """A band row under a probed key, with its page."""
+
+    table_no: int
+    key: int
+    page: StoredPage
+
+
+class _Types:
+    """psycopg's typed int wrappers, imported when the first PostgreSQL store opens
+    (psycopg is an optional dependency)."""
+
+    def __init__(self) -> None:
+        from psycopg.types.numeric import Int2, Int4, Int8
+
+        self.int2: Callable[[int], Any] = Int2
+        self.int4: Callable[[int], Any] = Int4
+        self.int8: Callable[[int], Any] = Int8
+
+    def int8s(self, values: Sequence[int]) -> list[Any]:
+        """Signed 64-bit values (DESIGN.md invariant 5) as an ``int8[]`` parameter."""
+        return [self.int8(to_sql_int(value)) for value in values]
+
+    def ids(self, values: Sequence[int | None]) -> list[Any]:
+        return [None if value is None else self.int8(value) for value in values]
+
+
+class PgPath:
+    """check-and-add and ``near()`` for one store on PostgreSQL with psycopg 3."""
+
+    def __init__(self, engine: Engine, *, display_url: str, durable: bool | None) -> None:
+        self._engine = engine
+        self._display_url = display_url
+        self._types = _Types()
+        # durable=False: SET LOCAL synchronous_commit = off; else the server's own setting
+        prefix = "SELECT " + (ASYNC_COMMIT if durable is False else "")
+        self._lock_shared = prefix + LOCK_SHARED_AND_KEYS
+        self._lock_exclusive = prefix + LOCK_EXCLUSIVE
+
+    # -- writing
+    def check(
+        self,
+        rows: Sequence[RowToCheck],
+        *,
+        lock_list: Sequence[int] | None,
+        max_distance: int,
+        index_keys: Callable[[int], list[int]],
+        now: datetime,
+    ) -> list[Verdict]:
+        """Decide and record ``rows`` in one transaction (two round trips), under the
+        advisory locks ``lock_list`` (sorted) or, when it is None, the database-wide lock;
+        retried on a deadlock, a serialization failure, a lost insert race or a lost
+        connection."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._connection() as conn:
+                    return self._transaction(
+                        conn, rows, lock_list, max_distance=max_distance,
+                        index_keys=index_keys, now=now,
+                    )  # fmt: skip
+            except _Retry as retry:
+                if attempt == WRITE_ATTEMPTS:
+                    raise StoreError(
+                        f"database error on {self._display_url}: {retry.reason}"
+                    ) from retry.__cause__
+                log.debug("write conflict (attempt %d), retrying: %s", attempt, retry.reason)
+                time.sleep(0.005 * attempt)
+        raise AssertionError("unreachable")
+
+    def _transaction(
+        self,
+        conn: Any,
+        rows: Sequence[RowToCheck],
+        lock_list: Sequence[int] | None,
+        *,
+        max_distance: int,
+        index_keys: Callable[[int], list[int]],
+        now: datetime,
+    ) -> list[Verdict]:
+        types = self._types
+        probe_keys = sorted({key for row in rows for key in row.probe_keys})
+        # BEGIN and COMMIT travel as statements of the pipeline: in a transaction of its
+        # own making psycopg would wait for the BEGIN's answer (a round trip of its own)
+        conn.autocommit = True
+        with ExitStack() as stack:
+            pipeline = stack.enter_context(conn.pipeline())
+            conn.execute("BEGIN", prepare=True)
+            if lock_list is None:
+                conn.execute(self._lock_exclusive, (types.int8(GLOBAL_LOCK),), prepare=True)
+            else:
+                conn.execute(
+                    self._lock_shared,
+                    (types.int8(GLOBAL_LOCK), [types.int8(x) for x in lock_list]),
+                    prepare=True,
+                )
+            found = conn.execute(
+                PAGES_AND_PROBE,
+                (
+                    sorted({row.url for row in rows}),
+                    [types.int2(t) for t, _ in probe_keys],
+                    types.int8s([k for _, k in probe_keys]),
+                ),
+                prepare=True,
+            )
+            pipeline.sync()  # round trip 1
+            pages: list[StoredPage] = []
+            hits: list[ProbeRow] = []
+            for t, key, *page in found.fetchall():
+                if t < 0:
+                    pages.append(_stored_page(page))
+                else:
+                    hits.append(ProbeRow(t, from_sql_int(key), _stored_page(page)))
+            io = _PipelinedIO(conn, types, pages, hits, stack)
+            return check_batch(rows, io, max_distance=max_distance, index_keys=index_keys, now=now)
+        raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
+
+    # -- reading
+    def near(self, probe_keys: Collection[BandKey]) -> list[StoredPage]:
+        """The distinct pages with a band row under ``probe_keys``: one prepared statement
+        in autocommit (one round trip, no transaction left open)."""
+        types = self._types
+        keys = sorted(set(probe_keys))
+        params = ([types.int2(t) for t, _ in keys], types.int8s([k for _, k in keys]))
+        for attempt in (1, 2):  # once more on a fresh connection if this one was lost
+            try:
+                with self._connection() as conn:
+                    conn.autocommit = True
+                    rows = conn.execute(PROBE, params, prepare=True).fetchall()
+                found = {row[2]: _stored_page(row[2:]) for row in rows}
+                return list(found.values())
+            except _Retry as retry:
+                if attempt == 2 or not retry.lost:
+                    raise StoreError(
+                        f"database error on {self._display_url}: {retry.reason}"
+                    ) from retry.__cause__
+        raise AssertionError("unreachable")
+
+    # -- connections
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """The psycopg connection of a pooled connection; a database error leaves as
+        :class:`_Retry` (retryable or not), a lost connection is dropped from the pool."""
+        import psycopg
+
+        try:
+            raw = self._engine.raw_connection()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error on {self._display_url}: {error_reason(exc)}") from exc
+        conn: Any = raw.driver_connection
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            lost = not _release(raw, conn)
+            reason = error_reason(exc)
+            if not lost and exc.sqlstate not in RETRY_SQLSTATES:
+                raise StoreError(f"database error on {self._display_url}: {reason}") from exc
+            raise _Retry(reason, lost=lost) from exc
+        except BaseException:
+            _release(raw, conn)
+            raise
+        else:
+            _release(raw, conn)
+
+
+def _release(raw: Any, conn: Any) -> bool:
+    """Give a pooled connection back as SQLAlchemy lent it (no transaction, autocommit
+    off), or drop it when it is lost; False when it was lost."""
+    import psycopg
+
+    try:
+        if not (conn.closed or conn.broken):
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()  # a failed write: psycopg forgets its prepared statements
+            conn.autocommit = False
+            raw.close()
+            return True
+    except psycopg.Error:
+        pass
+    raw.invalidate()
+    return False
+
+
+class _Retry(Exception):
+    """A write that a fresh transaction (on a fresh connection, if ``lost``) may finish."""
+
+    def __init__(self, reason: str, *, lost: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.lost = lost
+
+
+class _PipelinedIO(BatchIO):
+    """batch.py's reader/writer over what round trip 1 fetched; :meth:`write` sends the
+    changes and ``COMMIT`` in round trip 2 (leaving pipeline mode)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        types: _Types,
+        pages: list[StoredPage],
+        hits: list[ProbeRow],
+        pipeline: ExitStack,
+    ) -> None:
+        self._conn = conn
+        self._types = types
+        self._pages = pages
+        self._hits: dict[BandKey, list[BandHit]] = defaultdict(list)
+        self._by_id: dict[int, StoredPage] = {}
+        for hit in hits:
+            self._hits[(hit.table_no, hit.key)].append(
+                BandHit(hit.page.page_id, hit.page.fingerprint)
+            )
+            self._by_id[hit.page.page_id] = hit.page
+        self._pipeline = pipeline
+
+    def pages_by_url(self, urls: Sequence[str]) -> list[StoredPage]:
+        wanted = set(urls)
+        return [page for page in self._pages if page.url in wanted]
+
+    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+        return {key: self._hits[key] for key in keys if key in self._hits}
+
+    def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
+        # batch.py asks only for pages its probe found: they came with the probe
+        return [self._by_id[page_id] for page_id in page_ids]
+
+    def write(self, changes: Changes) -> dict[int, int]:
+        conn, t, now = self._conn, self._types, changes.now
+        new_pages = None
+        if changes.new_pages:
+            ordinal = {page.ref: n for n, page in enumerate(changes.new_pages, 1)}
+            new_bands = [r for r in changes.band_inserts if r.page_ref in ordinal]
+            new_pages = conn.execute(
+                INSERT_NEW_PAGES,
+                (
+                    [page.url for page in changes.new_pages],
+                    [page.domain for page in changes.new_pages],
+                    t.int8s([page.fingerprint for page in changes.new_pages]),
+                    [t.int4(page.text_length) for page in changes.new_pages],
+                    now,
+                    now,
+                    [t.int4(ordinal[r.page_ref]) for r in new_bands],
+                    [t.int2(r.table_no) for r in new_bands],
+                    t.int8s([r.key for r in new_bands]),
+                ),
+                prepare=True,
+            )
+        if changes.band_deletes:
+            rows = changes.band_deletes
+            conn.execute(
+                DELETE_BANDS,
+                (
+                    [t.int2(r.table_no) for r in rows],
+                    t.int8s([r.key for r in rows]),
+                    t.ids([r.page_ref for r in rows]),
+                ),
+                prepare=True,
+            )
+        old_bands = [r for r in changes.band_inserts if r.page_ref > 0]
+        if old_bands:
+            conn.execute(
+                INSERT_BANDS,
+                (
+                    [t.int2(r.table_no) for r in old_bands],
+                    t.int8s([r.key for r in old_bands]),
+                    t.ids([r.page_ref for r in old_bands]),
+                    t.int8s([r.fingerprint for r in old_bands]),
+                ),
+                prepare=True,
+            )
+        if changes.page_updates:
+            updates = changes.page_updates
+            conn.execute(
+                UPDATE_PAGES,
+                (
+                    now,
+                    t.ids([u.page_id for u in updates]),
+                    t.int8s([u.fingerprint for u in updates]),
+                    [t.int4(u.text_length) for u in updates],
+                ),
+                prepare=True,
+            )
+        if changes.drops:
+            new_urls = {page.ref: page.url for page in changes.new_pages}
+            drops = changes.drops
+            conn.execute(
+                INSERT_DROPS,
+                (
+                    now,
+                    [d.url for d in drops],
+                    [d.domain for d in drops],
+                    t.int8s([d.fingerprint for d in drops]),
+                    t.ids([None if d.duplicate_of_ref < 0 else d.duplicate_of_ref for d in drops]),
+                    [t.int4(d.distance) for d in drops],
+                    [new_urls.get(d.duplicate_of_ref) for d in drops],
+                ),
+                prepare=True,
+            )
+        conn.execute("COMMIT", prepare=True)
+        self._pipeline.close()  # leaves pipeline mode: round trip 2
+        if new_pages is None:
+            return {}
+        refs = [page.ref for page in changes.new_pages]
+        return {refs[n - 1]: page_id for page_id, n in new_pages.fetchall()}
+
+
+def _stored_page(row: Sequence[Any]) -> StoredPage:
+    page_id, url, domain, fingerprint, text_length = row
+    return StoredPage(page_id, url, domain, from_sql_int(fingerprint), text_length)
+
+
+def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:
+    """The pages within ``limit`` of ``fingerprint``, nearest first, then by URL."""
+    matches = [
+        Match(page.url, page.fingerprint, distance, page.page_id)
+        for page in pages
+        if (distance := (page.fingerprint ^ fingerprint).bit_count()) <= limit
+    ]
+    matches.sort(key=lambda m: (m.distance, m.url))
+    return matches
