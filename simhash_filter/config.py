@@ -46,6 +46,13 @@ def _bool(settings: BaseSettings, key: str, default: bool) -> bool:
         ) from None
 
 
+def _optional_bool(settings: BaseSettings, key: str) -> bool | None:
+    value = _raw(settings, key)
+    if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_STRINGS):
+        return None
+    return _bool(settings, key, False)
+
+
 def _optional_int(settings: BaseSettings, key: str, *, minimum: int) -> int | None:
     value = _raw(settings, key)
     if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_STRINGS):
@@ -110,6 +117,7 @@ class Config:
     fingerprint_field: str | None = None
     debug: bool = False
     fail_open: bool = True
+    durable: bool | None = None  # None: each back-end's default (FingerprintStore.open)
     max_bytes: int = DEFAULT_MAX_BYTES
     middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
@@ -162,6 +170,7 @@ class Config:
             fingerprint_field=_optional_str(settings, "FINGERPRINT_FIELD"),
             debug=_bool(settings, "DEBUG", defaults.debug),
             fail_open=_bool(settings, "FAIL_OPEN", defaults.fail_open),
+            durable=_optional_bool(settings, "DURABLE"),
             max_bytes=_int(settings, "MAX_BYTES", defaults.max_bytes, minimum=1),
             middleware=_bool(settings, "MIDDLEWARE", defaults.middleware),
             workers=_optional_int(settings, "WORKERS", minimum=0),

@@ -292,6 +292,7 @@ class PageFilter:
             spec=self.fingerprinter.spec,
             max_distance=self.config.max_distance,
             blocks=self.config.blocks,
+            durable=self.config.durable,
         )
 
     def _open_store_or_raise(self) -> StoreLike:
