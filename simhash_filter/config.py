@@ -120,6 +120,7 @@ class Config:
     durable: bool | None = None  # None: each back-end's default (FingerprintStore.open)
     max_bytes: int = DEFAULT_MAX_BYTES
     middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
+    segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
     page_timeout: float = 30.0  # seconds of page work in a worker before it is killed
 
@@ -173,6 +174,7 @@ class Config:
             durable=_optional_bool(settings, "DURABLE"),
             max_bytes=_int(settings, "MAX_BYTES", defaults.max_bytes, minimum=1),
             middleware=_bool(settings, "MIDDLEWARE", defaults.middleware),
+            segmenter=_optional_str(settings, "SEGMENTER"),
             workers=_optional_int(settings, "WORKERS", minimum=0),
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
         )
@@ -200,6 +202,8 @@ class Config:
             options["weighting"] = self.weighting
         if self.top_n is not None:
             options["top_n"] = self.top_n
+        if self.segmenter is not None:
+            options["segmenter"] = self.segmenter
         return options
 
     def make_fingerprinter(self) -> Fingerprinter:
@@ -213,6 +217,7 @@ class Config:
                     ("MIN_TOKENS", self.min_tokens),
                     ("WEIGHTING", self.weighting),
                     ("TOP_N", self.top_n),
+                    ("SEGMENTER", self.segmenter),
                 )
                 if value is not None
             )

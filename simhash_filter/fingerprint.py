@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable
 from . import sketch as _sketch
 from . import stopwords as _stopwords
 from .features import IdfTable, check_weighting, shingles, weigh
+from .segment import DEFAULT_SEGMENTER, segmenter_spec
 from .signature import PageSignature, encode_sketch
 from .simhash import BITS, DEFAULT_SEED, simhash
-from .text import Tokenizer, fold, jieba_version, normalize, strip_machine_text
+from .text import Tokenizer, fold, normalize, strip_machine_text
 
 SPEC_VERSION = 2
 DEFAULT_MAX_CHARS = 50_000
@@ -46,6 +47,7 @@ class Fingerprinter:
         machine_text: ``drop`` (default) removes URLs, e-mail addresses, Markdown link
             targets and HTML tags before tokenizing (:func:`.text.strip_machine_text`);
             ``keep`` fingerprints them like words.
+        segmenter: ``jieba`` (default) or ``rjieba`` (jieba-rs; :mod:`.segment`) for Han runs.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Fingerprinter:
         max_chars: int = DEFAULT_MAX_CHARS,
         sketch_slots: int = _sketch.DEFAULT_SLOTS,
         machine_text: str = "drop",
+        segmenter: str = DEFAULT_SEGMENTER,
     ) -> None:
         if shingle_size < 1:
             raise ValueError(f"shingle_size must be >= 1, got {shingle_size}")
@@ -87,7 +90,9 @@ class Fingerprinter:
         self.max_chars = max_chars
         self.seed = seed
         self.sketch_slots = sketch_slots
-        self.tokenizer = Tokenizer(stopwords=words, hmm=hmm, drop_numbers=drop_numbers)
+        self.tokenizer = Tokenizer(
+            stopwords=words, hmm=hmm, drop_numbers=drop_numbers, segmenter=segmenter
+        )
         self.hash_function = hash_function
         if hash_function is None:
             hash_name = f"mmh3_x64_128_low64:{seed}"
@@ -98,7 +103,7 @@ class Fingerprinter:
                 f"simhash-filter/{SPEC_VERSION}",
                 f"f={BITS}",
                 f"norm={'content+' if machine_text == 'drop' else ''}nfkc+casefold+ws",
-                f"tok=words+jieba-{jieba_version()}{'+hmm' if hmm else ''}+kana-hangul-bigrams",
+                f"tok=words+{segmenter_spec(segmenter)}{'+hmm' if hmm else ''}+kana-hangul-bigrams",
                 f"stop={_stopwords.digest(words)}",
                 f"numbers={'drop' if drop_numbers else 'keep'}",
                 f"shingle={shingle_size}",

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
 
+from .segment import check_segmenter, segment_function
+
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 
@@ -178,11 +180,14 @@ class Tokenizer:
         hmm: bool = True,
         drop_numbers: bool = False,
         jieba_dictionary: str | None = None,
+        segmenter: str = "jieba",
     ) -> None:
+        check_segmenter(segmenter, jieba_dictionary)
         self.stopwords = frozenset(stopwords)
         self.hmm = hmm
         self.drop_numbers = drop_numbers
         self.jieba_dictionary = jieba_dictionary
+        self.segmenter = segmenter  # see simhash_filter.segment
 
     def tokenize(self, text: str) -> list[str]:
         """Tokens of already-normalized text, stopwords removed, in order."""
@@ -203,8 +208,8 @@ class Tokenizer:
                 out.append(run)
             elif kind == "han":
                 if segment is None:
-                    segment = jieba_tokenizer(self.jieba_dictionary).lcut
-                out.extend(w for w in segment(run, HMM=self.hmm) if w not in stop)
+                    segment = segment_function(self.segmenter, self.jieba_dictionary, self.hmm)
+                out.extend(w for w in segment(run) if w not in stop)
             else:  # kana / hangul: character bigrams (a lone character stands alone)
                 if len(run) == 1:
                     out.append(run)
