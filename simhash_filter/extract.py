@@ -14,15 +14,23 @@ different pages whose extraction returned the same small block.
 from __future__ import annotations
 
 import logging
+from typing import Any, NamedTuple
 
-import lxml.html
 import trafilatura
 from lxml import etree
-from trafilatura.utils import decode_file
+from trafilatura.utils import load_html
 
 from .fingerprint import DEFAULT_MAX_CHARS
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_TEXT_CHARS", "cap_text", "extract_text", "visible_text"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_TEXT_CHARS",
+    "ExtractedPage",
+    "cap_text",
+    "extract_page",
+    "extract_text",
+    "visible_text",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -74,18 +82,70 @@ def extract_text(
     A page trafilatura cannot parse is logged at DEBUG and gives None; only a
     ``max_bytes`` below 1 raises (ValueError).
     """
+    return extract_page(body, url=url, max_bytes=max_bytes, visible=False).text
+
+
+_INVISIBLE = ("script", "style", "noscript", "template", "head", "svg", "iframe", "object")
+
+
+def visible_text(body: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
+    """All the text of a page that a reader can see (boilerplate included), white space
+    collapsed, or None when the page has none or cannot be parsed.
+
+    Scripts, styles, ``<head>`` and similar are left out; comments and processing
+    instructions too. ``max_bytes`` caps the input as in :func:`extract_text`.
+    """
+    return extract_page(body, max_bytes=max_bytes, main=False).visible
+
+
+class ExtractedPage(NamedTuple):
+    """What :func:`extract_page` read from one page."""
+
+    text: str | None
+    """The main text (:func:`extract_text`), or None."""
+    visible: str | None
+    """All the visible text (:func:`visible_text`), or None."""
+
+
+def extract_page(
+    body: bytes | str,
+    *,
+    url: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    main: bool = True,
+    visible: bool = True,
+) -> ExtractedPage:
+    """:func:`extract_text` and :func:`visible_text` of one page, parsing it once (the
+    parse is most of what the visible text costs). ``main``/``visible`` False skip a part
+    (it is then None)."""
     if max_bytes < 1:
         raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+    nothing = ExtractedPage(None, None)
     if not body:
-        return None
+        return nothing
     if len(body) > max_bytes:
         body = body[:max_bytes]
     if _looks_binary(body):
         logger.debug("Not extracting text from binary content at %s", url or "a page")
-        return None
+        return nothing
+    if not visible:  # trafilatura parses the page itself (no copy of a tree to make)
+        return ExtractedPage(_main_text(body, url) if main else None, None)
+    try:
+        tree = load_html(body)  # trafilatura's decoding and parser
+    except Exception:  # lxml raises a zoo of types on garbage
+        logger.debug("Could not parse %s", url or "a page", exc_info=True)
+        return nothing
+    if tree is None:
+        return nothing
+    text = _main_text(tree, url) if main else None  # before the tree is stripped
+    return ExtractedPage(text, _visible_text(tree))
+
+
+def _main_text(source: Any, url: str | None) -> str | None:
+    """trafilatura's main text of a page (bytes, str, or a parsed tree: it works on a copy)."""
     try:
         text = trafilatura.extract(
-            body,
+            source,
             url=url,
             favor_precision=True,
             include_comments=False,
@@ -102,30 +162,14 @@ def extract_text(
     return text or None
 
 
-_INVISIBLE = ("script", "style", "noscript", "template", "head", "svg", "iframe", "object")
-
-
-def visible_text(body: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
-    """All the text of a page that a reader can see (boilerplate included), white space
-    collapsed, or None when the page has none or cannot be parsed.
-
-    Scripts, styles, ``<head>`` and similar are left out; comments and processing
-    instructions too. ``max_bytes`` caps the input as in :func:`extract_text`.
-    """
-    if max_bytes < 1:
-        raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
-    if not body or _looks_binary(body[:max_bytes]):
-        return None
+def _visible_text(tree: Any) -> str | None:
+    """The visible text of a parsed page; strips the invisible elements from ``tree``."""
     try:
-        html = body[:max_bytes]
-        if isinstance(html, bytes):  # the charset detection trafilatura uses
-            html = decode_file(html)
-        root = lxml.html.document_fromstring(html)
         etree.strip_elements(
-            root, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
+            tree, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
         )
-        text = " ".join(" ".join(root.itertext()).split())
-    except Exception:  # lxml raises several types on garbage (and on empty documents)
+        text = " ".join(" ".join(tree.itertext()).split())
+    except Exception:  # lxml raises several types on odd trees
         logger.debug("Could not read the visible text of a page", exc_info=True)
         return None
     return text or None

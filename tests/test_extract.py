@@ -8,7 +8,7 @@ import pytest
 
 from crawler.articles import HARBOUR_BRIDGE, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template, portal_template, zh_news_template
-from simhash_filter.extract import extract_text, visible_text
+from simhash_filter.extract import ExtractedPage, extract_page, extract_text, visible_text
 
 
 def test_extracts_the_article_and_leaves_the_template_out() -> None:
@@ -161,3 +161,23 @@ def test_one_article_in_two_site_templates_is_a_copy() -> None:
     )
     assert verdict.confirmed
     assert not verdict.boilerplate
+
+
+def test_extract_page_gives_both_texts_from_one_parse() -> None:
+    nav, footer = "Home News Sport Weather Archive", "© Harbour Gazette"
+    article = " ".join(
+        f"Paragraph {n} of the report on the restoration of the lighthouse at Carrow Point."
+        for n in range(40)
+    )
+    for page in [_page(nav, article, footer), _page(nav, article, footer).encode("utf-8")]:
+        both = extract_page(page, url="https://example.com/a")
+        assert both == ExtractedPage(extract_text(page), visible_text(page))
+        assert both.text is not None
+        assert both.visible is not None
+        assert " ".join(both.text.split()) in both.visible
+        assert extract_page(page, visible=False) == ExtractedPage(both.text, None)
+        assert extract_page(page, main=False) == ExtractedPage(None, both.visible)
+    for garbage in [b"", b"\x00\x01\x02", "<<<<"]:
+        assert extract_page(garbage) == ExtractedPage(None, None)
+    with pytest.raises(ValueError, match="max_bytes"):
+        extract_page("<p>x</p>", max_bytes=0)
