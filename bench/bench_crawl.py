@@ -16,6 +16,8 @@ without the filter and to the thread path (``SIMHASH_FILTER_WORKERS = 0``):
 - ``html``: the spider puts the raw page bytes in the item; the filter extracts the main
   text with trafilatura first.
 
+``memory``: one raw-HTML crawl of ~10,000 generated pages (``--clusters``) with the default
+workers, the RSS of the crawl process and of its workers sampled every second.
 Parts: ``html`` (loopback, CPU-bound: off, threads, 1 and 2 page workers), ``text`` (off,
 threads, the default), ``latency`` (a server answering in ``--latency`` s: off and the
 default, both item kinds). CPU per page counts the crawl process and its page workers;
@@ -32,6 +34,7 @@ Targets: raw-HTML crawl with the pool ≥ 1.7× the thread path's pages/s on 2 c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -64,7 +67,7 @@ class BenchSpider(scrapy.Spider):
         self.mode = mode
 
     def parse(self, response: Any, **kwargs: Any) -> Any:
-        if "/hub/" in response.url:
+        if "/hub/" in response.url or "/gen/index-" in response.url:
             yield from response.follow_all(css="a", callback=self.parse)
             return
         if self.mode == "text":
@@ -157,7 +160,10 @@ def crawl(
     filter_on: bool,
     concurrency: int,
     workers: int | None = None,
+    rss_samples: list[tuple[float, int, int]] | None = None,
 ) -> dict[str, Any]:
+    """One crawl in a subprocess; its stats plus ``bench/*`` CPU and wall times. With
+    ``rss_samples``, (seconds, crawl process RSS, page workers' RSS) every second."""
     stats_path = workdir / "stats.json"
     stats_path.unlink(missing_ok=True)
     db = workdir / "bench.db"
@@ -187,9 +193,15 @@ def crawl(
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     server_before = time.process_time()  # this process: the site server's threads, else idle
     started = time.perf_counter()
-    proc = subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, check=False
-    )
+    with tempfile.TemporaryFile("w+") as stderr:
+        child = subprocess.Popen(command, cwd=workdir, env=env, stderr=stderr, text=True)
+        while child.poll() is None:
+            if rss_samples is not None:
+                rss_samples.append((time.perf_counter() - started, *tree_rss(child.pid)))
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=1.0)
+        stderr.seek(0)
+        proc = subprocess.CompletedProcess(command, child.returncode, "", stderr.read())
     wall = time.perf_counter() - started
     server_cpu = time.process_time() - server_before
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -204,6 +216,34 @@ def crawl(
     stats["bench/server_cpu_seconds"] = server_cpu
     stats["bench/wall_seconds"] = wall
     return stats
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss(pid: int) -> tuple[int, int]:
+    """RSS in KiB of process ``pid`` and of all its descendants (the page workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    below, todo = 0, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        below += _rss_kib(child)
+        todo += children.get(child, [])
+    return _rss_kib(pid), below
 
 
 def pages_per_second(stats: dict[str, Any]) -> float:
@@ -404,6 +444,68 @@ def run_part(
     return rows
 
 
+def memory_site(clusters: int) -> dict[str, Page]:
+    """The generated clusters of the test site (about 2.5 pages a cluster) and hub pages
+    linking their index pages."""
+    from crawler.testsite import generated_site
+
+    pages, _ = generated_site(clusters)
+    indexes = sorted(p for p in pages if p.startswith("/gen/index-"))
+    hubs = [indexes[i : i + HUB_SIZE] for i in range(0, len(indexes), HUB_SIZE)]
+    for h, chunk in enumerate(hubs):
+        links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in chunk)
+        if h + 1 < len(hubs):
+            links += f'<li><a href="/hub/{h + 1}">next</a></li>'
+        pages[f"/hub/{h}"] = Page(
+            f"<html><body><ul>{links}</ul></body></html>".encode(), "text/html"
+        )
+    return pages
+
+
+def run_memory(clusters: int) -> dict[str, Any]:
+    """One long raw-HTML crawl with the default workers; RSS sampled every second."""
+    samples: list[tuple[float, int, int]] = []
+    with tempfile.TemporaryDirectory() as tmp, SiteServer(memory_site(clusters)) as server:
+        stats = crawl(
+            server.base_url,
+            Path(tmp),
+            mode="html",
+            filter_on=True,
+            concurrency=32,
+            rss_samples=samples,
+        )
+    samples = [s for s in samples if s[1] > 0]
+    tenth = max(1, len(samples) // 10)
+    deciles = [samples[min(len(samples) - 1, i * tenth)] for i in range(1, 10)] + [samples[-1]]
+    return {
+        "responses": stats["response_received_count"],
+        "pages_per_second": pages_per_second(stats),
+        "kept": stats.get("simhash_filter/kept", 0),
+        "dropped": stats.get("simhash_filter/dropped", 0),
+        "errors": stats.get("simhash_filter/errors", 0),
+        "workers_pages": stats.get("simhash_filter/workers/pages", 0),
+        "rss_deciles": [
+            {"seconds": round(t), "crawl_mib": c / 1024, "workers_mib": w / 1024}
+            for t, c, w in deciles
+        ],
+        "rss_max_crawl_mib": max(c for _, c, _ in samples) / 1024,
+        "rss_max_workers_mib": max(w for _, _, w in samples) / 1024,
+    }
+
+
+def print_memory(result: dict[str, Any]) -> None:
+    print(
+        f"{result['responses']} responses at {result['pages_per_second']:.1f} pages/s; "
+        f"kept {result['kept']}, dropped {result['dropped']}, errors {result['errors']}, "
+        f"{result['workers_pages']} pages signed in workers\n"
+    )
+    print("| time (s) | crawl process RSS (MiB) | page workers RSS (MiB) |")
+    print("| ---: | ---: | ---: |")
+    for d in result["rss_deciles"]:
+        print(f"| {d['seconds']} | {d['crawl_mib']:.0f} | {d['workers_mib']:.0f} |")
+    print(f"| max | {result['rss_max_crawl_mib']:.0f} | {result['rss_max_workers_mib']:.0f} |")
+
+
 def print_crawls(rows: list[dict[str, Any]]) -> None:
     print(
         "| crawl | item | variant | pages/s | vs off | vs threads "
@@ -431,12 +533,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
         "--part",
-        choices=("html", "text", "latency", "stages"),
+        choices=("html", "text", "latency", "stages", "memory"),
         default="html",
         help="which crawls to run (each part is one run of a few minutes)",
     )
     parser.add_argument(
         "--latency", type=float, default=0.1, help="server latency of the latency part (s)"
+    )
+    parser.add_argument(
+        "--clusters", type=int, default=4000, help="generated articles of the memory part"
     )
     args = parser.parse_args(argv)
     if not (args.data / "pages_en").is_dir():
@@ -446,7 +551,11 @@ def main(argv: list[str] | None = None) -> int:
     site, n_pages = build_bench_site(corpus)
     print(f"site: {n_pages} pages ({len(corpus)} originals x 4) + {len(site) - n_pages} hubs")
     print(f"machine: {machine()}\n")
-    if args.part == "stages":
+    if args.part == "memory":
+        result = run_memory(args.clusters)
+        print_memory(result)
+        path = write_results("bench_crawl-memory", result)
+    elif args.part == "stages":
         with tempfile.TemporaryDirectory() as tmp:
             stages = stage_times(corpus, Path(tmp))
         print_stages(stages)
