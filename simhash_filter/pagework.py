@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .extract import extract_text, visible_text
+from .extract import extract_page
 from .signature import PageSignature
 
 if TYPE_CHECKING:
@@ -36,11 +36,12 @@ def sign_page(
     ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
     visible text goes into the sketch too (it tells an extraction failure from a copy)."""
     main_text = text if isinstance(text, str) and text.strip() else None
-    source = html if isinstance(html, bytes | str) and html else None
-    if main_text is None and source is not None:
-        main_text = extract_text(source, url=url, max_bytes=max_bytes)
+    page_text = None
+    if isinstance(html, bytes | str) and html:  # one parse for both texts
+        page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
+        main_text = main_text or page.text
+        page_text = page.visible
     if not main_text:
         return None
-    page_text = None if source is None else visible_text(source, max_bytes=max_bytes)
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
     return fingerprinter.sign(main_text, page_text=page_text)
