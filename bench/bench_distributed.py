@@ -25,12 +25,12 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from bench._common import REDIS_URL, machine, pg_database
+from bench._common import REDIS_URL, ROOT, machine, pg_database, write_results
 from crawler.distributed import RedisKeys, clear
 from crawler.testsite import SiteServer, build_site
 from crawler.workers import start_worker
@@ -227,6 +227,18 @@ def main() -> None:
         )
 
     base = next((r.rate for r in runs if r.label == "PG x1"), runs[0].rate)
+    raw = write_results(
+        "bench_distributed",
+        {
+            "site": {"resources": len(pages), "clusters": args.clusters},
+            "latency_s": args.latency,
+            "concurrency": args.concurrency,
+            "runs": [asdict(r) | {"pages_per_s": r.rate} for r in runs],
+            "pg_sizes": {t: {"rows": n, "bytes": b} for t, (n, b) in sizes.items()},
+            "scheme": scheme.describe(),
+            "sqlite_bytes": sqlite_bytes,
+        },
+    )
     print()
     print(
         "| index | workers | pages | seconds | pages/s | vs 1 PG | kept | dropped "
@@ -268,6 +280,7 @@ def main() -> None:
             if per_band > 120
             else ""
         )
+    print(f"\nRaw results: {raw.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
