@@ -1,14 +1,27 @@
-"""Band schemes: the permuted tables of Manku, Jain & Das Sarma (WWW 2007, §3.1).
+"""Band schemes: how the store finds every fingerprint within ``max_distance`` bits.
 
-The ``bits`` of a fingerprint are cut into ``blocks`` contiguous blocks (sizes as even
-as possible, the high-order blocks taking the extra bit). A *table* is one choice of
-``blocks - max_distance`` blocks; its key is the concatenation of those blocks' bits.
-Two fingerprints within Hamming distance ``max_distance`` differ in at most
-``max_distance`` blocks, so they agree on every block of at least one table and share
-that table's key (pigeonhole). There are ``C(blocks, max_distance)`` tables.
+Two kinds, one interface (``index_keys``: the keys stored per page, one per table;
+``probe_keys``: the (table, key) pairs looked up per query), so one generic probe in the
+store serves both:
+
+- :class:`BandScheme`, the permuted tables of Manku, Jain & Das Sarma (WWW 2007, §3.1).
+  The ``bits`` of a fingerprint are cut into ``blocks`` contiguous blocks (sizes as even
+  as possible, the high-order blocks taking the extra bit). A *table* is one choice of
+  ``blocks - max_distance`` blocks; its key is the concatenation of those blocks' bits.
+  Two fingerprints within Hamming distance ``max_distance`` differ in at most
+  ``max_distance`` blocks, so they agree on every block of at least one table and share
+  that table's key (pigeonhole). ``C(blocks, max_distance)`` tables: rows per page grow
+  fast with k; a query probes one key per table.
+- :class:`MultiIndexScheme`, multi-index hashing (Norouzi, Punjani & Fleet, CVPR 2012).
+  ``m`` blocks, one table each (m rows per page); with ``k = r*m + a`` (0 <= a < m), two
+  fingerprints within k are within r on one of the first a+1 blocks or within r-1 on one
+  of the others (else the distance would be at least (a+1)(r+1) + (m-a-1)r = k+1), so a
+  query probes every key within that radius of its own block values.
 
 Keys are plain unsigned ints, compact (at most ``bits`` wide, usually far fewer), so a
 database stores them in few bytes. Pure code: no I/O, no state beyond the frozen scheme.
+The measured cost of each (rows and bytes per page, candidates, latency) is in
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -16,14 +29,23 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 MAX_TABLES = 1024
 """A scheme with more tables than this is almost certainly a typo (e.g. blocks=64)."""
 
 DEFAULT_MAX_DISTANCE = 4
-"""k, the default: on the labelled near-duplicates of bench/bench_fingerprint.py, k=4
-is the smallest distance with F1 >= 0.97 on English and Chinese (k=3, the paper's,
-misses 5-12% of lightly edited copies); README.md has the figures and the index cost."""
+"""k, the default when no match rule sets it (the choice is argued in docs/design.md)."""
+
+MAX_PROBES = 10_000
+"""A multi-index scheme probing more keys than this per query is almost certainly a typo."""
+
+PERMUTED = "permuted"
+MULTI_INDEX = "multi-index"
+INDEX_KINDS = (PERMUTED, MULTI_INDEX)
+"""The names of the two scheme kinds (stored in the database's meta)."""
+DEFAULT_INDEX = PERMUTED
+"""The kind of a new database's scheme (bench/README.md compares them)."""
 
 MIN_DEFAULT_KEY_BITS = 16
 """The narrowest table key a default scheme allows (the paper's k=3 scheme has 16)."""
@@ -41,9 +63,9 @@ def default_blocks(max_distance: int, bits: int = 64) -> int:
     """The fewest blocks whose tables all have keys of at least 16 bits.
 
     Fewer blocks mean fewer tables (index rows per page); wider keys mean fewer
-    candidates per probe. k=3 gives the paper's 4 tables of 16 bits; k=4 gives 6 blocks,
-    15 tables of 20-22 bits (5 blocks would leave 12-13-bit keys: ~N/8192 candidates per
-    table, about 730 a probe at a million pages). When no scheme within ``MAX_TABLES``
+    candidates per probe (N / 2**key_bits per table). k=3 gives the paper's 4 tables of
+    16 bits; k=4 gives 6 blocks, 15 tables of 20-22 bits (5 blocks would leave 12-13-bit
+    keys). When no scheme within ``MAX_TABLES``
     tables reaches 16 bits (short fingerprints, or k > 10 at 64 bits) it is
     ``max_distance + 1``, the fewest tables.
     """
@@ -73,6 +95,8 @@ class BandScheme:
     ``blocks`` defaults to :func:`default_blocks` (the fewest tables with keys of at least
     16 bits: ``max_distance + 1`` for k <= 3).
     """
+
+    kind: ClassVar[str] = PERMUTED
 
     bits: int = 64
     max_distance: int = DEFAULT_MAX_DISTANCE
@@ -165,6 +189,11 @@ class BandScheme:
         (a page within max_distance shares at least one)."""
         return list(enumerate(self.keys(fingerprint)))
 
+    @property
+    def n_probes(self) -> int:
+        """Keys one query looks up (one per table)."""
+        return len(self.tables)
+
     def min_key_bits(self) -> int:
         """The narrowest table key: candidates per probe grow as N / 2**min_key_bits."""
         return min(table.key_bits for table in self.tables)
@@ -182,3 +211,154 @@ class BandScheme:
             f"f={self.bits} k={self.max_distance} b={self.n_blocks} "
             f"tables={self.n_tables} key_bits={bits_text}"
         )
+
+
+def default_multi_index_blocks(bits: int = 64) -> int:
+    """Blocks of 16 bits (at least one): narrow enough to probe within radius 1 or 2
+    with few keys, wide enough that a key is shared by few stored pages."""
+    return max(1, round(bits / 16))
+
+
+def _masks(width: int, radius: int) -> tuple[int, ...]:
+    """Every ``width``-bit XOR mask of at most ``radius`` bits, the empty mask first."""
+    masks = [0]
+    for r in range(1, radius + 1):
+        for positions in itertools.combinations(range(width), r):
+            masks.append(sum(1 << p for p in positions))
+    return tuple(masks)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiIndexScheme:
+    """``bits``-bit fingerprints, found within ``max_distance`` by multi-index hashing:
+    ``blocks`` blocks (one table each), each probed within its radius (see the module doc).
+
+    ``blocks`` defaults to :func:`default_multi_index_blocks` (4 of 16 bits at f=64).
+    """
+
+    kind: ClassVar[str] = MULTI_INDEX
+
+    bits: int = 64
+    max_distance: int = DEFAULT_MAX_DISTANCE
+    blocks: int | None = None
+    block_widths: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    radii: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    tables: tuple[BandTable, ...] = field(init=False, repr=False, compare=False)
+    _cuts: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
+    _masks: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bits, int) or not 1 <= self.bits <= 64:
+            raise ValueError(f"bits must be an int in 1..64, got {self.bits!r}")
+        if not isinstance(self.max_distance, int) or self.max_distance < 0:
+            raise ValueError(f"max_distance must be an int >= 0, got {self.max_distance!r}")
+        blocks = default_multi_index_blocks(self.bits) if self.blocks is None else self.blocks
+        if isinstance(blocks, bool) or not isinstance(blocks, int) or not 1 <= blocks <= self.bits:
+            raise ValueError(f"blocks must be an int in 1..bits={self.bits}, got {blocks!r}")
+        object.__setattr__(self, "blocks", blocks)
+        base, extra = divmod(self.bits, blocks)
+        widths = tuple(base + 1 if i < extra else base for i in range(blocks))
+        r, a = divmod(self.max_distance, blocks)
+        radii = tuple(r if i <= a else r - 1 for i in range(blocks))
+        n_probes = sum(
+            sum(math.comb(w, i) for i in range(min(radius, w) + 1)) if radius >= 0 else 0
+            for w, radius in zip(widths, radii, strict=True)
+        )
+        if n_probes > MAX_PROBES:
+            raise ValueError(
+                f"blocks={blocks} with max_distance={self.max_distance} probes {n_probes} keys "
+                f"per query (more than {MAX_PROBES}); choose more blocks"
+            )
+        shifts = []
+        low = self.bits
+        for width in widths:
+            low -= width
+            shifts.append(low)
+        object.__setattr__(self, "block_widths", widths)
+        object.__setattr__(self, "radii", radii)
+        object.__setattr__(
+            self,
+            "tables",
+            tuple(BandTable(table_no=i, blocks=(i,), key_bits=w) for i, w in enumerate(widths)),
+        )
+        object.__setattr__(
+            self, "_cuts", tuple((shifts[i], (1 << widths[i]) - 1) for i in range(blocks))
+        )
+        object.__setattr__(
+            self,
+            "_masks",
+            tuple(
+                _masks(w, min(radius, w)) if radius >= 0 else ()
+                for w, radius in zip(widths, radii, strict=True)
+            ),
+        )
+
+    @property
+    def n_blocks(self) -> int:
+        """``blocks`` as a plain int (never None after construction)."""
+        assert self.blocks is not None
+        return self.blocks
+
+    @property
+    def n_tables(self) -> int:
+        """How many tables (one per block)."""
+        return len(self.tables)
+
+    @property
+    def n_probes(self) -> int:
+        """Keys one query looks up (every key within each block's radius)."""
+        return sum(len(masks) for masks in self._masks)
+
+    def index_keys(self, fingerprint: int) -> list[int]:
+        """The keys stored for a page: its value in each block, in block order."""
+        if not 0 <= fingerprint < (1 << self.bits):
+            raise ValueError(
+                f"fingerprint must be an unsigned {self.bits}-bit int, got {fingerprint!r}"
+            )
+        return [(fingerprint >> shift) & mask for shift, mask in self._cuts]
+
+    def probe_keys(self, fingerprint: int) -> list[tuple[int, int]]:
+        """The (table_no, key) pairs looked up for a query: every value within each
+        block's radius of the query's own."""
+        keys = self.index_keys(fingerprint)
+        return [(t, keys[t] ^ mask) for t, masks in enumerate(self._masks) for mask in masks]
+
+    def min_key_bits(self) -> int:
+        """The narrowest block."""
+        return min(self.block_widths)
+
+    def expected_candidates(self, n_pages: int) -> float:
+        """Expected candidates one probe returns among ``n_pages`` random fingerprints."""
+        return sum(
+            n_pages * len(masks) / (1 << w)
+            for w, masks in zip(self.block_widths, self._masks, strict=True)
+        )
+
+    def describe(self) -> str:
+        """One line naming the scheme, e.g.
+        ``f=64 k=7 index=multi-index b=4 tables=4 key_bits=16 radius=1/1/1/1 probes=68``."""
+        key_bits = "/".join(str(b) for b in sorted(set(self.block_widths)))
+        radii = "/".join(str(r) for r in self.radii)
+        return (
+            f"f={self.bits} k={self.max_distance} index={MULTI_INDEX} b={self.n_blocks} "
+            f"tables={self.n_tables} key_bits={key_bits} radius={radii} probes={self.n_probes}"
+        )
+
+
+IndexScheme = BandScheme | MultiIndexScheme
+"""Either kind of scheme."""
+
+
+def make_scheme(
+    kind: str = PERMUTED,
+    *,
+    bits: int = 64,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
+    blocks: int | None = None,
+) -> IndexScheme:
+    """A scheme of ``kind`` (one of :data:`INDEX_KINDS`)."""
+    if kind == PERMUTED:
+        return BandScheme(bits=bits, max_distance=max_distance, blocks=blocks)
+    if kind == MULTI_INDEX:
+        return MultiIndexScheme(bits=bits, max_distance=max_distance, blocks=blocks)
+    raise ValueError(f"index must be one of {', '.join(INDEX_KINDS)}, got {kind!r}")

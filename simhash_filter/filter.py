@@ -192,7 +192,7 @@ class GroupCommit:
         """Blocking: each row's verdict, or the error that row alone met."""
         store = self._store()
         if len(rows) == 1:
-            url, fingerprint, text_length = rows[0]
+            url, fingerprint, text_length, _sketch = rows[0]
             try:
                 return [store.check_and_add(url, fingerprint, text_length=text_length)]
             except Exception as exc:
@@ -201,7 +201,7 @@ class GroupCommit:
             return list(store.add_many(rows))
         except Exception:  # find the page at fault: the others still get their verdicts
             results: list[Verdict | BaseException] = []
-            for url, fingerprint, text_length in rows:
+            for url, fingerprint, text_length, _sketch in rows:
                 try:
                     results.append(store.check_and_add(url, fingerprint, text_length=text_length))
                 except Exception as exc:

@@ -11,10 +11,12 @@ It never touches SQL: it works on what a :class:`BatchIO` (statements.py's
 :class:`Changes` to write. The caller runs it inside a write transaction that holds the
 locks of locks.py, so nothing changes between the reads and the writes.
 
-Seams for a back-end of its own (e.g. a PostgreSQL path with fewer round trips): build
-:class:`RowToCheck` records with :func:`row_to_check`, implement the four methods of
-:class:`BatchIO` (they may be served from rows prefetched in one round trip), and call
-:func:`check_batch` in the transaction.
+Seams for a back-end of its own (e.g. a PostgreSQL path with fewer round trips): take
+the :class:`RowToCheck` records ``FingerprintStore._row`` builds, implement the four
+methods of :class:`BatchIO` (the reads may be served from rows prefetched in one round
+trip: the row's page by URL, the band rows under its probe keys, and the pages those
+hits name; the write may be one statement), and call :func:`check_batch` in the
+transaction with the store's :class:`Judge`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
+
+from simhash_filter.signature import MatchRule
 
 from .records import Match, Verdict, VerdictKind
 
@@ -36,6 +40,7 @@ class StoredPage(NamedTuple):
     domain: str
     fingerprint: int
     text_length: int
+    sketch: bytes | None = None
 
 
 class BandHit(NamedTuple):
@@ -51,7 +56,7 @@ BandKey = tuple[int, int]
 
 @dataclass(slots=True)
 class RowToCheck:
-    """One page to decide: canonical URL, domain, fingerprint and its band keys."""
+    """One page to decide: canonical URL, domain, fingerprint, sketch and band keys."""
 
     url: str
     domain: str
@@ -59,6 +64,7 @@ class RowToCheck:
     text_length: int
     index_keys: list[int]  # stored for the page: table t = position
     probe_keys: list[BandKey]  # looked up for the page (its near-duplicates share one)
+    sketch: bytes | None = None
 
     def lock_keys(self) -> set[BandKey]:
         """Keys two near-duplicates always share one of: index and probe keys."""
@@ -66,11 +72,53 @@ class RowToCheck:
 
 
 class Candidate(NamedTuple):
-    """A page within k of a row (``ref`` < 0: a page new in the same batch)."""
+    """A page within the judge's radius of a row (``ref`` < 0: new in the same batch)."""
 
     ref: int
     fingerprint: int
     distance: int
+    similarity: float | None = None  # set once the judge compared the sketches
+
+
+class Judgement(NamedTuple):
+    """A pair the judge calls a match: a copy, or (``copy`` False) boilerplate."""
+
+    copy: bool
+    similarity: float | None
+
+
+class Judge:
+    """When is a page within the index's reach a near-duplicate?
+
+    Without a rule: within ``max_distance`` bits. With a :class:`MatchRule`: within
+    ``rule.candidate_distance`` and confirmed by ``rule.verify`` on the two sketches
+    (a confirmed pair flagged ``boilerplate`` is reported as such, not as a copy); when
+    either page has no sketch, within ``rule.fallback_distance`` alone.
+    """
+
+    def __init__(self, max_distance: int, rule: MatchRule | None = None) -> None:
+        self.rule = rule
+        self.radius = max_distance if rule is None else rule.max_distance
+        """Candidates farther than this are never matches."""
+
+    def __call__(
+        self, distance: int, query: bytes | None, stored: bytes | None
+    ) -> Judgement | None:
+        rule = self.rule
+        if rule is None:
+            return Judgement(True, None) if distance <= self.radius else None
+        if query is not None and stored is not None and distance <= rule.candidate_distance:
+            try:
+                verification = rule.verify(query, stored)
+            except ValueError:  # a stored sketch that is not one: judged by distance
+                stored = None
+            else:
+                if not verification.confirmed:
+                    return None
+                return Judgement(not verification.boilerplate, verification.similarity)
+        if (query is None or stored is None) and distance <= rule.fallback_distance:
+            return Judgement(True, None)
+        return None
 
 
 class NewPage(NamedTuple):
@@ -79,6 +127,7 @@ class NewPage(NamedTuple):
     domain: str
     fingerprint: int
     text_length: int
+    sketch: bytes | None
 
 
 class BandRow(NamedTuple):
@@ -92,6 +141,7 @@ class PageUpdate(NamedTuple):
     page_id: int
     fingerprint: int
     text_length: int
+    sketch: bytes | None
 
 
 class Drop(NamedTuple):
@@ -102,6 +152,7 @@ class Drop(NamedTuple):
     fingerprint: int
     duplicate_of_ref: int  # a page id, or the ref of a NewPage
     distance: int
+    similarity: float | None
 
 
 @dataclass(slots=True)
@@ -137,38 +188,25 @@ class BatchIO(Protocol):
         ...
 
 
-def row_to_check(
-    url: str,
-    domain: str,
-    fingerprint: int,
-    text_length: int,
-    *,
-    index_keys: Callable[[int], list[int]],
-    probe_keys: Callable[[int], list[BandKey]],
-) -> RowToCheck:
-    """A row with its keys under a scheme (``scheme.index_keys``, ``scheme.probe_keys``)."""
-    return RowToCheck(
-        url, domain, fingerprint, text_length, index_keys(fingerprint), probe_keys(fingerprint)
-    )
-
-
 def check_batch(
     rows: Sequence[RowToCheck],
     io: BatchIO,
     *,
-    max_distance: int,
+    judge: Judge,
     index_keys: Callable[[int], list[int]],
     now: datetime,
 ) -> list[Verdict]:
     """Decide ``rows`` in order, write the outcome through ``io``, return the verdicts.
 
-    NEW: no page within ``max_distance``, admitted. DUPLICATE: within it of another page
-    (the nearest, then the smallest URL, is named), the drop is logged and nothing else
-    changes. UNCHANGED: the URL is stored and within it of its stored fingerprint
-    (last_seen updated). CHANGED: the URL is stored, beyond it of its old fingerprint and
-    of every other page: updated, its band rows replaced.
+    A *match* is a page the ``judge`` accepts; candidates are tried nearest first (then by
+    URL). NEW: no other page matches, admitted. DUPLICATE: the nearest copy is named, the
+    drop is logged, nothing else changes. UNCHANGED: the URL is stored and its stored
+    version matches (last_seen updated; a missing sketch filled in). CHANGED: the URL is
+    stored, its old version and every other page do not match: updated, its band rows
+    replaced. An admitted page whose only matches were boilerplate names the nearest in
+    ``Verdict.boilerplate_of``.
     """
-    batch = _Batch(rows, max_distance)
+    batch = _Batch(rows, judge)
     batch.load(io)
     decisions = [batch.decide(row) for row in rows]
     changes = batch.changes(decisions, index_keys, now)
@@ -184,6 +222,7 @@ class _PageState:
     stored_fp: int | None  # fingerprint in the database before the batch (None: new)
     fingerprint: int
     text_length: int
+    sketch: bytes | None
     seen: bool = False  # last_seen must be updated
 
 
@@ -193,18 +232,21 @@ class _Decision:
     row: RowToCheck
     ref: int | None = None  # the page this row is (NEW/UNCHANGED/CHANGED)
     previous: int | None = None
-    match: Candidate | None = None  # the nearest, for DUPLICATE
+    match: Candidate | None = None  # the nearest copy, for DUPLICATE
+    boilerplate: Candidate | None = None  # the nearest boilerplate match of an admitted row
 
 
 class _Batch:
     """The state of one batch: pages it touched, its own new pages' keys, candidates."""
 
-    def __init__(self, rows: Sequence[RowToCheck], k: int) -> None:
+    def __init__(self, rows: Sequence[RowToCheck], judge: Judge) -> None:
         self.rows = rows
-        self.k = k
+        self.judge = judge
+        self.k = judge.radius
         self.pages: dict[int, _PageState] = {}  # ref -> state, pages touched by the batch
         self.by_url: dict[str, int] = {}
         self.urls: dict[int, str] = {}  # ref -> URL of every page a row may match
+        self.sketches: dict[int, bytes | None] = {}  # page id -> sketch of those stored
         self.index: dict[BandKey, list[int]] = defaultdict(list)  # the batch's new keys
         self.db_candidates: Mapping[BandKey, Sequence[BandHit]] = {}
         self.next_tmp = -1
@@ -219,12 +261,13 @@ class _Batch:
                 page.fingerprint,
                 page.fingerprint,
                 page.text_length,
+                page.sketch,
             )
             self.by_url[page.url] = page.page_id
             self.urls[page.page_id] = page.url
         wanted = {key for row in self.rows for key in row.probe_keys}
         self.db_candidates = io.probe(wanted)
-        # the URLs of stored pages within k of some row: a DUPLICATE names its nearest
+        # the URLs and sketches of stored pages within reach of some row
         near = {
             hit.page_id
             for row in self.rows
@@ -236,6 +279,7 @@ class _Batch:
         if near:
             for page in io.pages_by_id(sorted(near)):
                 self.urls[page.page_id] = page.url
+                self.sketches[page.page_id] = page.sketch
 
     # -- decide
     def decide(self, row: RowToCheck) -> _Decision:
@@ -243,40 +287,55 @@ class _Batch:
         if ref is not None:
             state = self.pages[ref]
             distance = (state.fingerprint ^ row.fingerprint).bit_count()
-            if distance <= self.k:
+            if self.judge(distance, row.sketch, state.sketch) is not None:
                 state.seen = True
+                if state.sketch is None:
+                    state.sketch = row.sketch
                 return _Decision(VerdictKind.UNCHANGED, row, ref=ref, previous=state.fingerprint)
-        matches = self._matches(row, exclude=ref)
-        if matches:
-            nearest = min(matches, key=lambda m: (m.distance, self.urls[m.ref]))
-            return _Decision(VerdictKind.DUPLICATE, row, match=nearest)
+        boilerplate = None
+        for candidate in self._candidates(row, exclude=ref):
+            judgement = self.judge(candidate.distance, row.sketch, self._sketch(candidate.ref))
+            if judgement is None:
+                continue
+            judged = candidate._replace(similarity=judgement.similarity)
+            if judgement.copy:
+                return _Decision(VerdictKind.DUPLICATE, row, match=judged)
+            if boilerplate is None:
+                boilerplate = judged
         if ref is not None:
             state = self.pages[ref]
             previous = state.fingerprint
-            state.fingerprint, state.text_length, state.seen = (
+            state.fingerprint, state.text_length, state.sketch, state.seen = (
                 row.fingerprint,
                 row.text_length,
+                row.sketch,
                 True,
             )
             self._index(ref, row.index_keys)
-            return _Decision(VerdictKind.CHANGED, row, ref=ref, previous=previous)
+            return _Decision(
+                VerdictKind.CHANGED, row, ref=ref, previous=previous, boilerplate=boilerplate
+            )
         ref = self.next_tmp
         self.next_tmp -= 1
         self.pages[ref] = _PageState(
-            ref, row.url, row.domain, None, row.fingerprint, row.text_length
+            ref, row.url, row.domain, None, row.fingerprint, row.text_length, row.sketch
         )
         self.by_url[row.url] = ref
         self.urls[ref] = row.url
         self._index(ref, row.index_keys)
-        return _Decision(VerdictKind.NEW, row, ref=ref)
+        return _Decision(VerdictKind.NEW, row, ref=ref, boilerplate=boilerplate)
+
+    def _sketch(self, ref: int) -> bytes | None:
+        state = self.pages.get(ref)
+        return state.sketch if state is not None else self.sketches.get(ref)
 
     def _index(self, ref: int, keys: list[int]) -> None:
         for t, key in enumerate(keys):
             self.index[(t, key)].append(ref)
 
-    def _matches(self, row: RowToCheck, exclude: int | None) -> list[Candidate]:
-        """Every page within k of ``row``: stored ones (at their current fingerprint) and
-        the batch's own."""
+    def _candidates(self, row: RowToCheck, exclude: int | None) -> list[Candidate]:
+        """Every page within the judge's radius of ``row``, nearest first (then by URL):
+        stored ones (at their current fingerprint) and the batch's own."""
         found: dict[int, Candidate] = {}
         fingerprint, k = row.fingerprint, self.k
         for key in row.probe_keys:
@@ -295,7 +354,7 @@ class _Batch:
                 distance = (current ^ fingerprint).bit_count()
                 if distance <= k:
                     found[ref] = Candidate(ref, current, distance)
-        return list(found.values())
+        return sorted(found.values(), key=lambda c: (c.distance, self.urls[c.ref]))
 
     # -- write
     def changes(
@@ -309,7 +368,14 @@ class _Batch:
             new_keys = index_keys(state.fingerprint)
             if state.stored_fp is None:
                 changes.new_pages.append(
-                    NewPage(ref, state.url, state.domain, state.fingerprint, state.text_length)
+                    NewPage(
+                        ref,
+                        state.url,
+                        state.domain,
+                        state.fingerprint,
+                        state.text_length,
+                        state.sketch,
+                    )
                 )
                 changes.band_inserts.extend(
                     BandRow(t, key, ref, state.fingerprint) for t, key in enumerate(new_keys)
@@ -321,30 +387,40 @@ class _Batch:
                     changes.band_deletes.append(BandRow(t, old, ref, state.stored_fp))
                     changes.band_inserts.append(BandRow(t, new, ref, state.fingerprint))
             if state.seen:
-                changes.page_updates.append(PageUpdate(ref, state.fingerprint, state.text_length))
+                changes.page_updates.append(
+                    PageUpdate(ref, state.fingerprint, state.text_length, state.sketch)
+                )
         for d in decisions:
             if d.match is not None:
+                m = d.match
                 changes.drops.append(
-                    Drop(d.row.url, d.row.domain, d.row.fingerprint, d.match.ref, d.match.distance)
+                    Drop(
+                        d.row.url, d.row.domain, d.row.fingerprint, m.ref, m.distance, m.similarity
+                    )
                 )
         return changes
 
     def verdicts(self, decisions: list[_Decision], ids: Mapping[int, int]) -> list[Verdict]:
-        verdicts = []
-        for d in decisions:
-            match = None
-            if d.match is not None:
-                ref = d.match.ref
-                match = Match(
-                    self.urls[ref], d.match.fingerprint, d.match.distance, ids.get(ref, ref)
-                )
-            verdicts.append(
-                Verdict(
-                    kind=d.kind,
-                    url=d.row.url,
-                    fingerprint=d.row.fingerprint,
-                    duplicate_of=match,
-                    previous_fingerprint=d.previous,
-                )
+        def public(candidate: Candidate | None) -> Match | None:
+            if candidate is None:
+                return None
+            ref = candidate.ref
+            return Match(
+                self.urls[ref],
+                candidate.fingerprint,
+                candidate.distance,
+                ids.get(ref, ref),
+                candidate.similarity,
             )
-        return verdicts
+
+        return [
+            Verdict(
+                kind=d.kind,
+                url=d.row.url,
+                fingerprint=d.row.fingerprint,
+                duplicate_of=public(d.match),
+                previous_fingerprint=d.previous,
+                boilerplate_of=public(d.boilerplate),
+            )
+            for d in decisions
+        ]

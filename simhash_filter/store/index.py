@@ -29,9 +29,10 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, BandScheme
+from simhash_filter.bands import DEFAULT_INDEX, DEFAULT_MAX_DISTANCE, IndexScheme, make_scheme
+from simhash_filter.signature import MatchRule, decode_sketch
 
-from .batch import RowToCheck, check_batch
+from .batch import Judge, RowToCheck, check_batch
 from .engine import (
     WriterQueue,
     busy_timeout,
@@ -43,7 +44,7 @@ from .engine import (
     sqlite_path,
 )
 from .locks import KEY_LOCKED_BATCH, WriteTransactions, lock_ids
-from .meta import compare, init_schema, read_meta, write_scheme
+from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .pg import PgPath, near_matches
 from .records import (
     DuplicateRecord,
@@ -87,7 +88,8 @@ class FingerprintStore:
         *,
         url: URL,
         spec: str,
-        scheme: BandScheme,
+        scheme: IndexScheme,
+        rule: MatchRule | None = None,
         writer_queue: WriterQueue | None = None,
         durable: bool | None = None,
     ) -> None:
@@ -111,7 +113,7 @@ class FingerprintStore:
         self._pg: PgPath | None = None
         if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
             self._pg = PgPath(engine, display_url=self.display_url, durable=durable)
-        self._set_scheme(scheme)
+        self._set_scheme(scheme, rule)
 
     # -- opening
     @classmethod
@@ -120,17 +122,26 @@ class FingerprintStore:
         url: str | URL,
         *,
         spec: str,
-        max_distance: int = DEFAULT_MAX_DISTANCE,
+        max_distance: int | None = None,
         blocks: int | None = None,
         create: bool = True,
         bits: int = 64,
         durable: bool | None = None,
+        rule: MatchRule | None = None,
+        index: str | None = None,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
-        under ``spec``, found within ``max_distance`` through ``blocks`` blocks.
+        under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
+        (:data:`~simhash_filter.bands.INDEX_KINDS`) with ``blocks`` blocks, and judged by
+        ``rule``.
 
-        ``blocks=None`` takes the database's own block count when it has one (blocks
-        change speed, not results), else :func:`~simhash_filter.bands.default_blocks`.
+        ``max_distance=None``: the rule's reach (``rule.max_distance``), else
+        :data:`~simhash_filter.bands.DEFAULT_MAX_DISTANCE`. ``rule=None``: the database's
+        own rule when it has one, else a page within ``max_distance`` is a duplicate.
+        ``index=None`` and ``blocks=None`` take the database's own when it has them
+        (they change speed, not results), else the defaults of
+        :mod:`simhash_filter.bands`.
+
         ``durable``: None (the default) keeps each back-end's own promise: a commit
         survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
         may lose the last commits, on PostgreSQL the server's ``synchronous_commit`` (on
@@ -140,12 +151,25 @@ class FingerprintStore:
         second of commits; a killed crawler still loses nothing).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
-        width or max_distance (or explicitly other blocks), DatabaseNotFoundError when
-        ``create`` is False and there is no database, StoreError for anything else.
+        width or max_distance (or an explicitly other index, blocks or rule),
+        DatabaseNotFoundError when ``create`` is False and there is no database,
+        StoreError for anything else.
         """
         if not isinstance(spec, str) or not spec:
             raise ValueError(f"spec must be a non-empty string, got {spec!r}")
-        requested = BandScheme(bits=bits, max_distance=max_distance, blocks=blocks)
+        if rule is not None and not isinstance(rule, MatchRule):
+            raise ValueError(f"rule must be a MatchRule, got {rule!r}")
+        if max_distance is None:
+            max_distance = DEFAULT_MAX_DISTANCE if rule is None else rule.max_distance
+        if rule is not None and max_distance < rule.max_distance:
+            raise ValueError(
+                f"max_distance={max_distance} is below the rule's reach "
+                f"({rule.max_distance}): the index would miss candidates"
+            )
+        scheme = make_scheme(
+            index or DEFAULT_INDEX, bits=bits, max_distance=max_distance, blocks=blocks
+        )
+        requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
         queue = (
@@ -157,14 +181,21 @@ class FingerprintStore:
             # answers one of them "database is locked" at once, without the busy timeout:
             # creators queue behind the file's writer lock.
             with queue if queue is not None and create else nullcontext():
-                stored = init_schema(engine, sa_url, spec=spec, scheme=requested, create=create)
-            stored_spec, stored_scheme = stored
-            compare(sa_url, stored_spec, stored_scheme, spec, requested, blocks is not None)
+                stored = init_schema(engine, sa_url, settings=requested, create=create)
+            compare(
+                sa_url,
+                stored,
+                requested,
+                blocks_given=blocks is not None,
+                index_given=index is not None,
+                rule_given=rule is not None,
+            )
             return cls(
                 engine,
                 url=sa_url,
-                spec=stored_spec,
-                scheme=stored_scheme,
+                spec=stored.spec,
+                scheme=stored.scheme,
+                rule=stored.rule,
                 writer_queue=queue,
                 durable=durable,
             )
@@ -181,20 +212,32 @@ class FingerprintStore:
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=False)
         try:
-            spec, scheme = init_schema(engine, sa_url, spec=None, scheme=None, create=False)
-            return cls(engine, url=sa_url, spec=spec, scheme=scheme)
+            stored = init_schema(engine, sa_url, settings=None, create=False)
+            return cls(engine, url=sa_url, spec=stored.spec, scheme=stored.scheme, rule=stored.rule)
         except BaseException:
             engine.dispose()
             raise
 
-    def _set_scheme(self, scheme: BandScheme) -> None:
+    def _set_scheme(self, scheme: IndexScheme, rule: MatchRule | None) -> None:
         self.scheme = scheme
+        self.rule = rule
+        """The match rule (None: a page within ``scheme.max_distance`` is a duplicate)."""
+        self._judge = Judge(scheme.max_distance, rule)
         self._statements = Statements(self._engine.dialect, scheme.n_tables)
 
     # -- writing
-    def _row(self, url: str, fingerprint: int, text_length: int) -> RowToCheck:
+    def _row(
+        self, url: str, fingerprint: int, text_length: int = 0, sketch: bytes | None = None
+    ) -> RowToCheck:
         canonical = canonical_url(url)
         _check_fingerprint(fingerprint, self.scheme.bits)
+        if sketch is not None:
+            if not isinstance(sketch, bytes):
+                raise ValueError(f"sketch must be bytes or None, got {type(sketch).__name__}")
+            try:
+                decode_sketch(sketch)
+            except ValueError as exc:
+                raise ValueError(f"not a sketch (for {canonical}): {exc}") from None
         return RowToCheck(
             canonical,
             url_domain(canonical),
@@ -202,19 +245,20 @@ class FingerprintStore:
             int(text_length),
             self.scheme.index_keys(fingerprint),
             self.scheme.probe_keys(fingerprint),
+            sketch,
         )
 
     def _check_rows(self, rows: list[RowToCheck], *, bulk: bool = False) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction (batch.check_batch), under
         the rows' own key and URL locks or, with ``bulk``, the database-wide lock."""
         now = datetime.now(UTC)
-        scheme, statements = self.scheme, self._statements
+        scheme, statements, judge = self.scheme, self._statements, self._judge
 
         def work(conn: Connection) -> list[Verdict]:
             return check_batch(
                 rows,
                 SqlBatchIO(conn, statements),
-                max_distance=scheme.max_distance,
+                judge=judge,
                 index_keys=scheme.index_keys,
                 now=now,
             )
@@ -222,26 +266,31 @@ class FingerprintStore:
         locks = None if bulk else lock_ids((row.url, row.lock_keys()) for row in rows)
         if self._pg is not None:
             return self._pg.check(
-                rows,
-                lock_list=locks,
-                max_distance=scheme.max_distance,
-                index_keys=scheme.index_keys,
-                now=now,
+                rows, lock_list=locks, judge=judge, index_keys=scheme.index_keys, now=now
             )
         if locks is None:
             return self._transactions.run(work, bulk=True)
         return self._transactions.run(work, lock_ids=locks)
 
-    def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict:
+    def check_and_add(
+        self,
+        url: str,
+        fingerprint: int,
+        *,
+        text_length: int = 0,
+        sketch: bytes | None = None,
+    ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
 
-        NEW: no stored page within k, admitted. DUPLICATE: within k of another stored
-        page, the drop is logged and nothing else changes. UNCHANGED: the URL is stored
-        and within k of its stored fingerprint (last_seen updated). CHANGED: the URL is
-        stored, beyond k of its old fingerprint and of every other page: updated.
-        The decision itself is :func:`simhash_filter.store.batch.check_batch`.
+        A *match* is a stored page within k (or, under a :attr:`rule`, a candidate
+        within its ``candidate_distance`` whose sketch confirms it; ``fallback_distance``
+        when either has no ``sketch``). NEW: no stored page matches, admitted. DUPLICATE:
+        another stored page matches, the drop is logged and nothing else changes.
+        UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
+        CHANGED: the URL is stored, neither its old version nor any other page matches:
+        updated. The decision itself is :func:`simhash_filter.store.batch.check_batch`.
         """
-        return self._check_rows([self._row(url, fingerprint, text_length)])[0]
+        return self._check_rows([self._row(url, fingerprint, text_length, sketch)])[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000
@@ -254,7 +303,7 @@ class FingerprintStore:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
         verdicts: list[Verdict] = []
         for chunk in chunked(rows, batch_size):
-            batch = [self._row(*PageRow(*row)) for row in chunk]
+            batch = [self._row(*PageRow(*row)) for row in chunk]  # a 3-tuple too
             # a bulk load takes one exclusive database-wide lock; a small batch (the
             # pipeline's group commit) its rows' own band-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide
@@ -363,18 +412,42 @@ class FingerprintStore:
             extra={
                 "backend": self.dialect,
                 "scheme": s.describe(),
+                "index": s.kind,
+                "rule": "" if self.rule is None else self.rule.describe(),
                 "created_at": meta.get("created_at", ""),
             },
         )
 
-    def reindex(self, *, blocks: int, max_distance: int) -> None:
-        """Rebuild every band row for a new scheme (same bits) and record it in meta.
+    def reindex(
+        self,
+        *,
+        blocks: int | None = None,
+        max_distance: int | None = None,
+        index: str | None = None,
+        rule: MatchRule | None = None,
+    ) -> None:
+        """Rebuild every band row for a new scheme (same bits) and record it, and a new
+        match rule, in meta.
 
-        Pages already admitted stay admitted, even if a larger max_distance would now
-        call some of them near-duplicates. Other processes must reopen the database
-        afterwards (their open would fail on the old scheme anyway).
+        ``None`` keeps the current index kind and rule; ``max_distance=None`` is the
+        rule's reach (else the current k); ``blocks=None`` the kind's default. Pages
+        already admitted stay admitted, even if the new rule would now call some of them
+        near-duplicates. Other processes must reopen the database afterwards (their
+        open fails on the old scheme or rule).
         """
-        scheme = BandScheme(bits=self.scheme.bits, max_distance=max_distance, blocks=blocks)
+        rule = self.rule if rule is None else rule
+        if max_distance is None:
+            max_distance = self.scheme.max_distance if rule is None else rule.max_distance
+        if rule is not None and max_distance < rule.max_distance:
+            raise ValueError(
+                f"max_distance={max_distance} is below the rule's reach ({rule.max_distance})"
+            )
+        scheme = make_scheme(
+            index or self.scheme.kind,
+            bits=self.scheme.bits,
+            max_distance=max_distance,
+            blocks=blocks,
+        )
 
         def work(conn: Connection) -> None:
             conn.execute(delete(bands_table))
@@ -397,10 +470,10 @@ class FingerprintStore:
                     ],
                 )
                 last = chunk[-1][0]
-            write_scheme(conn, scheme)
+            write_scheme(conn, scheme, rule)
 
         self._transactions.run(work, bulk=True)
-        self._set_scheme(scheme)
+        self._set_scheme(scheme, rule)
         log.info("reindexed %s: %s", self.display_url, scheme.describe())
 
     # -- connections

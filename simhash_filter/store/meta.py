@@ -1,22 +1,26 @@
 """The database's own description: making the tables, the ``meta`` rows, and checking
 that a database fits the spec and band scheme it is opened with.
 
-``meta`` holds ``schema_version``, ``spec``, ``bits``, ``max_distance``, ``blocks`` and
-``created_at``. A database whose schema version, spec or scheme differs from what the
-caller asks for is never opened silently: the error says what differs and how to move
-(re-index, ``simhash-filter import``, or a new database).
+``meta`` holds ``schema_version``, ``spec``, ``bits``, ``max_distance``, ``blocks``,
+``index`` (the scheme's kind), ``rule`` (the match rule's ``describe()``, empty for the
+simhash distance alone) and ``created_at``. A database whose schema version, spec,
+scheme or rule differs from what the caller asks for is never opened silently: the
+error says what differs and how to move (re-index, ``simhash-filter import``, or a new
+database).
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import Engine, insert, inspect, select, text, update
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from simhash_filter.bands import BandScheme
+from simhash_filter.bands import PERMUTED, IndexScheme, make_scheme
+from simhash_filter.signature import MatchRule
 
 from .engine import WRITE_OPTION, display_url, error_reason
 from .locks import SCHEMA_LOCK
@@ -36,7 +40,20 @@ from .schema import (
 
 log = logging.getLogger(__name__)
 
-_REQUIRED = ("schema_version", "spec", "bits", "max_distance", "blocks")
+_REQUIRED = ("schema_version", "spec", "bits", "max_distance", "blocks", "index", "rule")
+_MOVE = (
+    "make a new database: re-crawl, or re-fingerprint the stored texts into it with "
+    "`simhash-filter import`"
+)
+
+
+class Settings(NamedTuple):
+    """What a database was made with: the fingerprint spec, the band scheme, and the
+    match rule (None: a page within the scheme's max_distance is a duplicate)."""
+
+    spec: str
+    scheme: IndexScheme
+    rule: MatchRule | None
 
 
 def spec_difference(old: str, new: str) -> str:
@@ -58,12 +75,10 @@ def init_schema(
     engine: Engine,
     url: URL,
     *,
-    spec: str | None,
-    scheme: BandScheme | None,
+    settings: Settings | None,
     create: bool,
-) -> tuple[str, BandScheme]:
-    """Make the tables and meta rows if needed (race-safe), return the stored spec and
-    scheme."""
+) -> Settings:
+    """Make the tables and meta rows if needed (race-safe), return the stored settings."""
     where = display_url(url)
     try:
         with engine.connect() as conn:
@@ -87,18 +102,17 @@ def init_schema(
                             f"{where} has table(s) {', '.join(present)} but no meta table: "
                             "not a simhash-filter database, or a damaged one"
                         )
-                    assert spec is not None
-                    assert scheme is not None
+                    assert settings is not None
                     Base.metadata.create_all(conn, checkfirst=True)
                     conn.execute(
                         insert(meta_table),
                         [
                             {"key": key, "value": value}
-                            for key, value in meta_values(spec, scheme).items()
+                            for key, value in meta_values(settings).items()
                         ],
                     )
-                    log.info("created fingerprint index %s (%s)", where, scheme.describe())
-                    return spec, scheme
+                    log.info("created fingerprint index %s (%s)", where, settings.scheme.describe())
+                    return settings
                 meta = read_meta(conn)
     except StoreError:
         raise
@@ -120,63 +134,75 @@ def read_meta(conn: Connection) -> dict[str, str]:
     return {key: value for key, value in conn.execute(select(meta_table.c.key, meta_table.c.value))}
 
 
-def meta_values(spec: str, scheme: BandScheme) -> dict[str, str]:
+def meta_values(settings: Settings) -> dict[str, str]:
     """The meta rows of a new database."""
     return {
         "schema_version": str(SCHEMA_VERSION),
-        "spec": spec,
-        **scheme_values(scheme),
+        "spec": settings.spec,
+        **scheme_values(settings.scheme, settings.rule),
         "created_at": datetime.now(UTC).isoformat(),
     }
 
 
-def scheme_values(scheme: BandScheme) -> dict[str, str]:
-    """The meta rows that describe the band scheme (rewritten by ``reindex``)."""
+def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]:
+    """The meta rows that describe the band scheme and match rule (``reindex`` rewrites
+    them)."""
     return {
         "bits": str(scheme.bits),
         "max_distance": str(scheme.max_distance),
         "blocks": str(scheme.n_blocks),
+        "index": scheme.kind,
+        "rule": "" if rule is None else rule.describe(),
     }
 
 
-def write_scheme(conn: Connection, scheme: BandScheme) -> None:
-    """Record a new band scheme in meta (in the caller's transaction)."""
-    for key, value in scheme_values(scheme).items():
+def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) -> None:
+    """Record a new band scheme and rule in meta (in the caller's transaction)."""
+    for key, value in scheme_values(scheme, rule).items():
         conn.execute(update(meta_table).where(meta_table.c.key == key).values(value=value))
 
 
-def parse_meta(where: str, meta: dict[str, str]) -> tuple[str, BandScheme]:
-    """The spec and scheme of a database's meta rows, or a StoreError saying what is wrong."""
+def parse_meta(where: str, meta: dict[str, str]) -> Settings:
+    """The settings of a database's meta rows, or a StoreError saying what is wrong."""
+    try:
+        version = int(meta.get("schema_version", ""))
+    except ValueError:
+        raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} has schema version {version}; this simhash-filter reads version "
+            f"{SCHEMA_VERSION} (pages now carry a second signature): {_MOVE}."
+        )
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:
         raise StoreError(f"{where}: meta table lacks {', '.join(missing)} (damaged database?)")
     try:
-        version = int(meta["schema_version"])
-        scheme = BandScheme(
+        scheme = make_scheme(
+            meta["index"] or PERMUTED,
             bits=int(meta["bits"]),
             max_distance=int(meta["max_distance"]),
             blocks=int(meta["blocks"]),
         )
+        rule = MatchRule.parse(meta["rule"]) if meta["rule"] else None
     except ValueError as exc:
         raise StoreError(f"{where}: unreadable meta table: {exc}") from None
-    if version != SCHEMA_VERSION:
-        raise StoreError(
-            f"{where} has schema version {version}; this simhash-filter reads version "
-            f"{SCHEMA_VERSION}"
-        )
-    return meta["spec"], scheme
+    return Settings(meta["spec"], scheme, rule)
 
 
 def compare(
     url: URL,
-    stored_spec: str,
-    stored: BandScheme,
-    spec: str,
-    requested: BandScheme,
+    stored_settings: Settings,
+    requested_settings: Settings,
+    *,
     blocks_given: bool,
+    index_given: bool,
+    rule_given: bool,
 ) -> None:
-    """Raise SchemeMismatchError when the stored spec or scheme is not the requested one."""
+    """Raise SchemeMismatchError when the stored spec, scheme or rule is not the requested
+    one (blocks, index kind and rule only when the caller named them)."""
     where = display_url(url)
+    stored_spec, stored = stored_settings.spec, stored_settings.scheme
+    spec, requested = requested_settings.spec, requested_settings.scheme
     if stored_spec != spec:
         raise SchemeMismatchError(
             f"{where} holds fingerprints made with another spec "
@@ -194,8 +220,15 @@ def compare(
         differences.append(
             f"max_distance: stored {stored.max_distance}, requested {requested.max_distance}"
         )
-    if blocks_given and stored.blocks != requested.blocks:
+    if index_given and stored.kind != requested.kind:
+        differences.append(f"index: stored {stored.kind}, requested {requested.kind}")
+    if (blocks_given or (index_given and stored.kind != requested.kind)) and (
+        stored.blocks != requested.blocks
+    ):
         differences.append(f"blocks: stored {stored.blocks}, requested {requested.blocks}")
+    stored_rule, rule = stored_settings.rule, requested_settings.rule
+    if rule_given and stored_rule != rule:
+        differences.append(f"rule: stored {_rule_text(stored_rule)}, requested {_rule_text(rule)}")
     if differences:
         raise SchemeMismatchError(
             f"{where} was indexed with another band scheme ({'; '.join(differences)}). "
@@ -203,3 +236,7 @@ def compare(
             f"--max-distance {requested.max_distance}`, or open it with the stored "
             "settings."
         )
+
+
+def _rule_text(rule: MatchRule | None) -> str:
+    return "none (simhash distance alone)" if rule is None else repr(rule.describe())

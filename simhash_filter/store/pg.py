@@ -39,7 +39,16 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from .batch import BandHit, BandKey, BatchIO, Changes, RowToCheck, StoredPage, check_batch
+from .batch import (
+    BandHit,
+    BandKey,
+    BatchIO,
+    Changes,
+    Judge,
+    RowToCheck,
+    StoredPage,
+    check_batch,
+)
 from .engine import error_reason
 from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, WRITE_ATTEMPTS
 from .records import Match, StoreError, Verdict
@@ -55,23 +64,24 @@ LOCK_SHARED_AND_KEYS = (
 LOCK_EXCLUSIVE = "pg_advisory_xact_lock(%s)"
 ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true), "
 PROBE = (
-    "SELECT b.table_no, b.key, b.page_id, p.url, p.domain, b.fingerprint, p.text_length "
+    "SELECT b.table_no, b.key, b.page_id, p.url, p.domain, b.fingerprint, p.text_length, "
+    "p.sketch "
     "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) "
     "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
     "JOIN pages p ON p.id = b.page_id"
 )
 PAGES_AND_PROBE = (
     # table_no -1: a page stored under one of the URLs; else a band row under a probe key
-    "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length FROM pages "
+    "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch FROM pages "
     "WHERE url = ANY(%s::text[]) UNION ALL " + PROBE
 )
 INSERT_NEW_PAGES = """
 WITH v AS (
-    SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[])
-        WITH ORDINALITY AS v(url, domain, fingerprint, text_length, n)
+    SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[], %s::bytea[])
+        WITH ORDINALITY AS v(url, domain, fingerprint, text_length, sketch, n)
 ), p AS (
-    INSERT INTO pages (url, domain, fingerprint, text_length, first_seen, last_seen)
-    SELECT url, domain, fingerprint, text_length, %s, %s FROM v ORDER BY n
+    INSERT INTO pages (url, domain, fingerprint, text_length, sketch, first_seen, last_seen)
+    SELECT url, domain, fingerprint, text_length, sketch, %s, %s FROM v ORDER BY n
     RETURNING id, url
 ), b AS (
     INSERT INTO bands (table_no, key, page_id, fingerprint)
@@ -91,15 +101,17 @@ INSERT_BANDS = (
 )
 UPDATE_PAGES = (
     "UPDATE pages p SET fingerprint = u.fingerprint, text_length = u.text_length, "
-    "last_seen = %s "
-    "FROM unnest(%s::int8[], %s::int8[], %s::int4[]) AS u(id, fingerprint, text_length) "
+    "sketch = u.sketch, last_seen = %s "
+    "FROM unnest(%s::int8[], %s::int8[], %s::int4[], %s::bytea[]) "
+    "AS u(id, fingerprint, text_length, sketch) "
     "WHERE p.id = u.id"
 )
 INSERT_DROPS = """
-INSERT INTO duplicates (url, domain, fingerprint, duplicate_of, distance, seen_at)
-SELECT d.url, d.domain, d.fingerprint, coalesce(d.ref, p.id), d.distance, %s
-FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int8[], %s::int4[], %s::text[])
-    WITH ORDINALITY AS d(url, domain, fingerprint, ref, distance, ref_url, n)
+INSERT INTO duplicates (url, domain, fingerprint, duplicate_of, distance, similarity, seen_at)
+SELECT d.url, d.domain, d.fingerprint, coalesce(d.ref, p.id), d.distance, d.similarity, %s
+FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int8[], %s::int4[], %s::text[],
+            %s::float8[])
+    WITH ORDINALITY AS d(url, domain, fingerprint, ref, distance, ref_url, similarity, n)
 LEFT JOIN pages p ON d.ref IS NULL AND p.url = d.ref_url
 ORDER BY d.n
 """
@@ -150,7 +162,7 @@ class PgPath:
         rows: Sequence[RowToCheck],
         *,
         lock_list: Sequence[int] | None,
-        max_distance: int,
+        judge: Judge,
         index_keys: Callable[[int], list[int]],
         now: datetime,
     ) -> list[Verdict]:
@@ -162,7 +174,7 @@ class PgPath:
             try:
                 with self._connection() as conn:
                     return self._transaction(
-                        conn, rows, lock_list, max_distance=max_distance,
+                        conn, rows, lock_list, judge=judge,
                         index_keys=index_keys, now=now,
                     )  # fmt: skip
             except _Retry as retry:
@@ -180,7 +192,7 @@ class PgPath:
         rows: Sequence[RowToCheck],
         lock_list: Sequence[int] | None,
         *,
-        max_distance: int,
+        judge: Judge,
         index_keys: Callable[[int], list[int]],
         now: datetime,
     ) -> list[Verdict]:
@@ -218,7 +230,7 @@ class PgPath:
                 else:
                     hits.append(ProbeRow(t, from_sql_int(key), _stored_page(page)))
             io = _PipelinedIO(conn, types, pages, hits, stack)
-            return check_batch(rows, io, max_distance=max_distance, index_keys=index_keys, now=now)
+            return check_batch(rows, io, judge=judge, index_keys=index_keys, now=now)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
     # -- reading
@@ -344,6 +356,7 @@ class _PipelinedIO(BatchIO):
                     [page.domain for page in changes.new_pages],
                     t.int8s([page.fingerprint for page in changes.new_pages]),
                     [t.int4(page.text_length) for page in changes.new_pages],
+                    [page.sketch for page in changes.new_pages],
                     now,
                     now,
                     [t.int4(ordinal[r.page_ref]) for r in new_bands],
@@ -384,6 +397,7 @@ class _PipelinedIO(BatchIO):
                     t.ids([u.page_id for u in updates]),
                     t.int8s([u.fingerprint for u in updates]),
                     [t.int4(u.text_length) for u in updates],
+                    [u.sketch for u in updates],
                 ),
                 prepare=True,
             )
@@ -400,6 +414,7 @@ class _PipelinedIO(BatchIO):
                     t.ids([None if d.duplicate_of_ref < 0 else d.duplicate_of_ref for d in drops]),
                     [t.int4(d.distance) for d in drops],
                     [new_urls.get(d.duplicate_of_ref) for d in drops],
+                    [d.similarity for d in drops],
                 ),
                 prepare=True,
             )
@@ -412,8 +427,15 @@ class _PipelinedIO(BatchIO):
 
 
 def _stored_page(row: Sequence[Any]) -> StoredPage:
-    page_id, url, domain, fingerprint, text_length = row
-    return StoredPage(page_id, url, domain, from_sql_int(fingerprint), text_length)
+    page_id, url, domain, fingerprint, text_length, sketch = row
+    return StoredPage(
+        page_id,
+        url,
+        domain,
+        from_sql_int(fingerprint),
+        text_length,
+        None if sketch is None else bytes(sketch),
+    )
 
 
 def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:

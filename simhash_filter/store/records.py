@@ -40,6 +40,7 @@ class PageRow(NamedTuple):
     url: str
     fingerprint: int
     text_length: int = 0
+    sketch: bytes | None = None  # the PageSignature's second signature, if computed
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class Match:
     fingerprint: int
     distance: int
     page_id: int
+    similarity: float | None = None  # the sketches' estimate (None: judged by distance alone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,9 @@ class Verdict:
     fingerprint: int
     duplicate_of: Match | None = None  # set for DUPLICATE (the nearest stored page)
     previous_fingerprint: int | None = None  # set for UNCHANGED and CHANGED
+    boilerplate_of: Match | None = None
+    """Set when the only matches were rejected as boilerplate (same extracted text, other
+    pages around it): the page is admitted."""
 
     @property
     def admitted(self) -> bool:
@@ -91,6 +96,7 @@ class DuplicateRecord:
     duplicate_of_fingerprint: int
     distance: int
     seen_at: datetime
+    similarity: float | None = None  # the sketches' estimate (None: judged by distance alone)
 
 
 @dataclass(frozen=True, slots=True)

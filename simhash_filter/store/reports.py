@@ -98,7 +98,9 @@ def drops_select() -> Select[Any]:
     :class:`DuplicateRecord`, in order (add ``where``/``limit`` to it)."""
     d, p = duplicates_table.c, pages_table.c
     return (
-        select(d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at)
+        select(
+            d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at, d.similarity
+        )
         .join(pages_table, p.id == d.duplicate_of)
         .order_by(d.seen_at.desc(), d.id.desc())
     )

@@ -18,8 +18,10 @@ from sqlalchemy import (
     BigInteger,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     SmallInteger,
     String,
     Table,
@@ -28,7 +30,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule."""
 
 _TWO_63 = 1 << 63
 _TWO_64 = 1 << 64
@@ -91,7 +94,7 @@ class Base(DeclarativeBase):
 
 class Meta(Base):
     """Settings the database was made with: schema_version, spec, bits, max_distance,
-    blocks, created_at."""
+    blocks, index, rule, created_at."""
 
     __tablename__ = "meta"
 
@@ -109,12 +112,13 @@ class Page(Base):
     domain: Mapped[str] = mapped_column(Text, nullable=False, index=True)
     fingerprint: Mapped[int] = mapped_column(UInt64, nullable=False)
     text_length: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    sketch: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
 
 
 class Band(Base):
-    """One table key of one admitted page (C(b, k) rows per page)."""
+    """One table key of one admitted page (one row per table of the scheme)."""
 
     __tablename__ = "bands"
     __table_args__ = ({"sqlite_with_rowid": False},)
@@ -140,6 +144,7 @@ class Duplicate(Base):
         PageId, ForeignKey("pages.id"), nullable=False, index=True
     )
     distance: Mapped[int] = mapped_column(SmallInteger, nullable=False)
+    similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, index=True)
 
 

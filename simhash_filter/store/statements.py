@@ -207,7 +207,7 @@ def _pad(chunk: list[int], table_keys: list[int], width: int) -> list[int]:
 
 def _page_columns() -> tuple[Any, ...]:
     p = pages_table.c
-    return (p.id, p.url, p.domain, p.fingerprint, p.text_length)
+    return (p.id, p.url, p.domain, p.fingerprint, p.text_length, p.sketch)
 
 
 class Statements:
@@ -273,6 +273,7 @@ class SqlBatchIO(BatchIO):
                         "domain": page.domain,
                         "fingerprint": page.fingerprint,
                         "text_length": page.text_length,
+                        "sketch": page.sketch,
                         "first_seen": now,
                         "last_seen": now,
                     }
@@ -313,6 +314,7 @@ class SqlBatchIO(BatchIO):
                 .values(
                     fingerprint=bindparam("fingerprint"),
                     text_length=bindparam("text_length"),
+                    sketch=bindparam("sketch"),
                     last_seen=bindparam("last_seen"),
                 ),
                 [
@@ -320,6 +322,7 @@ class SqlBatchIO(BatchIO):
                         "p": u.page_id,
                         "fingerprint": u.fingerprint,
                         "text_length": u.text_length,
+                        "sketch": u.sketch,
                         "last_seen": now,
                     }
                     for u in changes.page_updates
@@ -335,6 +338,7 @@ class SqlBatchIO(BatchIO):
                         "fingerprint": drop.fingerprint,
                         "duplicate_of": ids.get(drop.duplicate_of_ref, drop.duplicate_of_ref),
                         "distance": drop.distance,
+                        "similarity": drop.similarity,
                         "seen_at": now,
                     }
                     for drop in changes.drops
@@ -344,5 +348,12 @@ class SqlBatchIO(BatchIO):
 
 
 def _stored_page(row: Sequence[Any]) -> StoredPage:
-    page_id, url, domain, fingerprint, text_length = row
-    return StoredPage(page_id, url, domain, from_sql_int(fingerprint), text_length)
+    page_id, url, domain, fingerprint, text_length, sketch = row
+    return StoredPage(
+        page_id,
+        url,
+        domain,
+        from_sql_int(fingerprint),
+        text_length,
+        None if sketch is None else bytes(sketch),  # PostgreSQL's driver gives a memoryview
+    )
