@@ -92,7 +92,7 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
         "domains             4",
         "scheme              f=64 k=4 blocks=6 tables=15",
         f"spec                {FINGERPRINTER.spec}",
-        "schema version      1",
+        "schema version      2",
         f"size                {human(size)}",
         "created             2024-05-01T08:00:00Z",
         "",
@@ -117,7 +117,7 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
         "domain_count": 4,
         "scheme": {"bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},
         "spec": FINGERPRINTER.spec,
-        "schema_version": 1,
+        "schema_version": 2,
         "size_bytes": size_of(filled),
         "domains": [
             {"domain": "mirror.example.org", "pages": 0, "duplicates": 2, "dropped_share": 1.0},
