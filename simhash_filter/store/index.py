@@ -56,12 +56,20 @@ from .records import (
     Verdict,
 )
 from .reports import drops_select
-from .schema import SCHEMA_VERSION, bands_table, duplicates_table, pages_table
+from .schema import (
+    SCHEMA_VERSION,
+    bands_table,
+    duplicates_table,
+    from_sql_int,
+    pages_table,
+    to_sql_int,
+)
 from .statements import SqlBatchIO, Statements, chunked, cursor_execute
 from .urls import canonical_url, url_domain
 
 log = logging.getLogger(__name__)
 
+_U64 = (1 << 64) - 1
 _KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 _REINDEX_CHUNK = 10_000  # pages per read while re-indexing
 
@@ -329,12 +337,13 @@ class FingerprintStore:
         statements = self._statements
         with self._raw_cursor() as cursor:
             execute = cursor_execute(cursor)
-            found = statements.probe.run(execute, self.scheme.probe_keys(fingerprint))
-            for band_hits in found.values():
-                for page_id, stored in band_hits:
-                    distance = (stored ^ fingerprint).bit_count()
-                    if distance <= limit:
-                        hits[page_id] = (stored, distance)
+            signed = to_sql_int(fingerprint)
+            for _t, _key, page_id, stored in statements.probe.rows(
+                execute, self.scheme.probe_keys(fingerprint)
+            ):
+                distance = ((stored ^ signed) & _U64).bit_count()  # two's complement alike
+                if distance <= limit:
+                    hits[page_id] = (from_sql_int(stored), distance)
             for page_id in hits:  # usually none or one; pages are never deleted
                 for (url,) in execute(
                     statements.url_by_id.sql, statements.url_by_id.bind([page_id])
@@ -353,10 +362,10 @@ class FingerprintStore:
         about ``scheme.expected_candidates(pages)`` for random fingerprints)."""
         _check_fingerprint(fingerprint, self.scheme.bits)
         with self._raw_cursor() as cursor:
-            found = self._statements.probe.run(
+            rows = self._statements.probe.rows(
                 cursor_execute(cursor), self.scheme.probe_keys(fingerprint)
             )
-        return sum(len(band_hits) for band_hits in found.values())
+        return len(rows)
 
     def lookup(self, url: str) -> PageRecord | None:
         """The stored page of ``url`` (canonicalized), or None."""

@@ -14,6 +14,7 @@ connection, for ``near()``, ``check_and_add`` and bulk loads alike.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -49,7 +50,6 @@ from .schema import (
 
 T = TypeVar("T")
 
-MAX_PARAMS = 20_000  # bound parameters per probe statement (SQLite allows 32766)
 IN_CHUNK = 5_000  # values per IN (...) list of the ad-hoc selects
 
 Execute = Callable[[str, Any], Sequence[Any]]
@@ -105,7 +105,8 @@ class Compiled:
         self.positional = bool(dialect.positional)
         self._order: tuple[int, ...] | None = None
         if self.positional:
-            order = tuple(self.names.index(name) for name in compiled.positiontup or ())
+            position = {name: i for i, name in enumerate(self.names)}
+            order = tuple(position[name] for name in compiled.positiontup or ())
             if len(order) != len(self.names):
                 raise ValueError(f"statement binds {compiled.positiontup}, given {self.names}")
             if order != tuple(range(len(order))):
@@ -121,88 +122,52 @@ class Compiled:
 
 
 class Probe:
-    """The band rows under any set of (table_no, key) keys.
+    """The band rows under any set of (table_no, key) keys: one compiled statement per
+    store, whatever the number of keys.
 
-    One statement per table count: ``table_no = t AND key IN (...)`` for each table,
-    joined by UNION ALL. PostgreSQL binds each table's keys as one typed ``BIGINT[]``
-    (``key = ANY(...)``: one prepared statement whatever the number of keys); other
-    back-ends get IN lists of a fixed width, compiled once per width (powers of two),
-    short lists padded with repeats of their own keys.
+    ``table_no = t AND key IN (<table t's keys>)`` for each table, joined by UNION ALL;
+    each table's keys are one parameter: a typed ``BIGINT[]`` on PostgreSQL
+    (``key = ANY(...)``, prepared once), a JSON array read by ``json_each`` on SQLite
+    (the index on (table_no, key) is searched once per key either way).
     """
 
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
-        self._dialect = dialect
         self._tables = n_tables
         self._arrays = dialect.name == "postgresql"
-        self._by_width: dict[int, Compiled] = {}
-        self._max_width = max(1, MAX_PARAMS // max(1, n_tables))
-
-    def _statement(self, width: int) -> Compiled:
-        compiled = self._by_width.get(width)
-        if compiled is not None:
-            return compiled
         b = bands_table.c
         parts = []
-        names: list[str] = []
-        for t in range(self._tables):
+        for t in range(n_tables):
             condition: ColumnElement[bool]
             if self._arrays:
-                names.append(f"k{t}")
                 condition = b.key == func.any(cast(bindparam(f"k{t}"), ARRAY(BigInteger)))
             else:
-                table_names = [f"k{t}_{i}" for i in range(width)]
-                names.extend(table_names)
-                condition = b.key.in_([bindparam(name) for name in table_names])
+                condition = b.key.in_(
+                    select(literal_column("value")).select_from(func.json_each(bindparam(f"k{t}")))
+                )
             parts.append(
                 select(b.table_no, b.key, b.page_id, b.fingerprint).where(
                     b.table_no == literal_column(str(t)), condition
                 )
             )
-        compiled = Compiled(union_all(*parts), self._dialect, names)
-        self._by_width[width] = compiled
-        return compiled
+        self._statement = Compiled(union_all(*parts), dialect, [f"k{t}" for t in range(n_tables)])
+
+    def rows(self, execute: Execute, keys: Iterable[BandKey]) -> Sequence[Any]:
+        """The raw band rows under ``keys``: (table_no, key, page_id, fingerprint), the
+        last two as stored (signed: :func:`from_sql_int` makes them unsigned)."""
+        per_table: list[list[int]] = [[] for _ in range(self._tables)]
+        for t, key in keys:
+            per_table[t].append(to_sql_int(key))
+        if not any(per_table):
+            return []
+        values: list[Any] = per_table if self._arrays else [json.dumps(k) for k in per_table]
+        return execute(self._statement.sql, self._statement.bind(values))
 
     def run(self, execute: Execute, keys: Collection[BandKey]) -> dict[BandKey, list[BandHit]]:
         """Every band row under ``keys``, grouped by key (``{(t, key): [BandHit]}``)."""
-        per_table: list[list[int]] = [[] for _ in range(self._tables)]
-        for t, key in set(keys):
-            per_table[t].append(to_sql_int(key))
         found: dict[BandKey, list[BandHit]] = defaultdict(list)
-        if not keys:
-            return found
-        if self._arrays:
-            statement = self._statement(0)
-            batches: Iterable[tuple[Any, ...] | dict[str, Any]] = [statement.bind(per_table)]
-        else:
-            longest = max(len(table_keys) for table_keys in per_table)
-            width = 1
-            while width < longest and width < self._max_width:
-                width *= 2
-            width = min(width, self._max_width)
-            statement = self._statement(width)
-            batches = (
-                statement.bind(
-                    [
-                        key
-                        for table_keys in per_table
-                        for key in _pad(table_keys[start : start + width], table_keys, width)
-                    ]
-                )
-                for start in range(0, longest, width)
-            )
-        for params in batches:
-            for t, key, page_id, stored in execute(statement.sql, params):
-                found[(t, from_sql_int(key))].append(BandHit(page_id, from_sql_int(stored)))
+        for t, key, page_id, stored in self.rows(execute, keys):
+            found[(t, from_sql_int(key))].append(BandHit(page_id, from_sql_int(stored)))
         return found
-
-
-def _pad(chunk: list[int], table_keys: list[int], width: int) -> list[int]:
-    """``chunk`` repeated up to ``width`` values (a table without keys: -1, the largest
-    unsigned key, which only a 64-bit key could hold)."""
-    if len(chunk) == width:
-        return chunk
-    filler = chunk or table_keys[:1] or [-1]
-    return chunk + [filler[0]] * (width - len(chunk))
 
 
 def _page_columns() -> tuple[Any, ...]:
