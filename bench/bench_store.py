@@ -334,7 +334,7 @@ def fill_store(store: FingerprintStore, fps: np.ndarray, start: int, end: int) -
     almost never within k of each other, and the check's cost is measured separately
     (``add_many`` rate). Private attributes on purpose: this is the bench's fast loader."""
     now = datetime.now(UTC)
-    scheme = store.scheme
+    scheme, statements = store.scheme, store._statements
     for lo in range(start, end, 20_000):
         changes = Changes(now)
         for i in range(lo, min(end, lo + 20_000)):
@@ -346,7 +346,6 @@ def fill_store(store: FingerprintStore, fps: np.ndarray, start: int, end: int) -
             changes.band_inserts.extend(
                 BandRow(t, key, ref, fp) for t, key in enumerate(scheme.index_keys(fp))
             )
-        statements = store._statements
         store._transactions.run(
             lambda conn, c=changes: SqlBatchIO(conn, statements).write(c), bulk=True
         )
@@ -499,8 +498,9 @@ def run_study(args: argparse.Namespace, argv: list[str] | None) -> int:
     path = write_results("bench_store-index-study", {"rows": rows, "sizes": sizes, "ks": ks})
     cmd = "bench.bench_store " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"### Index schemes for k in {ks} (`.venv/bin/python -m {cmd.strip()}`)\n")
-    print(f"{machine()}; SQLite {__import__('sqlite3').sqlite_version}; "
-          f"{(time.perf_counter() - started) / 60:.1f} min; raw results: {path.name}\n")  # fmt: skip
+    minutes = (time.perf_counter() - started) / 60
+    sqlite = __import__("sqlite3").sqlite_version
+    print(f"{machine()}; SQLite {sqlite}; {minutes:.1f} min; raw results: {path.name}\n")
     print("\n".join(study_table(rows)))
     return 0
 
@@ -530,10 +530,18 @@ def main(argv: list[str] | None = None) -> int:
         "hashing with 3, 4, 5 blocks and the permuted tables, at --sizes (default 100k,1M)",
     )
     parser.add_argument("--study-only", help="only these schemes, as kind:k:blocks,...")
-    parser.add_argument("--permuted-max", type=int, default=100_000,
-                        help="largest size to fill the permuted tables to (C(b, k) rows a page)")  # fmt: skip
-    parser.add_argument("--check-pages", type=int, default=1000,
-                        help="new pages add_many checks and adds at each size (its rate)")  # fmt: skip
+    parser.add_argument(
+        "--permuted-max",
+        type=int,
+        default=100_000,
+        help="largest size to fill the permuted tables to (C(b, k) rows a page)",
+    )
+    parser.add_argument(
+        "--check-pages",
+        type=int,
+        default=1000,
+        help="new pages add_many checks and adds at each size (its rate)",
+    )
     args = parser.parse_args(argv)
     if args.study:
         return run_study(args, argv)
