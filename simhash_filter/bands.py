@@ -44,8 +44,16 @@ PERMUTED = "permuted"
 MULTI_INDEX = "multi-index"
 INDEX_KINDS = (PERMUTED, MULTI_INDEX)
 """The names of the two scheme kinds (stored in the database's meta)."""
-DEFAULT_INDEX = PERMUTED
-"""The kind of a new database's scheme (bench/README.md compares them)."""
+PERMUTED_MAX_DEFAULT_DISTANCE = 4
+"""The largest k whose default scheme is the permuted tables (C(b, k) rows a page grow
+too fast beyond it: 21 tables at k=5, 120 at k=7); larger k get multi-index hashing
+(bench/README.md compares them)."""
+
+
+def default_index(max_distance: int) -> str:
+    """The scheme kind of a new database indexed for ``max_distance``."""
+    return PERMUTED if max_distance <= PERMUTED_MAX_DEFAULT_DISTANCE else MULTI_INDEX
+
 
 MIN_DEFAULT_KEY_BITS = 16
 """The narrowest table key a default scheme allows (the paper's k=3 scheme has 16)."""
@@ -214,9 +222,10 @@ class BandScheme:
 
 
 def default_multi_index_blocks(bits: int = 64) -> int:
-    """Blocks of 16 bits (at least one): narrow enough to probe within radius 1 or 2
-    with few keys, wide enough that a key is shared by few stored pages."""
-    return max(1, round(bits / 16))
+    """Blocks of about 21 bits (3 at f=64, at least one). Narrower blocks probe fewer keys
+    but share each key with more stored pages: at k = 5..9 and a million pages or more,
+    3 blocks read the fewest rows per query (bench/README.md, "Index schemes")."""
+    return max(1, round(bits / 21))
 
 
 def _masks(width: int, radius: int) -> tuple[int, ...]:
@@ -233,7 +242,7 @@ class MultiIndexScheme:
     """``bits``-bit fingerprints, found within ``max_distance`` by multi-index hashing:
     ``blocks`` blocks (one table each), each probed within its radius (see the module doc).
 
-    ``blocks`` defaults to :func:`default_multi_index_blocks` (4 of 16 bits at f=64).
+    ``blocks`` defaults to :func:`default_multi_index_blocks` (3 of 21-22 bits at f=64).
     """
 
     kind: ClassVar[str] = MULTI_INDEX
@@ -350,13 +359,15 @@ IndexScheme = BandScheme | MultiIndexScheme
 
 
 def make_scheme(
-    kind: str = PERMUTED,
+    kind: str | None = None,
     *,
     bits: int = 64,
     max_distance: int = DEFAULT_MAX_DISTANCE,
     blocks: int | None = None,
 ) -> IndexScheme:
-    """A scheme of ``kind`` (one of :data:`INDEX_KINDS`)."""
+    """A scheme of ``kind`` (one of :data:`INDEX_KINDS`; None: :func:`default_index`)."""
+    if kind is None:
+        kind = default_index(max_distance)
     if kind == PERMUTED:
         return BandScheme(bits=bits, max_distance=max_distance, blocks=blocks)
     if kind == MULTI_INDEX:

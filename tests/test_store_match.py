@@ -339,3 +339,10 @@ def test_a_schema_1_database_is_refused_with_how_to_move(sqlite_url: str) -> Non
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match=r"schema version 1.*simhash-filter import"):
         FingerprintStore.open(sqlite_url, spec=SPEC)
+
+
+def test_new_databases_take_the_default_index_of_their_k(tmp_path: Path) -> None:
+    with FingerprintStore.open(f"sqlite:///{tmp_path / 'k4.db'}", spec=SPEC) as store:
+        assert (store.scheme.kind, store.scheme.n_tables) == (PERMUTED, 15)
+    with FingerprintStore.open(f"sqlite:///{tmp_path / 'k9.db'}", spec=SPEC, rule=MatchRule()) as s:
+        assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MULTI_INDEX, 3, 9)

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import DEFAULT_INDEX, DEFAULT_MAX_DISTANCE, IndexScheme, make_scheme
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE, IndexScheme, make_scheme
 from simhash_filter.signature import MatchRule, decode_sketch
 
 from .batch import Judge, RowToCheck, check_batch
@@ -140,7 +140,8 @@ class FingerprintStore:
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
-        (:data:`~simhash_filter.bands.INDEX_KINDS`) with ``blocks`` blocks, and judged by
+        (:data:`~simhash_filter.bands.INDEX_KINDS`; None: the database's own, else
+        :func:`~simhash_filter.bands.default_index`) with ``blocks`` blocks, judged by
         ``rule``.
 
         ``max_distance=None``: the rule's reach (``rule.max_distance``), else
@@ -174,9 +175,7 @@ class FingerprintStore:
                 f"max_distance={max_distance} is below the rule's reach "
                 f"({rule.max_distance}): the index would miss candidates"
             )
-        scheme = make_scheme(
-            index or DEFAULT_INDEX, bits=bits, max_distance=max_distance, blocks=blocks
-        )
+        scheme = make_scheme(index, bits=bits, max_distance=max_distance, blocks=blocks)
         requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
