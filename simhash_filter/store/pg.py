@@ -3,9 +3,10 @@
 The same decision (:func:`~simhash_filter.store.batch.check_batch`), the same advisory
 locks (:func:`~simhash_filter.store.locks.lock_ids`) and the same rows as the generic
 SQLAlchemy path (``statements.SqlBatchIO``); only the way they travel differs. On a
-psycopg connection in pipeline mode:
+psycopg connection in pipeline mode, one transaction (the statements between two Sync
+messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
 
-- round trip 1: ``BEGIN``; the advisory locks (the database-wide lock shared and the
+- round trip 1: the advisory locks (the database-wide lock shared and the
   rows' key and URL locks in sorted order, or the database-wide lock exclusive for a bulk
   batch), with ``synchronous_commit = off`` for the transaction when the store is not
   durable; then, in one statement, the pages stored under the rows' URLs and the band rows
@@ -13,7 +14,7 @@ psycopg connection in pipeline mode:
   on what came back;
 - round trip 2: what the decision wrote, one statement per kind of change (a new page and
   its band rows in one statement: ``INSERT ... RETURNING`` feeding ``INSERT ... SELECT ...
-  FROM unnest(...)``), then ``COMMIT``.
+  FROM unnest(...)``), and the Sync that commits them.
 
 Statements are sent after the locks in the same transaction, so each reads what every
 transaction that held a conflicting lock committed (READ COMMITTED takes a snapshot per
@@ -198,12 +199,14 @@ class PgPath:
     ) -> list[Verdict]:
         types = self._types
         probe_keys = sorted({key for row in rows for key in row.probe_keys})
-        # BEGIN and COMMIT travel as statements of the pipeline: in a transaction of its
-        # own making psycopg would wait for the BEGIN's answer (a round trip of its own)
+        # No BEGIN and no COMMIT: in pipeline mode everything up to the next Sync message is
+        # one transaction. Round trip 1 ends with a Flush (the cursor's fetch), which returns
+        # the results and leaves the transaction open; round trip 2 ends with the pipeline's
+        # Sync, which commits it (or rolls it back after an error). With psycopg's own BEGIN,
+        # the BEGIN would wait for a Sync of its own: one more round trip.
         conn.autocommit = True
         with ExitStack() as stack:
-            pipeline = stack.enter_context(conn.pipeline())
-            conn.execute("BEGIN", prepare=True)
+            stack.enter_context(conn.pipeline())
             if lock_list is None:
                 conn.execute(self._lock_exclusive, (types.int8(GLOBAL_LOCK),), prepare=True)
             else:
@@ -221,10 +224,9 @@ class PgPath:
                 ),
                 prepare=True,
             )
-            pipeline.sync()  # round trip 1
             pages: list[StoredPage] = []
             hits: list[ProbeRow] = []
-            for t, key, *page in found.fetchall():
+            for t, key, *page in found.fetchall():  # round trip 1 (a Flush, no Sync)
                 if t < 0:
                     pages.append(_stored_page(page))
                 else:
@@ -310,7 +312,7 @@ class _Retry(Exception):
 
 class _PipelinedIO(BatchIO):
     """batch.py's reader/writer over what round trip 1 fetched; :meth:`write` sends the
-    changes and ``COMMIT`` in round trip 2 (leaving pipeline mode)."""
+    changes and the committing Sync in round trip 2 (leaving pipeline mode)."""
 
     def __init__(
         self,
@@ -418,8 +420,7 @@ class _PipelinedIO(BatchIO):
                 ),
                 prepare=True,
             )
-        conn.execute("COMMIT", prepare=True)
-        self._pipeline.close()  # leaves pipeline mode: round trip 2
+        self._pipeline.close()  # leaves pipeline mode: Sync, the commit; round trip 2
         if new_pages is None:
             return {}
         refs = [page.ref for page in changes.new_pages]
