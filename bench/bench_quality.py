@@ -246,24 +246,7 @@ def peers() -> dict[str, Callable[[str], int | None]]:
 # --------------------------------------------------------------------------- scoring
 
 
-@dataclass
-class Score:
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+Score = bf.Score
 
 
 def score(predicted: np.ndarray, truth: np.ndarray) -> Score:
