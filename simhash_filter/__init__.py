@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from .features import IdfTable
 from .fingerprint import Fingerprinter
+from .signature import MatchRule, PageSignature, Verification
 from .simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
     from .addon import Addon
     from .bands import BandScheme
-    from .extract import extract_text
+    from .extract import extract_page, extract_text
     from .middlewares import NearDuplicateMiddleware
     from .pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
     from .store import FingerprintStore
@@ -33,11 +34,15 @@ __all__ = [
     "Fingerprinter",
     "IdfTable",
     "Match",
+    "MatchRule",
     "NearDuplicate",
     "NearDuplicateMiddleware",
     "NearDuplicatePipeline",
+    "PageSignature",
     "Verdict",
     "VerdictKind",
+    "Verification",
+    "extract_page",
     "extract_text",
     "hamming_distance",
     "similarity",
@@ -52,6 +57,7 @@ _LAZY = {
     "VerdictKind": ".store.records",
     "NearDuplicate": ".pipelines",
     "FilterUnavailable": ".pipelines",
+    "extract_page": ".extract",
     "extract_text": ".extract",
     "NearDuplicatePipeline": ".pipelines",
     "NearDuplicateMiddleware": ".middlewares",
