@@ -28,14 +28,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE, BandScheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
+from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.importers import (
-    ReaderOptions,
-    SourceError,
-    check_source,
-    read_source,
-    record_text,
-)
+from simhash_filter.importers import ReaderOptions, SourceError, check_source, read_source
+from simhash_filter.pagework import sign_page
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
 from simhash_filter.store.records import DatabaseNotFoundError, VerdictKind
@@ -70,20 +66,22 @@ _WORKER: Fingerprinter | None = None
 
 def _init_worker() -> None:
     global _WORKER
-    _WORKER = Fingerprinter()
     # Ctrl-C reaches the whole process group: the parent decides, the workers finish
-    # their chunk instead of dying with a traceback.
+    # their chunk instead of dying with a traceback (see _pool for the start-up).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER = Fingerprinter()
 
 
 def _fingerprint_record(fingerprinter: Fingerprinter, record: SourceRecord) -> Fingerprinted:
+    """The crawl's own page work (:func:`~simhash_filter.pagework.sign_page`) on a record."""
+    text, html = (None, record.body) if record.is_html else (record.body, None)
     try:
-        text = record_text(record)
+        signature = sign_page(fingerprinter, record.url, text, html, max_bytes=DEFAULT_MAX_BYTES)
     except Exception as exc:  # one bad page must not stop an import
         return Fingerprinted(record.url, None, 0, f"{record.origin}: {type(exc).__name__}: {exc}")
-    if not text:
+    if signature is None:
         return Fingerprinted(record.url, None, 0, None)
-    return Fingerprinted(record.url, fingerprinter.fingerprint(text), len(text), None)
+    return Fingerprinted(record.url, signature.fingerprint, signature.text_length, None)
 
 
 def _work(records: list[SourceRecord]) -> list[Fingerprinted]:
@@ -133,11 +131,25 @@ def _fingerprinted(
 
 
 @contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
 def _pool(jobs: int) -> Iterator[ProcessPoolExecutor | None]:
     if jobs == 1:
         yield None
         return
-    pool = ProcessPoolExecutor(jobs, initializer=_init_worker)
+    with _ctrl_c_ignored():  # workers started now inherit it: none dies starting up
+        pool = ProcessPoolExecutor(jobs, initializer=_init_worker)
+        pool.submit(int).result()  # (starts the workers)
     try:
         yield pool
     finally:
