@@ -9,14 +9,15 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from sqlalchemy import create_engine, select
+from sqlalchemy import Connection, create_engine, select
 
 from crawler.distributed import RedisKeys
 from crawler.testsite import Page, generated_site
 from simhash_filter import hamming_distance
+from simhash_filter.signature import MatchRule
 from simhash_filter.store.schema import duplicates_table, meta_table, pages_table
 
 from . import DISTINCT, HARBOUR_CLUSTER, ZH_CLUSTER
@@ -50,6 +51,12 @@ class IndexContents:
     dropped: dict[str, Dropped]
     dropped_rows: int  # rows in duplicates (a URL dropped twice counts twice)
     max_distance: int  # k, as stored in the database
+    rule: MatchRule | None = None  # candidate + verify, as stored (None: within k is a copy)
+    sketches: dict[str, bytes | None] = field(default_factory=dict)  # path → sketch
+
+
+def _meta(conn: Connection, key: str) -> str | None:
+    return conn.execute(select(meta_table.c.value).where(meta_table.c.key == key)).scalar()
 
 
 def read_index(db_url: str) -> IndexContents:
@@ -58,11 +65,15 @@ def read_index(db_url: str) -> IndexContents:
     try:
         with engine.connect() as conn:
             pages = conn.execute(
-                select(pages_table.c.id, pages_table.c.url, pages_table.c.fingerprint)
+                select(
+                    pages_table.c.id,
+                    pages_table.c.url,
+                    pages_table.c.fingerprint,
+                    pages_table.c.sketch,
+                )
             ).all()
-            k = conn.execute(
-                select(meta_table.c.value).where(meta_table.c.key == "max_distance")
-            ).scalar_one()
+            k = _meta(conn, "max_distance")
+            rule = _meta(conn, "rule")
             drops = conn.execute(
                 select(
                     duplicates_table.c.url,
@@ -73,26 +84,50 @@ def read_index(db_url: str) -> IndexContents:
             ).all()
     finally:
         engine.dispose()
-    url_of = {page_id: url for page_id, url, _fp in pages}
-    kept = {path_of(url): int(fp) for _id, url, fp in pages}
+    url_of = {page.id: page.url for page in pages}
+    kept = {path_of(page.url): int(page.fingerprint) for page in pages}
     assert len(kept) == len(pages), "two pages rows for one path"
     dropped = {}
     for url, fp, ref, distance in drops:
         assert ref in url_of, f"{url} is logged as a duplicate of page id {ref}, which is not kept"
         dropped[path_of(url)] = Dropped(int(fp), path_of(url_of[ref]), int(distance))
-    return IndexContents(kept, dropped, len(drops), int(k))
+    return IndexContents(
+        kept,
+        dropped,
+        len(drops),
+        int(k or 0),
+        MatchRule.parse(rule) if rule else None,
+        {path_of(page.url): page.sketch for page in pages},
+    )
+
+
+def is_copy(index: IndexContents, a: str, b: str) -> bool:
+    """Whether the stored match rule calls kept pages ``a`` and ``b`` near-duplicates."""
+    distance = hamming_distance(index.kept[a], index.kept[b])
+    rule = index.rule
+    if rule is None:
+        return distance <= index.max_distance
+    sketch_a, sketch_b = index.sketches.get(a), index.sketches.get(b)
+    if sketch_a is None or sketch_b is None:
+        return distance <= rule.fallback_distance
+    if distance > rule.candidate_distance:
+        return False
+    verdict = rule.verify(sketch_a, sketch_b)
+    return verdict.confirmed and not verdict.boilerplate
 
 
 def assert_consistent(index: IndexContents) -> None:
-    """No two kept pages within k; every drop points at a kept page within k, at the
-    distance it logged; no page both kept and dropped."""
-    k = index.max_distance
-    for (a, fa), (b, fb) in itertools.combinations(sorted(index.kept.items()), 2):
-        assert hamming_distance(fa, fb) > k, f"both kept, {hamming_distance(fa, fb)} apart: {a} {b}"
+    """No two kept pages that the stored match rule calls copies; every drop points at a
+    kept page within the index's radius, at the distance it logged; no page both kept and
+    dropped."""
+    radius = index.rule.max_distance if index.rule else index.max_distance
+    for a, b in itertools.combinations(sorted(index.kept), 2):
+        distance = hamming_distance(index.kept[a], index.kept[b])
+        assert not is_copy(index, a, b), f"both kept, copies {distance} bits apart: {a} {b}"
     for path, drop in index.dropped.items():
         assert path not in index.kept, f"{path} is both kept and dropped"
         kept_fp = index.kept[drop.duplicate_of]
-        assert hamming_distance(drop.fingerprint, kept_fp) == drop.distance <= k, path
+        assert hamming_distance(drop.fingerprint, kept_fp) == drop.distance <= radius, path
 
 
 def representatives(index: IndexContents, clusters: dict[str, int]) -> dict[int, str]:
