@@ -389,6 +389,11 @@ def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
         ),
         "ideal_pages_per_second": ideal,
         "of_ideal": rate / ideal,
+        "worker_busy_over_cpu": statistics.median(
+            float(s.get("simhash_filter/workers/busy_ms", 0))
+            / max(1.0, float(s.get("simhash_filter/workers/cpu_ms", 0)))
+            for s in runs
+        ),
         "wait_ms_per_page": statistics.median(
             float(s.get("simhash_filter/workers/wait_ms", 0)) / p
             for s, p in zip(runs, pages, strict=True)
@@ -509,7 +514,8 @@ def print_memory(result: dict[str, Any]) -> None:
 def print_crawls(rows: list[dict[str, Any]]) -> None:
     print(
         "| crawl | item | variant | pages/s | vs off | vs threads "
-        "| CPU ms/page (crawler + workers) | ideal pages/s | of ideal | queue wait ms/page "
+        "| CPU ms/page (crawler + workers) | ideal pages/s | of ideal "
+        "| worker wall/CPU | queue wait ms/page "
         "| kept | dropped | errors |"
     )
     print(
@@ -522,7 +528,8 @@ def print_crawls(rows: list[dict[str, Any]]) -> None:
             f"| {r['pages_per_second']:.1f} | {r['vs_off']:.2f}x | {vs_threads} "
             f"| {r['cpu_ms_per_page']:.1f} ({r['crawler_cpu_ms_per_page']:.1f} + "
             f"{r['worker_cpu_ms_per_page']:.1f}) | {r['ideal_pages_per_second']:.0f} "
-            f"| {r['of_ideal']:.0%} | {r['wait_ms_per_page']:.1f} "
+            f"| {r['of_ideal']:.0%} | {r['worker_busy_over_cpu']:.2f} "
+            f"| {r['wait_ms_per_page']:.1f} "
             f"| {r['kept']:.0f} | {r['dropped']:.0f} | {r['errors']:.0f} |"
         )
 
@@ -566,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nCPU ms/page: user+system CPU of the crawl process and its page workers (start-up "
             "included) per response; the workers' share is their page work plus their start.\n"
-            "ideal = cores / CPU per page; of ideal = pages/s / ideal. Medians of the repeats; "
+            "ideal = cores / CPU per page; of ideal = pages/s / ideal; worker wall/CPU: a page's "
+            "time in a worker over its CPU there (1.0: a core to itself).\nMedians of the repeats; "
             f"machine load after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}."
         )
         path = write_results(f"bench_crawl-{args.part}", rows)
