@@ -518,9 +518,7 @@ def print_crawls(rows: list[dict[str, Any]]) -> None:
         "| worker wall/CPU | queue wait ms/page "
         "| kept | dropped | errors |"
     )
-    print(
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    )
+    print("| --- | --- | --- " + "| ---: " * 11 + "|")
     for r in rows:
         vs_threads = f"{r['vs_threads']:.2f}x" if "vs_threads" in r else "-"
         print(
