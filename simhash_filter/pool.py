@@ -57,7 +57,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_DEFAULT_WORKERS = 32
+MAX_DEFAULT_WORKERS = 6
+"""One crawl process feeds about 3-5 busy workers before it is itself the limit (its share of
+a page, Scrapy's included, against the page work: see bench/README.md); more would sit idle
+holding ~125 MB each."""
 READY_TIMEOUT = 120.0
 """Seconds a new worker may take to import trafilatura and load jieba's dictionary."""
 STOP_TIMEOUT = 10.0

@@ -149,7 +149,7 @@ def test_bad_values_raise_naming_the_setting(key: str, value: object) -> None:
         Config.from_settings(Settings({f"SIMHASH_FILTER_{key}": value}))
 
 
-@pytest.mark.parametrize(("cpus", "workers"), [(1, 0), (2, 2), (16, 16), (96, 32)])
+@pytest.mark.parametrize(("cpus", "workers"), [(1, 0), (2, 2), (6, 6), (16, 6), (96, 6)])
 def test_default_workers_follow_the_cpus(cpus: int, workers: int) -> None:
     assert default_workers(cpus) == workers
 
