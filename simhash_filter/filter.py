@@ -16,6 +16,9 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   *another* page is ``dropped``); the item passes.
 - ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
   item passes unfingerprinted (an empty page must not collide with every other empty page).
+- ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
+  main text matched a stored page's, but the visible pages around them differ, so it is an
+  extraction failure rather than a copy, and the page was admitted.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
@@ -84,7 +87,9 @@ async def _result(future: Future[_T]) -> _T:
 class StoreLike(Protocol):
     """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`."""
 
-    def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict: ...
+    def check_and_add(
+        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+    ) -> Verdict: ...
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
 
@@ -191,22 +196,22 @@ class GroupCommit:
     def add_rows(self, rows: list[PageRow]) -> list[Verdict | BaseException]:
         """Blocking: each row's verdict, or the error that row alone met."""
         store = self._store()
-        if len(rows) == 1:
-            url, fingerprint, text_length, _sketch = rows[0]
+        if len(rows) > 1:
             try:
-                return [store.check_and_add(url, fingerprint, text_length=text_length)]
+                return list(store.add_many(rows))
+            except Exception:  # find the page at fault: the others still get their verdicts
+                pass
+        results: list[Verdict | BaseException] = []
+        for row in rows:
+            try:
+                results.append(
+                    store.check_and_add(
+                        row.url, row.fingerprint, text_length=row.text_length, sketch=row.sketch
+                    )
+                )
             except Exception as exc:
-                return [exc]
-        try:
-            return list(store.add_many(rows))
-        except Exception:  # find the page at fault: the others still get their verdicts
-            results: list[Verdict | BaseException] = []
-            for url, fingerprint, text_length, _sketch in rows:
-                try:
-                    results.append(store.check_and_add(url, fingerprint, text_length=text_length))
-                except Exception as exc:
-                    results.append(exc)
-            return results
+                results.append(exc)
+        return results
 
 
 def _canonical(url: str) -> str:
@@ -407,7 +412,7 @@ class PageFilter:
             return Check(Outcome.ERROR, url, error=exc)
         if signature is None:
             return Check(Outcome.NO_TEXT, url)
-        row = PageRow(url, signature.fingerprint, signature.text_length)
+        row = PageRow(url, signature.fingerprint, signature.text_length, signature.sketch)
         try:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:
@@ -419,6 +424,15 @@ class PageFilter:
     def record(self, check: Check) -> None:
         """Count the check and log what needs logging."""
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        if check.verdict is not None and check.verdict.boilerplate_of is not None:
+            self.stats.inc_value(STATS_PREFIX + "boilerplate")
+            if self.config.debug:
+                logger.debug(
+                    "simhash_filter: %s admitted: its text matches %s, the pages around it "
+                    "differ (an extraction failure, not a copy)",
+                    check.url,
+                    check.verdict.boilerplate_of.url,
+                )
         if check.outcome is Outcome.ERROR:
             logger.warning(
                 "Could not check %s for near-duplicates (%s)",

@@ -22,10 +22,11 @@ import simhash_filter
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
 from simhash_filter.config import Config
-from simhash_filter.filter import GroupCommit, PageFilter
+from simhash_filter.filter import Check, GroupCommit, Outcome, PageFilter
 from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, StoreError
-from simhash_filter.store.records import PageRow, Verdict
+from simhash_filter.store.records import Match, PageRow, Verdict, VerdictKind
 
 BRIDGE = "\n\n".join(HARBOUR_BRIDGE.paragraphs)
 BEES = "\n\n".join(URBAN_BEES.paragraphs)
@@ -285,7 +286,9 @@ class BrokenStore:
         self.calls = 0
         self.closed = False
 
-    def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict:
+    def check_and_add(
+        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
 
@@ -394,10 +397,12 @@ class PickyStore:
         self.store = store
         self.batches: list[int] = []
 
-    def check_and_add(self, url: str, fingerprint: int, *, text_length: int = 0) -> Verdict:
+    def check_and_add(
+        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
         if "bad" in url:
             raise StoreError(f"cannot store {url}")
-        return self.store.check_and_add(url, fingerprint, text_length=text_length)
+        return self.store.check_and_add(url, fingerprint, text_length=text_length, sketch=sketch)
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
         rows = list(rows)
@@ -455,3 +460,41 @@ def test_concurrent_pages_share_transactions(sqlite_url: str) -> None:
     assert sum(isinstance(r, NearDuplicate) for r in results) == 36
     assert stats(pipeline) == {"kept": 4, "dropped": 36}
     run(pipeline.close_spider())
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_sketch_reaches_the_store(sqlite_url: str, workers: int) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    config = Config(workers=workers)
+    spec = config.make_fingerprinter().spec
+    store = FingerprintStore.open(sqlite_url, spec=spec, rule=MatchRule())
+    page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
+    page_filter.open()
+    try:
+        news = news_template(HARBOUR_BRIDGE, date="12 March 2024")
+        first = run(page_filter.check("https://news.example/bridge", html=news))
+        assert first.outcome.value == "kept"
+        blog = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
+        copy = run(page_filter.check("https://blog.example/bridge", html=blog))
+        assert copy.verdict is not None
+        match = copy.verdict.duplicate_of
+        assert match is not None
+        # judged by the sketches (a page without one is judged by distance alone: None)
+        assert match.similarity is not None
+        assert match.similarity >= MatchRule().min_similarity
+    finally:
+        page_filter.close()
+
+
+def test_boilerplate_verdicts_are_counted() -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    page_filter = PageFilter(Config(workers=0), crawler.stats, store_factory=BrokenStore)
+    other = Match("https://forum.example/thread-1", 1, 2, 1, similarity=0.9)
+    url = "https://forum.example/thread-2"
+    verdict = Verdict(VerdictKind.NEW, url, 3, boilerplate_of=other)
+    page_filter.record(Check(Outcome.KEPT, url, 3, verdict))
+    page_filter.record(Check(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
+    assert crawler.stats.get_value("simhash_filter/boilerplate") == 1
+    assert crawler.stats.get_value("simhash_filter/kept") == 2
