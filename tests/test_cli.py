@@ -22,6 +22,7 @@ from support.cli_corpus import (
     D_A1,
     D_B1,
     FINGERPRINTER,
+    PAGES,
     SHORT,
     URL_A,
     URL_A1,
@@ -31,12 +32,15 @@ from support.cli_corpus import (
     URL_C,
     dist,
     fill,
+    fp,
     html_page,
     hx,
     lines,
+    pin_times,
     run,
 )
 
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 from simhash_filter.store.reports import database_size
@@ -180,6 +184,7 @@ def test_dupes_filters_and_formats(filled: str, capsys: pytest.CaptureFixture[st
             "duplicate_of": URL_A,
             "duplicate_of_fingerprint": hx(ARTICLE_A),
             "distance": 0,
+            "similarity": None,
             "seen_at": "2024-05-03T10:00:00Z",
         }
     ]
@@ -245,7 +250,9 @@ def test_near_a_stored_url_excludes_itself(filled: str, capsys: pytest.CaptureFi
     # A dropped URL is looked up by the fingerprint it was dropped with.
     code, out, _ = run(capsys, "near", "--json", URL_A2, "--db", filled)
     assert code == 0
-    assert json.loads(out) == [{"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0}]
+    assert json.loads(out) == [
+        {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0, "similarity": None}
+    ]
     code, out, err = run(capsys, "near", "--text", ARTICLE_C, "--k", "0", "--db", filled)
     assert code == 0
     assert out.splitlines()[2:] == [f"       0  {hx(ARTICLE_C)}  {URL_C}"]
@@ -338,6 +345,7 @@ def test_lookup_dropped_and_unknown(filled: str, capsys: pytest.CaptureFixture[s
                 "duplicate_of": URL_B,
                 "duplicate_of_fingerprint": hx(ARTICLE_B),
                 "distance": D_B1,
+                "similarity": None,
                 "seen_at": "2024-05-04T10:00:00Z",
             }
         ],
@@ -396,12 +404,19 @@ def test_clusters_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None
             "kept": 1,
             "dropped": 2,
             "pages": [
-                {"role": "kept", "url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0},
+                {
+                    "role": "kept",
+                    "url": URL_A,
+                    "fingerprint": hx(ARTICLE_A),
+                    "distance": 0,
+                    "similarity": None,
+                },
                 {
                     "role": "dropped",
                     "url": URL_A2,
                     "fingerprint": hx(ARTICLE_A2),
                     "distance": 0,
+                    "similarity": None,
                     "duplicate_of": URL_A,
                 },
                 {
@@ -409,6 +424,7 @@ def test_clusters_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None
                     "url": URL_A1,
                     "fingerprint": hx(ARTICLE_A1),
                     "distance": D_A1,
+                    "similarity": None,
                     "duplicate_of": URL_A,
                 },
             ],
@@ -453,7 +469,7 @@ def test_clusters_join_kept_pages_after_k_was_raised(
     )
     code, out, _ = run(capsys, "lookup", "--json", URL_A, "--db", db_url)
     assert json.loads(out)["near"] == [
-        {"url": URL_A1, "fingerprint": hx(ARTICLE_A1), "distance": D_A1}
+        {"url": URL_A1, "fingerprint": hx(ARTICLE_A1), "distance": D_A1, "similarity": None}
     ]
     code, out, _ = run(capsys, "lookup", URL_A1, "--db", db_url)
     assert out.endswith(
@@ -636,7 +652,7 @@ def test_other_spec_cannot_compare_texts(
     code, out, _ = run(capsys, "near", "--nl", "0123456789abcdee", "--db", sqlite_url)
     assert (code, out) == (
         0,
-        f'{{"url":"{URL_A}","fingerprint":"0123456789abcdef","distance":1}}\n',
+        f'{{"url":"{URL_A}","fingerprint":"0123456789abcdef","distance":1,"similarity":null}}\n',
     )
 
 
@@ -727,3 +743,66 @@ def test_python_dash_m_and_the_script_entry(filled_sqlite: str) -> None:
     assert result.stderr == (
         "simhash-filter: error: no database at /nonexistent/x.db (the file does not exist)\n"
     )
+
+
+# --- both distances: the simhash bits and the sketches' similarity (issue 13.C) --------
+
+
+def fill_with_sketches(url: str) -> MatchRule:
+    """The corpus checked and added as a crawl does under the default match rule: with
+    each page's sketch (candidates within the rule's reach, confirmed by the sketches)."""
+    rule = MatchRule()
+    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=rule) as store:
+        for page_url, text in PAGES:
+            store.check_and_add(
+                page_url, fp(text), text_length=len(text), sketch=FINGERPRINTER.sketch(text)
+            )
+        pin_times(store)
+    return rule
+
+
+def sim(rule: MatchRule, a: str, b: str) -> float:
+    """What the CLI shows: the rule's similarity estimate of two texts' sketches."""
+    return round(rule.verify(FINGERPRINTER.sketch(a), FINGERPRINTER.sketch(b)).similarity, 3)
+
+
+def test_dupes_near_lookup_and_clusters_show_both_distances(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rule = fill_with_sketches(db_url)
+    s_a1, s_a2, s_b1 = sim(rule, ARTICLE_A1, ARTICLE_A), 1.0, sim(rule, ARTICLE_B1, ARTICLE_B)
+    assert rule.min_similarity <= s_a1 < 1.0  # an edited copy: confirmed, and not identical
+    code, out, err = run(capsys, "dupes", "--db", db_url)
+    assert (code, err) == (0, "")
+    assert out == lines(
+        "dropped at            distance  similarity  url                                     duplicate of",
+        "--------------------  --------  ----------  --------------------------------------  --------------------------------",
+        f"2024-05-04T10:00:00Z         {D_B1}  {s_b1:>10.4g}  {URL_B1}  {URL_B}",
+        f"2024-05-03T10:00:00Z         0  {s_a2:>10.4g}  {URL_A2}  {URL_A}",
+        f"2024-05-02T10:00:00Z         {D_A1}  {s_a1:>10.4g}  {URL_A1}   {URL_A}",
+    )
+    # near: a text's sketch against the stored ones.
+    code, out, _ = run(capsys, "near", "--json", "--text", ARTICLE_A1, "--db", db_url)
+    assert json.loads(out) == [
+        {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": s_a1}
+    ]
+    # A hex fingerprint has no sketch: the similarity is unknown, the column left out.
+    code, out, _ = run(capsys, "near", hx(ARTICLE_A), "--db", db_url)
+    assert out.splitlines()[0].split() == ["distance", "fingerprint", "url"]
+    # lookup: the drops as logged; the kept page's neighbours from the stored sketches.
+    code, out, _ = run(capsys, "lookup", "--json", URL_A, "--db", db_url)
+    document = json.loads(out)
+    assert [(d["url"], d["similarity"]) for d in document["duplicates"]] == [
+        (URL_A2, s_a2),
+        (URL_A1, s_a1),
+    ]
+    code, out, _ = run(capsys, "lookup", "--json", URL_B1, "--db", db_url)
+    assert [d["similarity"] for d in json.loads(out)["drops"]] == [s_b1]
+    # clusters: kept pages compared with the cluster's first page; drops as logged.
+    code, out, _ = run(capsys, "clusters", "--json", "--min-size", "3", "--db", db_url)
+    (cluster,) = json.loads(out)
+    assert [(p["role"], p["url"], p["distance"], p["similarity"]) for p in cluster["pages"]] == [
+        ("kept", URL_A, 0, 1.0),
+        ("dropped", URL_A2, 0, s_a2),
+        ("dropped", URL_A1, D_A1, s_a1),
+    ]

@@ -392,7 +392,13 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         "pages   3",
     )
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert out == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1}) + "\n"
+    assert (
+        out
+        == compact(
+            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
+        )
+        + "\n"
+    )
     code, out, _ = run(capsys, "reindex", "--json", "--max-distance", "0", "--db", db_url)
     document = json.loads(out)
     assert document.pop("seconds") >= 0
@@ -404,7 +410,11 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
     assert (code, out) == (0, "")  # D_A1 bits away: beyond the new k
     code, out, _ = run(capsys, "near", "--nl", URL_A2, "--db", db_url)
-    assert out == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0}) + "\n"
+    assert (
+        out
+        == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0, "similarity": None})
+        + "\n"
+    )
     # --max-distance alone takes that k's default blocks: k=4 -> 6 blocks, 15 tables
     code, out, err = run(capsys, "reindex", "--max-distance", "4", "--db", db_url)
     assert (code, err) == (0, "")
@@ -414,4 +424,10 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         "pages   3",
     )
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert out == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1}) + "\n"
+    assert (
+        out
+        == compact(
+            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
+        )
+        + "\n"
+    )

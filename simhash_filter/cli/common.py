@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.cli.output import Output, Record, hex64, iso_time
+from simhash_filter.cli.output import Column, Output, Record, hex64, iso_time
 from simhash_filter.fingerprint import Fingerprinter
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, spec_difference
 from simhash_filter.store.engine import error_reason, first_line
 from simhash_filter.store.records import (
@@ -99,6 +100,25 @@ def check_k(store: FingerprintStore, k: int | None) -> int:
     return k
 
 
+def shown_similarity(value: float | None) -> float | None:
+    """A sketch similarity as the CLI prints it (3 decimals; None: no sketch to compare)."""
+    return None if value is None else round(value, 3)
+
+
+def similarity_of(
+    rule: MatchRule | None, query: bytes | None, stored: bytes | None
+) -> float | None:
+    """The second signatures' similarity estimate of two pages (None unless both have
+    one), as the database's match rule (or the default one) computes it."""
+    if query is None or stored is None:
+        return None
+    return shown_similarity((rule or MatchRule()).verify(query, stored).similarity)
+
+
+SIMILARITY = Column("similarity", "similarity", right=True, optional=True)
+"""The second distance: the sketches' similarity (a table without any leaves it out)."""
+
+
 def duplicate_row(record: DuplicateRecord) -> Record:
     return {
         "url": record.url,
@@ -106,6 +126,7 @@ def duplicate_row(record: DuplicateRecord) -> Record:
         "duplicate_of": record.duplicate_of_url,
         "duplicate_of_fingerprint": hex64(record.duplicate_of_fingerprint),
         "distance": record.distance,
+        "similarity": shown_similarity(record.similarity),
         "seen_at": iso_time(record.seen_at),
     }
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simhash_filter.cli.common import (
+    SIMILARITY,
     CommandError,
     UsageError,
     check_k,
@@ -23,6 +24,7 @@ from simhash_filter.cli.common import (
     existing_store,
     fingerprinter_for,
     limited,
+    similarity_of,
 )
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.fingerprint import Fingerprinter
@@ -46,6 +48,7 @@ class Query:
     fingerprint: int
     text: str | None = None
     stored_url: str | None = None  # the canonical URL, when it came from the database
+    sketch: bytes | None = None  # its second signature, when known: for the similarities
 
 
 def _looks_like_html(path: str, body: bytes) -> bool:
@@ -95,7 +98,8 @@ def _fingerprint_text(fingerprinter: Fingerprinter, source: str, text: str) -> i
 def _stored_fingerprint(store: FingerprintStore, url: str) -> Query:
     page = store.lookup(url)
     if page is not None:
-        return Query(url, page.fingerprint, stored_url=page.url)
+        sketch = reports.page_sketches(store, [page.page_id]).get(page.page_id)
+        return Query(url, page.fingerprint, stored_url=page.url, sketch=sketch)
     drops = reports.drops_of_url(store, url, limit=1)
     if drops:
         return Query(url, drops[0].fingerprint, stored_url=drops[0].url)
@@ -144,16 +148,26 @@ def near(args: argparse.Namespace, out: Output) -> int:
         else:
             fingerprinter = fingerprinter_for(store.spec)
             source, text = _read_input(args)
-            query = Query(source, _fingerprint_text(fingerprinter, source, text), text)
+            fingerprint = _fingerprint_text(fingerprinter, source, text)
+            query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
         k = check_k(store, args.k)
         matches = [m for m in store.near(query.fingerprint, k) if m.url != query.stored_url]
+        sketches = reports.page_sketches(store, [m.page_id for m in matches])
+        rule = store.rule
     out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
     rows = (
-        {"url": m.url, "fingerprint": hex64(m.fingerprint), "distance": m.distance} for m in matches
+        {
+            "url": m.url,
+            "fingerprint": hex64(m.fingerprint),
+            "distance": m.distance,
+            "similarity": similarity_of(rule, query.sketch, sketches.get(m.page_id)),
+        }
+        for m in matches
     )
     out.rows(
         [
             Column("distance", "distance", right=True),
+            SIMILARITY,
             Column("fingerprint", "fingerprint"),
             Column("url", "url"),
         ],

@@ -50,6 +50,7 @@ class Column:
     key: str
     header: str
     right: bool = False  # numbers align right
+    optional: bool = False  # left out of a table in which no row has a value for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,12 @@ def _cell(value: object) -> str:
 
 def render_table(columns: Sequence[Column], rows: Iterable[Record]) -> list[str]:
     """Rows under a header and a dashed rule, columns two spaces apart."""
+    rows = list(rows)
+    columns = [
+        column
+        for column in columns
+        if not column.optional or any(row.get(column.key) is not None for row in rows)
+    ]
     cells = [[_cell(row.get(column.key)) for column in columns] for row in rows]
     widths = [
         max([len(column.header), *(len(line[i]) for line in cells)])

@@ -7,11 +7,14 @@ from datetime import datetime
 from typing import Any
 
 from simhash_filter.cli.common import (
+    SIMILARITY,
     check_k,
     duplicate_row,
     existing_store,
     limited,
     page_fields,
+    shown_similarity,
+    similarity_of,
 )
 from simhash_filter.cli.output import (
     Column,
@@ -23,6 +26,7 @@ from simhash_filter.cli.output import (
     hex64,
     iso_time,
 )
+from simhash_filter.signature import MatchRule
 from simhash_filter.simhash import hamming_distance
 from simhash_filter.store import reports
 from simhash_filter.store.records import DuplicateRecord, PageRecord
@@ -126,6 +130,7 @@ def stats(args: argparse.Namespace, out: Output) -> int:
 DUPLICATE_COLUMNS = [
     Column("seen_at", "dropped at"),
     Column("distance", "distance", right=True),
+    SIMILARITY,
     Column("url", "url"),
     Column("duplicate_of", "duplicate of"),
 ]
@@ -155,9 +160,17 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
     """``lookup URL``: kept, dropped (as a duplicate of what), or unknown."""
     with existing_store(args) as store:
         page = store.lookup(args.url)
+        similarities: dict[int, float | None] = {}
         if page is not None:
             drops = reports.drops_of_page(store, page.page_id)
             neighbours = [m for m in store.near(page.fingerprint) if m.page_id != page.page_id]
+            ids = [page.page_id, *(m.page_id for m in neighbours)]
+            sketches = reports.page_sketches(store, ids)
+            own = sketches.get(page.page_id)
+            similarities = {
+                m.page_id: similarity_of(store.rule, own, sketches.get(m.page_id))
+                for m in neighbours
+            }
         else:
             drops = reports.drops_of_url(store, args.url)
             neighbours = []
@@ -168,7 +181,12 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
             **page_fields(page),
             "duplicates": [duplicate_row(d) for d in drops],
             "near": [
-                {"url": m.url, "fingerprint": hex64(m.fingerprint), "distance": m.distance}
+                {
+                    "url": m.url,
+                    "fingerprint": hex64(m.fingerprint),
+                    "distance": m.distance,
+                    "similarity": similarities.get(m.page_id),
+                }
                 for m in neighbours
             ],
         }
@@ -188,13 +206,14 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
                 [
                     Column("seen_at", "dropped at"),
                     Column("distance", "distance", right=True),
+                    SIMILARITY,
                     Column("url", "dropped url"),
                 ],
                 document["duplicates"],
                 title="its dropped duplicates",
             ),
             Table(
-                [Column("distance", "distance", right=True), Column("url", "url")],
+                [Column("distance", "distance", right=True), SIMILARITY, Column("url", "url")],
                 document["near"],
                 title="other kept pages within k",
             ),
@@ -220,6 +239,7 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
                 [
                     Column("seen_at", "dropped at"),
                     Column("distance", "distance", right=True),
+                    SIMILARITY,
                     Column("duplicate_of", "duplicate of"),
                 ],
                 document["drops"],
@@ -248,12 +268,17 @@ def clusters(args: argparse.Namespace, out: Output) -> int:
         wanted = [i for c in found for i in c.page_ids]
         pages = reports.pages_by_id(store, wanted)
         drops = reports.drops_of_pages(store, wanted)
+        sketches = reports.page_sketches(store, wanted)
+        rule = store.rule
     if args.limit and total > args.limit:
         out.note(f"(showing the {args.limit} largest of {total} clusters; --limit 0 shows all)")
-    documents = [_cluster_document(n, c, pages, drops) for n, c in enumerate(found, start=1)]
+    documents = [
+        _cluster_document(n, c, pages, drops, sketches, rule) for n, c in enumerate(found, start=1)
+    ]
     columns = [
         Column("role", "role"),
         Column("distance", "distance", right=True),
+        SIMILARITY,
         Column("fingerprint", "fingerprint"),
         Column("url", "url"),
         Column("duplicate_of", "duplicate of"),
@@ -279,6 +304,8 @@ def _cluster_document(
     cluster: reports.Cluster,
     pages: dict[int, PageRecord],
     drops: dict[int, list[DuplicateRecord]],
+    sketches: dict[int, bytes],
+    rule: MatchRule | None,
 ) -> Record:
     kept = [pages[i] for i in cluster.page_ids if i in pages]
     # The representative: the kept page most dropped against, then the oldest.
@@ -290,6 +317,7 @@ def _cluster_document(
             "url": p.url,
             "fingerprint": hex64(p.fingerprint),
             "distance": hamming_distance(p.fingerprint, head.fingerprint),
+            "similarity": similarity_of(rule, sketches.get(p.page_id), sketches.get(head.page_id)),
         }
         for p in kept
     ]
@@ -304,6 +332,8 @@ def _cluster_document(
                     "url": record.url,
                     "fingerprint": hex64(record.fingerprint),
                     "distance": hamming_distance(record.fingerprint, head.fingerprint),
+                    # (as logged when it was dropped: with the page it duplicates)
+                    "similarity": shown_similarity(record.similarity),
                     "duplicate_of": record.duplicate_of_url,
                 },
             )

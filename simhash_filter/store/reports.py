@@ -234,6 +234,20 @@ def pages_by_id(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, P
     return found
 
 
+def page_sketches(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, bytes]:
+    """The stored sketches (second signatures) of these kept pages; a page stored from a
+    fingerprint alone has none and is left out."""
+    ids = sorted(set(page_ids))
+    found: dict[int, bytes] = {}
+    p = pages_table.c
+    with _reading(store) as conn:
+        for chunk in _chunks(ids):
+            stmt = select(p.id, p.sketch).where(p.id.in_(chunk), p.sketch.is_not(None))
+            for page_id, sketch in conn.execute(stmt):
+                found[page_id] = bytes(sketch)
+    return found
+
+
 def iter_pages(store: FingerprintStore) -> Iterator[PageRecord]:
     """Every kept page in admission order, streamed."""
     stmt = select(*_page_columns()).order_by(pages_table.c.id)
