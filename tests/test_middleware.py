@@ -112,9 +112,9 @@ def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
     assert store is not None
     original = store.check_and_add
 
-    def counting(url: str, fingerprint: int, *, text_length: int = 0) -> Any:
+    def counting(url: str, fingerprint: int, **kwargs: Any) -> Any:
         calls.append(url)
-        return original(url, fingerprint, text_length=text_length)
+        return original(url, fingerprint, **kwargs)
 
     store.check_and_add = counting  # type: ignore[method-assign]
     response = html("https://news.example/bridge#top", NEWS)
