@@ -431,3 +431,19 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         )
         + "\n"
     )
+
+
+def test_import_stores_each_page_with_its_sketch(
+    sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the crawl does (pagework.sign_page): the second signature goes in with the page."""
+    source = write_jsonl(tmp_path / "items.jsonl")
+    assert run(capsys, "import", str(source), "--db", sqlite_url)[0] == 0
+    from simhash_filter.store.reports import page_sketches
+
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        page = store.lookup(URL_A)
+        assert page is not None
+        assert page_sketches(store, [page.page_id]) == {
+            page.page_id: FINGERPRINTER.sketch(ARTICLE_A)
+        }

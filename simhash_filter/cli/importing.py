@@ -34,7 +34,7 @@ from simhash_filter.importers import ReaderOptions, SourceError, check_source, r
 from simhash_filter.pagework import sign_page
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
-from simhash_filter.store.records import DatabaseNotFoundError, VerdictKind
+from simhash_filter.store.records import DatabaseNotFoundError, PageRow, VerdictKind
 
 if TYPE_CHECKING:
     from simhash_filter.importers import Record as SourceRecord
@@ -59,6 +59,7 @@ class Fingerprinted(NamedTuple):
     fingerprint: int | None  # None: no text (too short), or the record failed (error)
     text_length: int
     error: str | None  # why the record could not be extracted: it is skipped
+    sketch: bytes | None = None  # the second signature, stored with the page
 
 
 _WORKER: Fingerprinter | None = None
@@ -81,7 +82,9 @@ def _fingerprint_record(fingerprinter: Fingerprinter, record: SourceRecord) -> F
         return Fingerprinted(record.url, None, 0, f"{record.origin}: {type(exc).__name__}: {exc}")
     if signature is None:
         return Fingerprinted(record.url, None, 0, None)
-    return Fingerprinted(record.url, signature.fingerprint, signature.text_length, None)
+    return Fingerprinted(
+        record.url, signature.fingerprint, signature.text_length, None, signature.sketch
+    )
 
 
 def _work(records: list[SourceRecord]) -> list[Fingerprinted]:
@@ -266,7 +269,7 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
 
 class _Pending(NamedTuple):
     tally: SourceTally
-    row: tuple[str, int, int]  # url, fingerprint, text length: what add_many takes
+    row: PageRow
 
 
 class _Import:
@@ -333,7 +336,8 @@ class _Import:
         elif result.fingerprint is None:
             self.count(tally, "no_text")
         else:
-            self.batch.append(_Pending(tally, (result.url, result.fingerprint, result.text_length)))
+            row = PageRow(result.url, result.fingerprint, result.text_length, result.sketch)
+            self.batch.append(_Pending(tally, row))
             if len(self.batch) >= self.args.batch_size:
                 self.flush(store)
         self.progress.update(self.totals)
