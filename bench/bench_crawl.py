@@ -138,7 +138,14 @@ def build_bench_site(corpus: list[tuple[str, str, bytes]]) -> tuple[dict[str, Pa
         for n, variant in enumerate(variants(html), 1):
             pages[f"/{lang}/{name}/copy{n}.html"] = Page(variant, "text/html")
     paths = list(pages)
+    pages.update(hub_pages(paths))
+    return pages, len(paths)
+
+
+def hub_pages(paths: list[str]) -> dict[str, Page]:
+    """``/hub/<n>`` pages linking ``paths``, :data:`HUB_SIZE` each, each linking the next."""
     hubs = [paths[i : i + HUB_SIZE] for i in range(0, len(paths), HUB_SIZE)]
+    pages = {}
     for h, chunk in enumerate(hubs):
         links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in chunk)
         if h + 1 < len(hubs):
@@ -146,7 +153,7 @@ def build_bench_site(corpus: list[tuple[str, str, bytes]]) -> tuple[dict[str, Pa
         pages[f"/hub/{h}"] = Page(
             f"<html><body><ul>{links}</ul></body></html>".encode(), "text/html"
         )
-    return pages, len(paths)
+    return pages
 
 
 # -- crawls -----------------------------------------------------------------------------
@@ -455,15 +462,7 @@ def memory_site(clusters: int) -> dict[str, Page]:
     from crawler.testsite import generated_site
 
     pages, _ = generated_site(clusters)
-    indexes = sorted(p for p in pages if p.startswith("/gen/index-"))
-    hubs = [indexes[i : i + HUB_SIZE] for i in range(0, len(indexes), HUB_SIZE)]
-    for h, chunk in enumerate(hubs):
-        links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in chunk)
-        if h + 1 < len(hubs):
-            links += f'<li><a href="/hub/{h + 1}">next</a></li>'
-        pages[f"/hub/{h}"] = Page(
-            f"<html><body><ul>{links}</ul></body></html>".encode(), "text/html"
-        )
+    pages.update(hub_pages(sorted(p for p in pages if p.startswith("/gen/index-"))))
     return pages
 
 
