@@ -403,8 +403,8 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     document = json.loads(out)
     assert document.pop("seconds") >= 0
     assert document == {
-        "before": {"max_distance": 3, "blocks": 6, "tables": 20},
-        "after": {"max_distance": 0, "blocks": 1, "tables": 1},
+        "before": {"index": "permuted", "max_distance": 3, "blocks": 6, "tables": 20},
+        "after": {"index": "permuted", "max_distance": 0, "blocks": 1, "tables": 1},
         "pages": 3,
     }
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
@@ -431,6 +431,23 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         )
         + "\n"
     )
+
+    # Another index kind: multi-index hashing, blocks probed within a radius.
+    code, out, err = run(
+        capsys, "reindex", "--json", "--index", "multi-index", "--max-distance", "7",
+        "--db", db_url,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    after = json.loads(out)["after"]
+    assert (after["index"], after["max_distance"]) == ("multi-index", 7)
+    code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
+    assert json.loads(out)["url"] == URL_A
+    # Blocks that cannot reach k: a usage error, nothing changed.
+    code, out, err = run(capsys, "reindex", "--index", "permuted", "--blocks", "2", "--db", db_url)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].startswith("simhash-filter reindex: error: ")
+    code, out, _ = run(capsys, "stats", "--json", "--db", db_url)
+    assert json.loads(out)["scheme"]["max_distance"] == 7
 
 
 def test_import_stores_each_page_with_its_sketch(

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE, INDEX_KINDS
 from simhash_filter.cli import compare, corpus, importing, options, queries
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
@@ -256,10 +256,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("reindex", corpus.reindex, "rebuild the band index for another scheme (b, k)")
     p.add_argument(
+        "--index",
+        choices=INDEX_KINDS,
+        help="the index kind: permuted tables (Manku et al.) or multi-index hashing "
+        "(Norouzi et al.); default: the current one",
+    )
+    p.add_argument(
         "--blocks",
         type=options.blocks,
         metavar="B",
-        help="blocks b (default: the fewest whose table keys have 16 bits or more)",
+        help="blocks b (default: the index kind's own: for permuted tables the fewest whose "
+        "keys have 16 bits or more)",
     )
     p.add_argument(
         "--max-distance",

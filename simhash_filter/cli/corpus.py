@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING
 
-from simhash_filter.bands import BandScheme, default_blocks
+from simhash_filter.bands import make_scheme
 from simhash_filter.cli.common import (
     UsageError,
     duplicate_row,
@@ -81,23 +81,26 @@ def reindex(args: argparse.Namespace, out: Output) -> int:
     with existing_store(args) as store:
         before = store.scheme
         k = before.max_distance if args.max_distance is None else args.max_distance
-        blocks = default_blocks(k) if args.blocks is None else args.blocks
-        try:
-            BandScheme(bits=before.bits, max_distance=k, blocks=blocks)
-        except ValueError as exc:  # --blocks and --max-distance do not fit together
+        try:  # --index, --blocks and --max-distance must fit together (and the rule's reach)
+            make_scheme(
+                args.index or before.kind, bits=before.bits, max_distance=k, blocks=args.blocks
+            )
+            started = time.monotonic()
+            store.reindex(blocks=args.blocks, max_distance=args.max_distance, index=args.index)
+        except ValueError as exc:
             raise UsageError(str(exc)) from None
-        started = time.monotonic()
-        store.reindex(blocks=blocks, max_distance=k)
         seconds = time.monotonic() - started
         after = store.scheme
         pages = store.stats().pages
     document = {
         "before": {
+            "index": before.kind,
             "max_distance": before.max_distance,
             "blocks": before.n_blocks,
             "tables": before.n_tables,
         },
         "after": {
+            "index": after.kind,
             "max_distance": after.max_distance,
             "blocks": after.n_blocks,
             "tables": after.n_tables,

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, BandScheme
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE, make_scheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
 from simhash_filter.extract import DEFAULT_MAX_BYTES
@@ -256,7 +256,7 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
     if k is None:
         k = existing.scheme.max_distance if existing is not None else DEFAULT_MAX_DISTANCE
     try:
-        BandScheme(max_distance=k, blocks=args.blocks)
+        make_scheme(existing.scheme.kind if existing else None, max_distance=k, blocks=args.blocks)
     except ValueError as exc:  # --blocks and --max-distance do not fit together
         raise UsageError(str(exc)) from None
     return FingerprintStore.open(
