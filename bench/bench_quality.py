@@ -61,6 +61,7 @@ from bench import bench_fingerprint as bf
 from bench._common import DATA_DIR, RESULTS_DIR, machine
 from simhash_filter import Fingerprinter
 from simhash_filter import stopwords as sw
+from simhash_filter.sketch import DEFAULT_SLOTS
 from simhash_filter.text import Tokenizer, fold
 
 DEFAULT_DATA = DATA_DIR
@@ -216,10 +217,10 @@ def fingerprints(fn: Callable[[str], int | None], texts: Sequence[str]) -> np.nd
     return np.stack([out, valid.astype(np.uint64)])
 
 
-def sketches(texts: Sequence[str]) -> np.ndarray:
+def sketches(texts: Sequence[str], slots: int) -> np.ndarray:
     from simhash_filter.signature import decode_sketch
 
-    fp = Fingerprinter()
+    fp = Fingerprinter(sketch_slots=slots)
     return np.stack([decode_sketch(fp.sketch(t[:MAX_CHARS])).text for t in texts])
 
 
@@ -398,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--part", choices=["all", "signatures", "report", "speed"], default="all")
     parser.add_argument("--variants", nargs="*", help="our variants to run (default: all)")
+    parser.add_argument(
+        "--sketch-slots", type=int, default=DEFAULT_SLOTS, help="slots of the sketch compared"
+    )
     parser.add_argument("--skip-peers", action="store_true", help="signatures: ours only")
     parser.add_argument("--default-k1", type=int, default=None)
     parser.add_argument("--default-t", type=float, default=None)
@@ -431,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.skip_peers:
             continue
         sigs[ds.name]["sketch"] = cached(
-            f"sketch:{Fingerprinter().spec}", ds, lambda d=ds: sketches(d.texts)
+            f"sketch:{Fingerprinter(sketch_slots=args.sketch_slots).spec}",
+            ds,
+            lambda d=ds: sketches(d.texts, args.sketch_slots),
         )
         for pname, fn in peer_fns.items():
             sigs[ds.name][pname] = cached(
