@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, text
 from bench._common import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, Verdict
+from simhash_filter.store.locks import lock_ids
 
 pytestmark = pytest.mark.postgres
 
@@ -188,3 +189,55 @@ def test_durable_false_runs_every_write_with_synchronous_commit_off(pg_url: str)
         store.check_and_add("http://slow.example/", rng.getrandbits(64))
         prepared = _prepared(store.engine)
     assert not [statement for statement in prepared if "synchronous_commit" in statement]
+
+
+def test_locks_are_held_from_the_read_to_the_commit(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two round trips are one transaction: between the read and the writes (the
+    decision, in Python) the page's advisory locks are held and nothing is visible yet."""
+    import threading
+
+    from simhash_filter.store import pg
+
+    decided = threading.Event()
+    resume = threading.Event()
+    real_check_batch = pg.check_batch
+
+    def paused_check_batch(*args: Any, **kwargs: Any) -> list[Verdict]:
+        decided.set()
+        assert resume.wait(30)
+        return real_check_batch(*args, **kwargs)
+
+    monkeypatch.setattr(pg, "check_batch", paused_check_batch)
+    admin = create_engine(pg_url)
+    with FingerprintStore.open(pg_url, spec=SPEC) as store:
+        row = store._row("http://held.example/", 0x0123_4567_89AB_CDEF, 10, None)
+        expected_locks = len(set(lock_ids([(row.url, row.lock_keys())]))) + 1  # + the global
+        done: list[Verdict] = []
+        writer = threading.Thread(
+            target=lambda: done.append(store.check_and_add(row.url, row.fingerprint))
+        )
+        writer.start()
+        try:
+            assert decided.wait(30)
+            with admin.connect() as conn:
+                held = conn.execute(
+                    text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+                ).scalar_one()
+                pages = conn.execute(text("SELECT count(*) FROM pages")).scalar_one()
+            assert held == expected_locks
+            assert pages == 0
+        finally:
+            resume.set()
+            writer.join(30)
+        assert [v.kind.value for v in done] == ["new"]
+        with admin.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM pages")).scalar_one() == 1
+            assert (
+                conn.execute(
+                    text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+                ).scalar_one()
+                == 0
+            )
+    admin.dispose()
