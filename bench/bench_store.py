@@ -404,6 +404,7 @@ def index_study(
                 group = [s for s in active if s[1] == k]
                 queries = near_queries(fps[:size], k, n_queries, seed=size * 31 + k)
                 samples: dict[StudyScheme, list[int]] = {s: [] for s in group}
+                cpu: dict[StudyScheme, list[int]] = {s: [] for s in group}
                 for s in group:  # warm up
                     for q in queries[:50]:
                         stores[s].near(q)
@@ -412,13 +413,16 @@ def index_study(
                     for s in group:
                         near = stores[s].near
                         for q in chunk:
+                            c0 = time.thread_time_ns()
                             t0 = time.perf_counter_ns()
                             near(q)
                             samples[s].append(time.perf_counter_ns() - t0)
+                            cpu[s].append(time.thread_time_ns() - c0)
                 for s in group:
                     store = stores[s]
                     path = workdir / f"{s[0]}-k{s[1]}-b{s[2]}.db"
                     p50, p99 = percentiles(samples[s])
+                    cpu50, cpu99 = percentiles(cpu[s])
                     misses = queries[::2][:300]
                     candidates = statistics.mean(store.count_candidates(q) for q in misses)
                     bytes_per_page = db_bytes(path) / size
@@ -446,6 +450,8 @@ def index_study(
                         "candidates_expected": store.scheme.expected_candidates(size),
                         "near_p50_us": p50,
                         "near_p99_us": p99,
+                        "near_cpu_p50_us": cpu50,
+                        "near_cpu_p99_us": cpu99,
                         "fill_pages_per_s": filled[s] / fill_seconds[s],
                         "add_many_pages_per_s": check_rate,
                         "queries": len(queries),
@@ -465,8 +471,9 @@ def index_study(
 def study_table(rows: list[dict[str, Any]]) -> list[str]:
     out = [
         "| k | scheme | rows/page | probe keys | pages | bytes/page | candidates/probe "
-        "measured / expected | near() p50 / p99 µs | add_many pages/s | fill pages/s |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "measured / expected | near() p50 / p99 µs | near() CPU p50 / p99 µs "
+        "| add_many pages/s | fill pages/s |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in sorted(rows, key=lambda r: (r["k"], r["pages"], r["near_p99_us"])):
         out.append(
@@ -474,7 +481,12 @@ def study_table(rows: list[dict[str, Any]]) -> list[str]:
             f"{r['pages']:,} | {r['bytes_per_page']:.0f} | "
             f"{r['candidates_measured']:.1f} / {r['candidates_expected']:.1f} | "
             f"{r['near_p50_us']:.0f} / {r['near_p99_us']:.0f} | "
-            f"{r['add_many_pages_per_s']:,.0f} | {r['fill_pages_per_s']:,.0f} |"
+            + (
+                f"{r['near_cpu_p50_us']:.0f} / {r['near_cpu_p99_us']:.0f} | "
+                if "near_cpu_p50_us" in r
+                else "n/a | "
+            )
+            + f"{r['add_many_pages_per_s']:,.0f} | {r['fill_pages_per_s']:,.0f} |"
         )
     return out
 

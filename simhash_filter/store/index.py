@@ -5,7 +5,10 @@ Where things are (one module per concern):
 - **the check-and-add decision**: :func:`simhash_filter.store.batch.check_batch`
   (``check_and_add`` is a batch of one; ``add_many`` runs batches);
 - the SQL it reads and writes through: ``statements.SqlBatchIO``, with the one probe
-  (``statements.Probe``) that ``near()`` uses too;
+  (``statements.Probe``) that ``near()`` uses too; on PostgreSQL with psycopg, ``pg.py``
+  carries the same decision in two round trips;
+- who is a near-duplicate: ``batch.Judge`` (the distance alone, or a ``MatchRule``:
+  candidates within k1 confirmed by the sketches); the band schemes: ``simhash_filter.bands``;
 - write transactions, retries and locks (SQLite writer queue, PostgreSQL advisory
   locks): ``locks.py``;
 - making the tables and checking spec and scheme against ``meta``: ``meta.py``.
