@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -346,3 +347,36 @@ def test_new_databases_take_the_default_index_of_their_k(tmp_path: Path) -> None
         assert (store.scheme.kind, store.scheme.n_tables) == (PERMUTED, 15)
     with FingerprintStore.open(f"sqlite:///{tmp_path / 'k9.db'}", spec=SPEC, rule=MatchRule()) as s:
         assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MULTI_INDEX, 3, 9)
+
+
+def test_threads_never_admit_two_multi_index_near_duplicates(db_url: str) -> None:
+    """Under multi-index hashing two near-duplicates need not share an index key: here every
+    thread's copy of a center differs from every other's in every block (2 bits a block,
+    6 in all), so only the probe-key locks make the racing writers serialize."""
+    n_threads, n_centers = 6, 30
+    rng = random.Random(17)
+    centers = [rng.getrandbits(64) for _ in range(n_centers)]
+    with FingerprintStore.open(db_url, spec=SPEC, max_distance=7, index=MULTI_INDEX) as store:
+        assert store.scheme.block_widths == (22, 21, 21)
+        shifts = (42, 21, 0)  # the blocks' lowest bits
+
+        def copy(center: int, t: int) -> int:
+            return flip(center, [shift + t for shift in shifts])
+
+        for center in centers:
+            keys = [set(enumerate(store.scheme.index_keys(copy(center, t)))) for t in range(3)]
+            assert not keys[0] & keys[1]
+            assert (copy(center, 0) ^ copy(center, 1)).bit_count() == 6
+
+        def add(t: int) -> list[VerdictKind]:
+            return [
+                store.check_and_add(f"http://t{t}.example/{c}", copy(center, t)).kind
+                for c, center in enumerate(centers)
+            ]
+
+        with ThreadPoolExecutor(n_threads) as pool:
+            kinds = [kind for result in pool.map(add, range(n_threads)) for kind in result]
+        assert kinds.count(VerdictKind.NEW) == n_centers
+        assert kinds.count(VerdictKind.DUPLICATE) == n_centers * (n_threads - 1)
+        for center in centers:
+            assert len(store.near(center)) == 1

@@ -46,7 +46,7 @@ from .engine import (
     parse_url,
     sqlite_path,
 )
-from .locks import KEY_LOCKED_BATCH, WriteTransactions, lock_ids
+from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, lock_ids
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .pg import PgPath, near_matches
 from .records import (
@@ -274,6 +274,8 @@ class FingerprintStore:
             )
 
         locks = None if bulk else lock_ids((row.url, row.lock_keys()) for row in rows)
+        if locks is not None and len(locks) > MAX_KEY_LOCKS:
+            locks = None  # too many key locks for PostgreSQL's lock table: the global one
         if self._pg is not None:
             return self._pg.check(
                 rows, lock_list=locks, judge=judge, index_keys=scheme.index_keys, now=now

@@ -42,6 +42,11 @@ KEY_LOCKED_BATCH = 64
 """add_many batches up to this size lock their band keys (like check_and_add) instead of
 the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
 well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
+MAX_KEY_LOCKS = 1024
+"""A write whose rows need more advisory locks than this (a multi-index scheme probes
+hundreds to thousands of keys a page at k >= 7) takes the database-wide lock exclusively
+instead: PostgreSQL's lock table is shared by all sessions (max_locks_per_transaction x
+max_connections slots)."""
 WRITE_ATTEMPTS = 8
 RETRY_SQLSTATES = frozenset(
     {"40001", "40P01", "23505"}
