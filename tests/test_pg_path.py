@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from bench._common import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
-from simhash_filter.store import FingerprintStore, Verdict
+from simhash_filter.store import FingerprintStore, PageRow, Verdict
 from simhash_filter.store.locks import lock_ids
 
 pytestmark = pytest.mark.postgres
@@ -241,3 +241,68 @@ def test_locks_are_held_from_the_read_to_the_commit(
                 == 0
             )
     admin.dispose()
+
+
+def _sketched_stream(seed: int, count: int) -> list[PageRow]:
+    """Pages with sketches (a few without): copies whose sketch agrees (confirmed), copies
+    whose sketch differs (rejected: admitted), re-crawls, pages without a sketch."""
+    import numpy as np
+
+    from simhash_filter.signature import decode_sketch, encode_sketch
+
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    stream: list[PageRow] = []
+    for i, (url, fp, length) in enumerate(mixed_stream(seed, count)):
+        slots = nprng.integers(0, 1 << 16, 64, dtype=np.uint16)
+        parent = rng.choice(stream) if stream else None
+        if parent is not None and parent.sketch is not None and rng.random() < 0.6:
+            slots = decode_sketch(parent.sketch).text.copy()
+            changed = rng.randint(0, 40)
+            slots[rng.sample(range(64), changed)] = nprng.integers(0, 1 << 16, changed)
+        sketch = None if i % 9 == 0 else encode_sketch(slots)
+        stream.append(PageRow(url, fp, length, sketch))
+    return stream
+
+
+def test_pipelined_path_gives_the_generic_paths_verdicts_with_sketches(
+    pg_url: str, second_pg_url: str
+) -> None:
+    from simhash_filter.signature import MatchRule
+
+    rule = MatchRule(candidate_distance=4, min_similarity=0.7, fallback_distance=3)
+    stream = _sketched_stream(12, 450)
+    pipelined = FingerprintStore.open(pg_url, spec=SPEC, rule=rule)
+    generic = FingerprintStore.open(second_pg_url, spec=SPEC, rule=rule)
+    generic._pg = None
+    try:
+        third = len(stream) // 3
+        results = []
+        for store in (pipelined, generic):
+            verdicts = [
+                store.check_and_add(
+                    r.url, r.fingerprint, text_length=r.text_length, sketch=r.sketch
+                )
+                for r in stream[:third]
+            ]
+            verdicts += store.add_many(stream[third : 2 * third], batch_size=16)
+            verdicts += store.add_many(stream[2 * third :], batch_size=1000)
+            results.append(verdicts)
+        assert results[0] == results[1]
+        similarities = [v.duplicate_of.similarity for v in results[1] if v.duplicate_of]
+        assert any(s is not None for s in similarities)  # confirmed by the sketches
+        assert any(s is None for s in similarities)  # judged by distance alone
+    finally:
+        pipelined.close()
+        generic.close()
+    sketches = "SELECT id, sketch FROM pages ORDER BY id"
+    drops = "SELECT id, similarity FROM duplicates ORDER BY id"
+    for sql in (sketches, drops):
+        rows = []
+        for url in (pg_url, second_pg_url):
+            engine = create_engine(url)
+            with engine.connect() as conn:
+                rows.append([tuple(row) for row in conn.execute(text(sql))])
+            engine.dispose()
+        assert rows[0] == rows[1]
+    assert contents(pg_url) == contents(second_pg_url)
