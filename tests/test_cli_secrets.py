@@ -63,6 +63,7 @@ def test_display_url_hides_every_credential() -> None:
 # --- a failing CLI run and a working one -----------------------------------------------
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize(
     "argv",
     [
@@ -88,6 +89,7 @@ def test_a_failing_cli_run_shows_no_secret(
     assert_no_secret(out, err)
 
 
+@pytest.mark.postgres
 def test_a_failing_cli_process_shows_no_secret_with_the_url_in_the_environment(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -107,6 +109,7 @@ def test_a_failing_cli_process_shows_no_secret_with_the_url_in_the_environment(
     assert_no_secret(proc.stdout, proc.stderr)
 
 
+@pytest.mark.postgres
 def test_a_working_database_is_shown_without_its_secrets(
     pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,6 +130,8 @@ def site() -> Iterator[SiteServer]:
         yield server
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_a_failing_crawl_logs_no_secret(pg_url: str, site: SiteServer, tmp_path: Path) -> None:
     url = secret_url(pg_url, database="simhash_no_such_database")
     result = run_scrapy(
