@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .bands import DEFAULT_MAX_DISTANCE, default_blocks
+from .bands import INDEX_KINDS, IndexScheme, default_index, make_scheme
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
 from .pool import default_workers
+from .signature import MatchRule
 from .store.urls import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ __all__ = ["PREFIX", "Config"]
 PREFIX = "SIMHASH_FILTER_"
 _BITS = 64
 _NONE_STRINGS = frozenset({"", "none", "null"})
+_DEFAULT_RULE = MatchRule()
 
 
 def _name(key: str) -> str:
@@ -106,8 +108,10 @@ class Config:
 
     enabled: bool = True
     database_url: str = DEFAULT_DATABASE_URL
-    max_distance: int = DEFAULT_MAX_DISTANCE
-    blocks: int | None = None  # None: the database's own, else default_blocks(max_distance)
+    max_distance: int = _DEFAULT_RULE.candidate_distance  # k1: simhash bits to a candidate
+    min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
+    index: str | None = None  # None: the database's own, else default_index(max_distance)
+    blocks: int | None = None  # None: the database's own, else the index kind's default
     text_field: str = "text"
     html_field: str = "html"
     url_field: str = "url"
@@ -130,11 +134,22 @@ class Config:
                 f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS - 1}, "
                 f"got {self.max_distance}"
             )
-        if self.blocks is not None and not self.max_distance < self.blocks <= _BITS:
+        if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(
-                f"{_name('BLOCKS')} must be more than {_name('MAX_DISTANCE')} "
-                f"({self.max_distance}) and at most {_BITS}, got {self.blocks}"
+                f"{_name('MIN_SIMILARITY')} must be a number between 0 and 1, "
+                f"got {self.min_similarity}"
             )
+        if self.index is not None and self.index not in INDEX_KINDS:
+            raise ValueError(
+                f"{_name('INDEX')} must be one of {', '.join(INDEX_KINDS)}, got {self.index!r}"
+            )
+        try:
+            self.scheme()
+        except ValueError as exc:
+            raise ValueError(
+                f"{_name('BLOCKS')}={self.blocks} does not fit {_name('MAX_DISTANCE')}="
+                f"{self.max_distance} with the {self.effective_index} index: {exc}"
+            ) from None
         if not self.database_url:
             raise ValueError(f"{_name('DATABASE_URL')} must not be empty")
         for key, value in (
@@ -161,6 +176,8 @@ class Config:
             enabled=_bool(settings, "ENABLED", defaults.enabled),
             database_url=_str(settings, "DATABASE_URL", defaults.database_url),
             max_distance=_int(settings, "MAX_DISTANCE", defaults.max_distance, minimum=0),
+            min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
+            index=_optional_str(settings, "INDEX"),
             blocks=_optional_int(settings, "BLOCKS", minimum=1),
             text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
             html_field=_str(settings, "HTML_FIELD", defaults.html_field),
@@ -182,10 +199,30 @@ class Config:
         return config
 
     @property
+    def effective_index(self) -> str:
+        """The index kind of a new database (``INDEX``, default
+        :func:`~simhash_filter.bands.default_index` of ``MAX_DISTANCE``)."""
+        return default_index(self.max_distance) if self.index is None else self.index
+
+    def scheme(self) -> IndexScheme:
+        """The band scheme a new database gets from these settings (an existing one keeps
+        its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
+        return make_scheme(self.effective_index, max_distance=self.max_distance, blocks=self.blocks)
+
+    @property
     def effective_blocks(self) -> int:
-        """The number of blocks the band scheme uses (``BLOCKS``, default
-        :func:`~simhash_filter.bands.default_blocks` of ``MAX_DISTANCE``)."""
-        return default_blocks(self.max_distance) if self.blocks is None else self.blocks
+        """The number of blocks of :meth:`scheme` (``BLOCKS``, default: the index kind's)."""
+        return self.scheme().n_blocks
+
+    def match_rule(self) -> MatchRule:
+        """The match rule: candidates within ``MAX_DISTANCE`` bits, confirmed when the
+        sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
+        by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
+        return MatchRule(
+            candidate_distance=self.max_distance,
+            min_similarity=self.min_similarity,
+            fallback_distance=min(_DEFAULT_RULE.fallback_distance, self.max_distance),
+        )
 
     @property
     def effective_workers(self) -> int:

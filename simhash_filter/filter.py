@@ -10,10 +10,11 @@ around it. A response checked by the middleware is handed on to the pipeline
 Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 
 - ``kept``: a new page, admitted to the index; the item passes.
-- ``dropped``: within ``MAX_DISTANCE`` bits of a page already kept.
-- ``unchanged`` / ``changed``: a URL already in the index, re-crawled, within / beyond
-  ``MAX_DISTANCE`` of its stored version (a changed page that became a near-duplicate of
-  *another* page is ``dropped``); the item passes.
+- ``dropped``: a near-duplicate of a page already kept: within ``MAX_DISTANCE`` bits of it
+  and confirmed by the sketches (``MIN_SIMILARITY``; the store's match rule).
+- ``unchanged`` / ``changed``: a URL already in the index, re-crawled, matching / not
+  matching its stored version under the same rule (a changed page that became a
+  near-duplicate of *another* page is ``dropped``); the item passes.
 - ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
   item passes unfingerprinted (an empty page must not collide with every other empty page).
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
@@ -295,7 +296,8 @@ class PageFilter:
         return FingerprintStore.open(
             self.config.database_url,
             spec=self.fingerprinter.spec,
-            max_distance=self.config.max_distance,
+            rule=self.config.match_rule(),
+            index=self.config.index,
             blocks=self.config.blocks,
             durable=self.config.durable,
         )

@@ -200,9 +200,10 @@ def test_import_from_stdin_in_worker_processes(
     serial = f"sqlite:///{tmp_path / 'serial.db'}"
     assert run(capsys, "import", str(source), "--db", serial)[0] == 0
     assert pages_and_drops(sqlite_url) == pages_and_drops(serial)
-    # no --max-distance/--blocks: a new database gets the default scheme, k=4 in 6 blocks
+    # no --max-distance/--blocks: a new database gets the crawl's match rule (k1=9) and its
+    # default index, multi-index hashing in 3 blocks
     code, out, _ = run(capsys, "stats", "--json", "--db", serial)
-    assert json.loads(out)["scheme"] == {"bits": 64, "max_distance": 4, "blocks": 6, "tables": 15}
+    assert json.loads(out)["scheme"] == {"bits": 64, "max_distance": 9, "blocks": 3, "tables": 3}
 
 
 def test_import_makes_a_database_with_the_scheme_asked_for(

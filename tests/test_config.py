@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 from scrapy.settings import Settings
 
-from simhash_filter import Fingerprinter
+from simhash_filter import Fingerprinter, MatchRule
+from simhash_filter.bands import MULTI_INDEX, PERMUTED, default_index
 from simhash_filter.config import Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.pool import default_workers
@@ -18,9 +19,13 @@ def test_defaults() -> None:
     assert config == Config()
     assert config.enabled is True
     assert config.database_url == "sqlite:///dedup.db"
-    assert config.max_distance == 4
+    assert config.max_distance == MatchRule().candidate_distance
+    assert config.min_similarity == MatchRule().min_similarity
+    assert config.match_rule() == MatchRule()
+    assert config.index is None
+    assert config.effective_index == default_index(config.max_distance)
     assert config.blocks is None
-    assert config.effective_blocks == 6
+    assert config.effective_blocks == config.scheme().n_blocks
     assert (config.text_field, config.html_field, config.url_field) == ("text", "html", "url")
     assert config.fingerprint_field is None
     assert config.debug is False
@@ -103,7 +108,7 @@ def test_command_line_strings_are_parsed() -> None:
     assert config.enabled is False
     assert config.max_distance == 5
     assert config.blocks is None
-    assert config.effective_blocks == 7  # default_blocks(5): 21 tables of 18-19-bit keys
+    assert config.effective_blocks == 3  # k=5 takes multi-index hashing: 3 blocks of 21-22 bits
     assert config.debug is True
     assert config.fingerprint_field is None
     assert config.top_n == 64
@@ -123,7 +128,11 @@ def test_command_line_strings_are_parsed() -> None:
         ("MAX_DISTANCE", 64),
         ("MAX_DISTANCE", 2.5),
         ("MAX_DISTANCE", True),
-        ("BLOCKS", 4),  # must exceed MAX_DISTANCE (4)
+        ("BLOCKS", 0),
+        ("MIN_SIMILARITY", 1.5),
+        ("MIN_SIMILARITY", -0.1),
+        ("MIN_SIMILARITY", "most"),
+        ("INDEX", "lsh"),
         ("BLOCKS", 65),
         ("BLOCKS", "many"),
         ("MIN_TOKENS", 0),
@@ -158,3 +167,32 @@ def test_config_is_frozen() -> None:
     config = Config()
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.max_distance = 5  # type: ignore[misc]
+
+
+def test_match_rule_and_index_settings() -> None:
+    config = Config.from_settings(
+        Settings(
+            {
+                "SIMHASH_FILTER_MAX_DISTANCE": "7",
+                "SIMHASH_FILTER_MIN_SIMILARITY": "0.8",
+                "SIMHASH_FILTER_INDEX": MULTI_INDEX,
+                "SIMHASH_FILTER_BLOCKS": 4,
+            }
+        )
+    )
+    assert config.match_rule() == MatchRule(candidate_distance=7, min_similarity=0.8)
+    assert config.scheme().kind == MULTI_INDEX
+    assert config.effective_blocks == 4
+    # the paper's rule: the simhash alone within k (every candidate is confirmed)
+    paper = Config.from_settings(
+        Settings({"SIMHASH_FILTER_MAX_DISTANCE": 3, "SIMHASH_FILTER_MIN_SIMILARITY": 0})
+    )
+    assert paper.match_rule().fallback_distance == 3
+    assert paper.effective_index == PERMUTED
+
+
+def test_blocks_must_fit_the_index_kind() -> None:
+    settings = {"SIMHASH_FILTER_MAX_DISTANCE": 4, "SIMHASH_FILTER_INDEX": PERMUTED}
+    with pytest.raises(ValueError, match="SIMHASH_FILTER_BLOCKS=4 does not fit"):
+        Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 4}))
+    assert Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 5})).blocks == 5

@@ -13,10 +13,11 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, INDEX_KINDS
+from simhash_filter.bands import INDEX_KINDS
 from simhash_filter.cli import compare, corpus, importing, options, queries
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
+from simhash_filter.signature import MatchRule
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
 
 PROG = "simhash-filter"
@@ -212,14 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-distance",
         type=options.max_distance,
         metavar="K",
-        help=f"k of a new database (default {DEFAULT_MAX_DISTANCE}); must match an existing one",
+        help=f"candidate distance k1 of a new database's match rule (default "
+        f"{MatchRule().candidate_distance}, as a crawl's); must match an existing one",
     )
     p.add_argument(
         "--blocks",
         type=options.blocks,
         metavar="B",
-        help="band blocks of a new database (default: the fewest whose table keys have 16 "
-        "bits or more, 6 for k=4, 4 for k=3); must match an existing one",
+        help="band blocks of a new database (default: its index kind's); must match an "
+        "existing one",
     )
     p.add_argument(
         "--batch-size",

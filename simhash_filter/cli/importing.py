@@ -25,13 +25,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, make_scheme
+from simhash_filter.bands import make_scheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
 from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.importers import ReaderOptions, SourceError, check_source, read_source
 from simhash_filter.pagework import sign_page
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
 from simhash_filter.store.records import DatabaseNotFoundError, PageRow, VerdictKind
@@ -252,15 +253,34 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         if args.max_distance is None and args.blocks is None:
             return existing
         existing.close()
-    k = args.max_distance
-    if k is None:
-        k = existing.scheme.max_distance if existing is not None else DEFAULT_MAX_DISTANCE
+    if existing is not None:  # a scheme other than its own: the store refuses, saying how
+        k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
+        rule = existing.rule
+    else:  # a new database gets the crawl's match rule, with --max-distance as its k1
+        rule = MatchRule() if args.max_distance is None else _rule_for(args.max_distance)
+        k = rule.max_distance
     try:
         make_scheme(existing.scheme.kind if existing else None, max_distance=k, blocks=args.blocks)
     except ValueError as exc:  # --blocks and --max-distance do not fit together
         raise UsageError(str(exc)) from None
     return FingerprintStore.open(
-        url, spec=Fingerprinter().spec, max_distance=k, blocks=args.blocks, create=True
+        url,
+        spec=Fingerprinter().spec,
+        max_distance=k,
+        blocks=args.blocks,
+        create=True,
+        rule=rule,
+    )
+
+
+def _rule_for(candidate_distance: int) -> MatchRule:
+    """The default match rule with another candidate distance (as the crawl's
+    ``SIMHASH_FILTER_MAX_DISTANCE`` makes it)."""
+    default = MatchRule()
+    return MatchRule(
+        candidate_distance=candidate_distance,
+        min_similarity=default.min_similarity,
+        fallback_distance=min(default.fallback_distance, candidate_distance),
     )
 
 
