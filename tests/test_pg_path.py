@@ -223,7 +223,11 @@ def test_locks_are_held_from_the_read_to_the_commit(
             assert decided.wait(30)
             with admin.connect() as conn:
                 held = conn.execute(
-                    text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+                    text(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                        " AND database = (SELECT oid FROM pg_database"
+                        " WHERE datname = current_database())"
+                    )
                 ).scalar_one()
                 pages = conn.execute(text("SELECT count(*) FROM pages")).scalar_one()
             assert held == expected_locks
@@ -236,7 +240,10 @@ def test_locks_are_held_from_the_read_to_the_commit(
             assert conn.execute(text("SELECT count(*) FROM pages")).scalar_one() == 1
             assert (
                 conn.execute(
-                    text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+                    text(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database"
+                        " = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    )
                 ).scalar_one()
                 == 0
             )
