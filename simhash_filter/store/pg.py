@@ -54,6 +54,7 @@ from .engine import error_reason
 from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, WRITE_ATTEMPTS
 from .records import Match, StoreError, Verdict
 from .schema import from_sql_int, to_sql_int
+from .statements import stored_page
 
 log = logging.getLogger(__name__)
 
@@ -228,9 +229,9 @@ class PgPath:
             hits: list[ProbeRow] = []
             for t, key, *page in found.fetchall():  # round trip 1 (a Flush, no Sync)
                 if t < 0:
-                    pages.append(_stored_page(page))
+                    pages.append(stored_page(page))
                 else:
-                    hits.append(ProbeRow(t, from_sql_int(key), _stored_page(page)))
+                    hits.append(ProbeRow(t, from_sql_int(key), stored_page(page)))
             io = _PipelinedIO(conn, types, pages, hits, stack)
             return check_batch(rows, io, judge=judge, index_keys=index_keys, now=now)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
@@ -247,7 +248,7 @@ class PgPath:
                 with self._connection() as conn:
                     conn.autocommit = True
                     rows = conn.execute(PROBE, params, prepare=True).fetchall()
-                found = {row[2]: _stored_page(row[2:]) for row in rows}
+                found = {row[2]: stored_page(row[2:]) for row in rows}
                 return list(found.values())
             except _Retry as retry:
                 if attempt == 2 or not retry.lost:
@@ -425,18 +426,6 @@ class _PipelinedIO(BatchIO):
             return {}
         refs = [page.ref for page in changes.new_pages]
         return {refs[n - 1]: page_id for page_id, n in new_pages.fetchall()}
-
-
-def _stored_page(row: Sequence[Any]) -> StoredPage:
-    page_id, url, domain, fingerprint, text_length, sketch = row
-    return StoredPage(
-        page_id,
-        url,
-        domain,
-        from_sql_int(fingerprint),
-        text_length,
-        None if sketch is None else bytes(sketch),
-    )
 
 
 def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:

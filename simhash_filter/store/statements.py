@@ -214,7 +214,7 @@ class SqlBatchIO(BatchIO):
                     select(*_page_columns()).where(pages_table.c.url.in_(chunk))
                 )
             )
-        return [_stored_page(row) for row in rows]
+        return [stored_page(row) for row in rows]
 
     def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
         return self._statements.probe.run(self._execute, keys)
@@ -223,7 +223,7 @@ class SqlBatchIO(BatchIO):
         found: list[StoredPage] = []
         for chunk in chunked(page_ids, IN_CHUNK):
             stmt = select(*_page_columns()).where(pages_table.c.id.in_(chunk))
-            found.extend(_stored_page(row) for row in self._conn.execute(stmt))
+            found.extend(stored_page(row) for row in self._conn.execute(stmt))
         return found
 
     def write(self, changes: Changes) -> dict[int, int]:
@@ -312,7 +312,8 @@ class SqlBatchIO(BatchIO):
         return ids
 
 
-def _stored_page(row: Sequence[Any]) -> StoredPage:
+def stored_page(row: Sequence[Any]) -> StoredPage:
+    """A page row (id, url, domain, fingerprint, text_length, sketch) as a record."""
     page_id, url, domain, fingerprint, text_length, sketch = row
     return StoredPage(
         page_id,
