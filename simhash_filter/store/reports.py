@@ -7,6 +7,7 @@ names the (password-free) database URL.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,17 +16,21 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Select, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from simhash_filter.bands import PERMUTED, IndexScheme
 from simhash_filter.simhash import hamming_distance
 
+from .batch import BandKey, Judge
 from .engine import error_reason
 from .records import DuplicateRecord, PageRecord, StoreError
-from .schema import bands_table, duplicates_table, meta_table, pages_table
+from .schema import bands_table, duplicates_table, from_sql_int, meta_table, pages_table
+from .statements import Probe, connection_execute
 from .urls import canonical_url
 
 if TYPE_CHECKING:
     from .index import FingerprintStore
 
 _IN_CHUNK = 500  # ids per IN (...) list: well under SQLite's bound-parameter limit
+_PROBE_CHUNK = 200  # pages whose probe keys one statement looks up (probed_pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +152,9 @@ def duplicate_counts(store: FingerprintStore) -> dict[int, int]:
 
 def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
     """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a band
-    key (``page_a < page_b``): every pair within the scheme's max_distance is among them
-    (a pair sharing keys in several tables comes once per table). Streamed."""
+    key (``page_a < page_b``), streamed; a pair sharing keys in several tables comes once
+    per table. Every pair within max_distance is among them only when each page's probe
+    keys are among its own index keys (:func:`_shared_key_is_complete`)."""
     a, b = bands_table.alias("a"), bands_table.alias("b")
     stmt = select(a.c.page_id, a.c.fingerprint, b.c.page_id, b.c.fingerprint).join(
         b,
@@ -157,6 +163,59 @@ def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
     with _reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield row[0], row[1], row[2], row[3]
+
+
+def probed_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
+    """``(page_a, fingerprint_a, page_b, fingerprint_b)`` (``page_a < page_b``) for every
+    kept page and each page its probe finds: the probe ``check_and_add`` runs, over
+    :data:`_PROBE_CHUNK` pages per statement, so every pair within the scheme's
+    max_distance is among them whatever the index kind (a pair may come more than once)."""
+    scheme = store.scheme
+    probe = Probe(store.engine.dialect, scheme.n_tables)
+    p = pages_table.c
+    last = 0
+    with _reading(store) as conn:
+        execute = connection_execute(conn)
+        while True:
+            chunk = conn.execute(
+                select(p.id, p.fingerprint).where(p.id > last).order_by(p.id).limit(_PROBE_CHUNK)
+            ).all()
+            if not chunk:
+                return
+            last = chunk[-1][0]
+            askers: dict[BandKey, list[tuple[int, int]]] = defaultdict(list)
+            for page_id, fingerprint in chunk:
+                for key in scheme.probe_keys(fingerprint):
+                    askers[key].append((page_id, fingerprint))
+            for t, key, hit_id, hit_stored in probe.rows(execute, askers):  # raw driver rows
+                hit_fingerprint = from_sql_int(hit_stored)
+                for page_id, fingerprint in askers[(t, from_sql_int(key))]:
+                    if page_id < hit_id:
+                        yield page_id, fingerprint, hit_id, hit_fingerprint
+
+
+def _shared_key_is_complete(scheme: IndexScheme) -> bool:
+    """Whether pages within max_distance always share an index key: the permuted tables
+    (a query probes its own key in each table), and multi-index hashing probed at radius
+    0 at most (no more probe keys than tables: each is the block's own value)."""
+    return scheme.kind == PERMUTED or scheme.n_probes <= scheme.n_tables
+
+
+def near_pairs(store: FingerprintStore, k: int) -> Iterator[tuple[int, int, int]]:
+    """``(page_a, page_b, distance)`` once for every two kept pages within ``k`` bits
+    (``page_a < page_b``, ``k`` at most the scheme's max_distance): the band keys'
+    self-join where that is complete, else a probe per page (:func:`probed_pairs`)."""
+    if not 0 <= k <= store.scheme.max_distance:
+        raise ValueError(
+            f"k must be in 0..{store.scheme.max_distance} (the index's max_distance), got {k!r}"
+        )
+    found = band_pairs if _shared_key_is_complete(store.scheme) else probed_pairs
+    seen: set[tuple[int, int]] = set()
+    for a, fingerprint_a, b, fingerprint_b in found(store):
+        distance = hamming_distance(fingerprint_a, fingerprint_b)
+        if distance <= k and (a, b) not in seen:
+            seen.add((a, b))
+            yield a, b, distance
 
 
 class _UnionFind:
@@ -195,16 +254,24 @@ class Cluster:
 def clusters(store: FingerprintStore, k: int, *, min_size: int = 2) -> list[Cluster]:
     """Every cluster of ``min_size`` pages or more, largest first (then oldest).
 
-    A kept page with drops against it is a cluster; kept pages within ``k`` of each
-    other (possible after k was raised, or pages admitted by another spec) are joined.
-    ``k`` may not exceed the scheme's max_distance: the band index finds nothing farther.
+    A kept page with drops against it is a cluster; two kept pages (possible after k
+    was raised, or pages admitted by another spec or rule) are joined when the store
+    would call one a near-duplicate of the other: within ``k`` bits, and under the
+    store's match rule also judged a copy by it (:class:`~.batch.Judge`: sketches
+    confirmed within the candidate distance, the fallback distance when either page has
+    no sketch). ``k`` may not exceed the scheme's max_distance: the index finds nothing
+    farther.
     """
     dropped = duplicate_counts(store)
     groups = _UnionFind()
     for page_id in dropped:
         groups.find(page_id)
-    for a, fingerprint_a, b, fingerprint_b in band_pairs(store):
-        if hamming_distance(fingerprint_a, fingerprint_b) <= k:
+    pairs = list(near_pairs(store, k))
+    judge = Judge(k, store.rule)
+    sketches = {} if store.rule is None else page_sketches(store, {i for p in pairs for i in p[:2]})
+    for a, b, distance in pairs:
+        judgement = judge(distance, sketches.get(a), sketches.get(b))
+        if judgement is not None and judgement.copy:
             groups.union(a, b)
     members: dict[int, list[int]] = {}
     for page_id in groups.parent:
