@@ -221,11 +221,46 @@ class BandScheme:
         )
 
 
-def default_multi_index_blocks(bits: int = 64) -> int:
-    """Blocks of about 21 bits (3 at f=64, at least one). Narrower blocks probe fewer keys
-    but share each key with more stored pages: at k = 5..9 and a million pages or more,
-    3 blocks read the fewest rows per query (bench/README.md, "Index schemes")."""
-    return max(1, round(bits / 21))
+MAX_DEFAULT_PROBES = 1000
+"""The most keys a default multi-index scheme probes per query. A PostgreSQL write locks
+its probe keys one by one (advisory locks) up to about a thousand, beyond which it takes
+the database-wide lock and concurrent crawlers write one at a time."""
+
+
+def default_multi_index_blocks(bits: int = 64, max_distance: int = DEFAULT_MAX_DISTANCE) -> int:
+    """Blocks of about 21 bits (3 at f=64, at least one), or more when those would probe
+    more than :data:`MAX_DEFAULT_PROBES` keys a query (f=64: 4 blocks from k=9 on).
+
+    Narrower blocks probe fewer keys but share each key with more stored pages: at
+    k = 5..8 and a million pages or more, 3 blocks read the fewest rows per query; at
+    k = 9 they probe 2,258 keys, which costs PostgreSQL its per-key locks and its probe
+    time, while 4 blocks probe 308 (bench/README.md, "Index schemes for larger k")."""
+    blocks = max(1, round(bits / 21))
+    while blocks < bits and _probe_count(bits, max_distance, blocks) > MAX_DEFAULT_PROBES:
+        blocks += 1
+    return blocks
+
+
+def _radii(max_distance: int, blocks: int) -> tuple[int, ...]:
+    """Each block's probe radius (Norouzi et al.): the first ``k mod m + 1`` blocks get
+    ``k // m``, the rest one less, so two fingerprints within k agree within radius on
+    at least one block."""
+    r, a = divmod(max_distance, blocks)
+    return tuple(r if i <= a else r - 1 for i in range(blocks))
+
+
+def _widths(bits: int, blocks: int) -> tuple[int, ...]:
+    """Block widths, as even as possible, the high-order blocks taking the extra bit."""
+    base, extra = divmod(bits, blocks)
+    return tuple(base + 1 if i < extra else base for i in range(blocks))
+
+
+def _probe_count(bits: int, max_distance: int, blocks: int) -> int:
+    """Keys a query probes in a multi-index scheme of ``blocks`` blocks."""
+    return sum(
+        sum(math.comb(w, i) for i in range(min(radius, w) + 1)) if radius >= 0 else 0
+        for w, radius in zip(_widths(bits, blocks), _radii(max_distance, blocks), strict=True)
+    )
 
 
 def _masks(width: int, radius: int) -> tuple[int, ...]:
@@ -242,7 +277,8 @@ class MultiIndexScheme:
     """``bits``-bit fingerprints, found within ``max_distance`` by multi-index hashing:
     ``blocks`` blocks (one table each), each probed within its radius (see the module doc).
 
-    ``blocks`` defaults to :func:`default_multi_index_blocks` (3 of 21-22 bits at f=64).
+    ``blocks`` defaults to :func:`default_multi_index_blocks` (3 of 21-22 bits at f=64,
+    4 of 16 from k=9 on).
     """
 
     kind: ClassVar[str] = MULTI_INDEX
@@ -261,18 +297,17 @@ class MultiIndexScheme:
             raise ValueError(f"bits must be an int in 1..64, got {self.bits!r}")
         if not isinstance(self.max_distance, int) or self.max_distance < 0:
             raise ValueError(f"max_distance must be an int >= 0, got {self.max_distance!r}")
-        blocks = default_multi_index_blocks(self.bits) if self.blocks is None else self.blocks
+        blocks = (
+            default_multi_index_blocks(self.bits, self.max_distance)
+            if self.blocks is None
+            else self.blocks
+        )
         if isinstance(blocks, bool) or not isinstance(blocks, int) or not 1 <= blocks <= self.bits:
             raise ValueError(f"blocks must be an int in 1..bits={self.bits}, got {blocks!r}")
         object.__setattr__(self, "blocks", blocks)
-        base, extra = divmod(self.bits, blocks)
-        widths = tuple(base + 1 if i < extra else base for i in range(blocks))
-        r, a = divmod(self.max_distance, blocks)
-        radii = tuple(r if i <= a else r - 1 for i in range(blocks))
-        n_probes = sum(
-            sum(math.comb(w, i) for i in range(min(radius, w) + 1)) if radius >= 0 else 0
-            for w, radius in zip(widths, radii, strict=True)
-        )
+        widths = _widths(self.bits, blocks)
+        radii = _radii(self.max_distance, blocks)
+        n_probes = _probe_count(self.bits, self.max_distance, blocks)
         if n_probes > MAX_PROBES:
             raise ValueError(
                 f"blocks={blocks} with max_distance={self.max_distance} probes {n_probes} keys "

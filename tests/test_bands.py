@@ -204,3 +204,14 @@ def test_describe_and_expected_candidates() -> None:
     default = BandScheme()
     assert sorted(t.key_bits for t in default.tables) == [20] + [21] * 8 + [22] * 6
     assert default.expected_candidates(2**22) == pytest.approx(4 + 8 * 2 + 6)
+
+
+def test_default_multi_index_blocks_keep_the_probe_within_the_lock_bound() -> None:
+    from simhash_filter.bands import MAX_DEFAULT_PROBES, MultiIndexScheme
+
+    for k in range(0, 12):
+        scheme = MultiIndexScheme(max_distance=k)
+        assert len(scheme.probe_keys(0x0123_4567_89AB_CDEF)) == scheme.n_probes
+        assert scheme.n_probes <= MAX_DEFAULT_PROBES
+    assert MultiIndexScheme(max_distance=8).n_blocks == 3  # 718 probes: the fewest rows read
+    assert MultiIndexScheme(max_distance=9).n_blocks == 4  # 3 blocks would probe 2,258 keys
