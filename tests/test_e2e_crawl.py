@@ -263,3 +263,33 @@ def test_the_boilerplate_traps_are_traps_and_the_repost_a_copy() -> None:
     portal, repost = sorted(SYNDICATED_CLUSTER)
     assert extract_text(site[portal].body) == extract_text(site[repost].body)
     assert resemblance(visible_text(site[portal].body), visible_text(site[repost].body)) < 0.5
+
+
+@pytest.fixture(scope="module")
+def trap_site() -> Iterator[SiteServer]:
+    with SiteServer(build_site(boilerplate_traps=True)) as server:
+        yield server
+
+
+@pytest.mark.slow
+def test_crawl_passes_boilerplate_traps_and_still_drops_copies(
+    trap_site: SiteServer, tmp_path: Path
+) -> None:
+    result = crawl(trap_site, tmp_path)
+    items = {path_of(i["url"]): i for i in result.items}
+    kept = {p for p, i in items.items() if i["fingerprint"]}
+    # (a) different posts, one extracted text: every thread passes, and the two that match
+    # an earlier one are counted as boilerplate
+    assert kept >= BOILERPLATE_TRAPS
+    assert result.stat("simhash_filter/boilerplate") == len(BOILERPLATE_TRAPS) - 1
+    # (b) the same article on other pages is still dropped, the repost across sites too
+    clusters = (*CLUSTERS, SYNDICATED_CLUSTER)
+    drops = check_drops(f"sqlite:///{tmp_path / 'dedup.db'}", kept, clusters)
+    assert not BOILERPLATE_TRAPS & set(drops)
+    assert kept == DISTINCT - SYNDICATED_CLUSTER | BOILERPLATE_TRAPS | {
+        p for cluster in clusters for p in cluster & kept
+    }
+    assert result.stat("simhash_filter/dropped") == len(drops) == 6
+    assert result.stat("item_dropped_reasons_count/NearDuplicate") == 6
+    assert result.stat("simhash_filter/errors") == 0
+    assert result.stat("log_count/ERROR") == 0
