@@ -1,6 +1,6 @@
 """Engines for the store: SQLite tuned for many writers, PostgreSQL as given.
 
-SQLite (DESIGN.md invariants 3 and 4):
+SQLite (atomic check-and-add, nothing admitted lost: docs/design.md):
 
 - WAL journal, so readers never block the writer and a killed process leaves a
   database that opens (the WAL is replayed or ignored, never half-applied);

@@ -13,8 +13,9 @@ Where things are (one module per concern):
   locks): ``locks.py``;
 - making the tables and checking spec and scheme against ``meta``: ``meta.py``.
 
-Every write is one transaction that decides and records together (DESIGN.md
-invariant 3) and is committed before the method returns (invariant 4). Nothing is
+Every write is one transaction that decides and records together (so two near-duplicates
+are never both admitted) and is committed before the method returns (so nothing admitted
+is lost; docs/design.md, Concurrency). Nothing is
 cached in memory but the scheme and compiled statements: memory does not grow with
 the database.
 """

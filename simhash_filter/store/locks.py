@@ -1,4 +1,4 @@
-"""Write transactions and the locks that make check-and-add atomic (DESIGN.md invariant 3).
+"""Write transactions and the locks that make check-and-add atomic (docs/design.md).
 
 - SQLite: ``BEGIN IMMEDIATE`` (see engine.py) takes the database's write lock before the
   check reads, so writers from every thread and process run one after another; the

@@ -139,7 +139,7 @@ class _Types:
         self.int8: Callable[[int], Any] = Int8
 
     def int8s(self, values: Sequence[int]) -> list[Any]:
-        """Signed 64-bit values (DESIGN.md invariant 5) as an ``int8[]`` parameter."""
+        """Signed 64-bit values (the SQL side of our unsigned ints) as an ``int8[]`` parameter."""
         return [self.int8(to_sql_int(value)) for value in values]
 
     def ids(self, values: Sequence[int | None]) -> list[Any]:

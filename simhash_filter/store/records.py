@@ -1,6 +1,6 @@
 """Plain records the store hands out: verdicts, matches, pages, drops and errors.
 
-They carry unsigned 64-bit fingerprints (DESIGN.md invariant 5); nothing here
+They carry unsigned 64-bit fingerprints (signed only inside SQL); nothing here
 touches SQL, so the pipeline, the middleware and the CLI can import them freely.
 """
 

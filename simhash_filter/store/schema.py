@@ -1,12 +1,12 @@
-"""SQLAlchemy 2 models of the fingerprint database (the tables DESIGN.md's schema names).
+"""SQLAlchemy 2 models of the fingerprint database (the tables docs/design.md describes).
 
 :func:`to_sql_int` / :func:`from_sql_int` (and ``UInt64``, the column type built on
 them) are the one place where Python's unsigned 64-bit ints become SQL's signed BIGINT
-and back (DESIGN.md invariant 5). ``bands`` is a covering index: its primary key
-``(table_no, key, page_id)`` plus the fingerprint answer a probe without touching
-``pages`` (on SQLite it is a WITHOUT ROWID table, so the primary key *is* the table).
-A page's band rows are found by recomputing its keys from its fingerprint, so ``bands``
-needs no second index on ``page_id``.
+and back. ``bands`` is a covering index: its primary key ``(table_no, key, page_id)``
+plus the fingerprint answer a probe without touching ``pages`` (on SQLite it is a WITHOUT
+ROWID table, so the primary key *is* the table). A page's band rows are found by
+recomputing its keys from its fingerprint, so ``bands`` needs no second index on
+``page_id``.
 """
 
 from __future__ import annotations

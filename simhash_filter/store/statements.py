@@ -6,7 +6,7 @@ on the driver (``exec_driver_sql`` or a DB-API cursor), skipping SQLAlchemy's pe
 statement processing; :class:`Compiled` binds their values, given in the order the
 statement names them, for positional and named drivers alike. Values cross into SQL
 through schema.py's :func:`~simhash_filter.store.schema.to_sql_int` and back through
-:func:`~simhash_filter.store.schema.from_sql_int` (DESIGN.md invariant 5).
+:func:`~simhash_filter.store.schema.from_sql_int` (unsigned in Python, signed in SQL).
 
 :class:`Probe` is the one probe: any set of (table_no, key) band keys, on a cursor or a
 connection, for ``near()``, ``check_and_add`` and bulk loads alike.
