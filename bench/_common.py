@@ -116,3 +116,23 @@ def write_results(name: str, results: Any) -> Path:
     }
     path.write_text(json.dumps(record, indent=2, default=str) + "\n")
     return path
+
+
+def descendants(pid: int) -> set[int]:
+    """The pids of every process below ``pid`` (children, their children, ...), read from
+    /proc: the page workers of a crawl process, for RSS sampling and orphan checks."""
+    children: dict[int, set[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, set()).add(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found

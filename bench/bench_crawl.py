@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 import scrapy
 
-from bench._common import DATA_DIR, ROOT, machine, write_results
+from bench._common import DATA_DIR, ROOT, descendants, machine, write_results
 from crawler.testsite import Page, SiteServer
 
 HUB_SIZE = 50
@@ -237,20 +237,7 @@ def _rss_kib(pid: int) -> int:
 
 def tree_rss(pid: int) -> tuple[int, int]:
     """RSS in KiB of process ``pid`` and of all its descendants (the page workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    below, todo = 0, list(children.get(pid, []))
-    while todo:
-        child = todo.pop()
-        below += _rss_kib(child)
-        todo += children.get(child, [])
-    return _rss_kib(pid), below
+    return _rss_kib(pid), sum(_rss_kib(child) for child in descendants(pid))
 
 
 def pages_per_second(stats: dict[str, Any]) -> float:

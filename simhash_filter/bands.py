@@ -96,8 +96,28 @@ class BandTable:
     key_bits: int
 
 
+class _BlockScheme:
+    """What every scheme of blocks and tables answers the same way (a mixin of the two
+    frozen scheme dataclasses below)."""
+
+    __slots__ = ()
+    blocks: int | None
+    tables: tuple[BandTable, ...]
+
+    @property
+    def n_blocks(self) -> int:
+        """``blocks`` as a plain int (never None after construction)."""
+        assert self.blocks is not None
+        return self.blocks
+
+    @property
+    def n_tables(self) -> int:
+        """How many tables (permuted: ``C(blocks, max_distance)``; multi-index: one a block)."""
+        return len(self.tables)
+
+
 @dataclass(frozen=True, slots=True)
-class BandScheme:
+class BandScheme(_BlockScheme):
     """``bits``-bit fingerprints, found within ``max_distance`` via ``blocks`` blocks.
 
     ``blocks`` defaults to :func:`default_blocks` (the fewest tables with keys of at least
@@ -165,17 +185,6 @@ class BandScheme:
             self, "_cuts", tuple((shifts[i], (1 << widths[i]) - 1) for i in range(blocks))
         )
         object.__setattr__(self, "_joins", tuple(joins))
-
-    @property
-    def n_blocks(self) -> int:
-        """``blocks`` as a plain int (never None after construction)."""
-        assert self.blocks is not None
-        return self.blocks
-
-    @property
-    def n_tables(self) -> int:
-        """How many tables (``C(blocks, max_distance)``)."""
-        return len(self.tables)
 
     def keys(self, fingerprint: int) -> list[int]:
         """One key per table, in table order."""
@@ -273,7 +282,7 @@ def _masks(width: int, radius: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class MultiIndexScheme:
+class MultiIndexScheme(_BlockScheme):
     """``bits``-bit fingerprints, found within ``max_distance`` by multi-index hashing:
     ``blocks`` blocks (one table each), each probed within its radius (see the module doc).
 
@@ -336,17 +345,6 @@ class MultiIndexScheme:
                 for w, radius in zip(widths, radii, strict=True)
             ),
         )
-
-    @property
-    def n_blocks(self) -> int:
-        """``blocks`` as a plain int (never None after construction)."""
-        assert self.blocks is not None
-        return self.blocks
-
-    @property
-    def n_tables(self) -> int:
-        """How many tables (one per block)."""
-        return len(self.tables)
 
     @property
     def n_probes(self) -> int:

@@ -20,6 +20,7 @@ from scrapy.http import HtmlResponse, Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from bench._common import descendants
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template
 from simhash_filter.config import Config
@@ -237,24 +238,6 @@ def test_workers_zero_is_the_thread_path(sqlite_url: str) -> None:
 # -- no orphans: real processes ------------------------------------------------------------
 
 
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, set[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, set()).add(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
 def test_workers_end_when_the_crawler_process_is_killed(tmp_path: Path) -> None:
     script = tmp_path / "owner.py"
     script.write_text(
@@ -278,7 +261,7 @@ def test_workers_end_when_the_crawler_process_is_killed(tmp_path: Path) -> None:
         assert owner.stdout is not None
         pids = [int(p) for p in owner.stdout.readline().split()]
         assert len(pids) == 2
-        assert set(pids) <= _descendants(owner.pid)
+        assert set(pids) <= descendants(owner.pid)
         assert not any(gone(pid) for pid in pids)
     finally:
         owner.kill()  # SIGKILL: no clean-up runs in the owner
@@ -324,7 +307,7 @@ def test_a_crawl_stopped_by_a_signal_leaves_no_worker(tmp_path: Path, signum: in
             )
             line = next(x for x in _text(log_path).splitlines() if "SIMHASH_FILTER_WORKERS" in x)
             pids = [int(p) for p in line.rsplit("pids", 1)[1].split()]
-            assert set(pids) <= _descendants(crawl.pid)
+            assert set(pids) <= descendants(crawl.pid)
             wait_until(lambda: len(site.hits) >= 3, "the crawl fetched pages")
             if signum == signal.SIGINT:  # Ctrl-C in a terminal: the whole process group
                 os.killpg(crawl.pid, signum)
