@@ -1,6 +1,6 @@
 """Crawl overhead of the near-duplicate filter, on a loopback site built from real pages.
 
-    flock /work/heavy.lock .venv/bin/python -m bench.bench_crawl --part html --repeats 2
+    .venv/bin/python -m bench.bench_crawl --part html --repeats 2
     (parts: html, text, latency, stages; each one run of a few minutes)
 
 The site: every page of ``pages_en/html/*.html.gz`` and ``pages_zh/original/*.html``, each

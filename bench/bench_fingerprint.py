@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_fingerprint.py --quick      # fewer speed rounds
     .venv/bin/python bench/bench_fingerprint.py --part quality|speed
 
-Data: ``../shared/data`` beside the checkout (or ``--data DIR``):
+Data: the public data sets described in bench/README.md (``--data DIR``):
 - quality on ``neardup_peps_en``: a pair is a near-duplicate when it is two versions of
   one PEP with character-5-gram Jaccard >= 0.8, and not one when the PEPs differ
   (same-PEP pairs below 0.8 are left out: they are neither). Also the haystack: every

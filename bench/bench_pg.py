@@ -1,7 +1,7 @@
 """PostgreSQL write path benchmark: the project's check_and_add against a one-round-trip floor.
 
-    flock /work/heavy.lock .venv/bin/python -m bench.bench_pg             # ~7 min here
-    flock /work/heavy.lock .venv/bin/python -m bench.bench_pg --seconds 5 --procs 1,4
+    .venv/bin/python -m bench.bench_pg             # ~7 min here
+    .venv/bin/python -m bench.bench_pg --seconds 5 --procs 1,4
 
 One run, one PostgreSQL server, one throw-away database holding ``--pages`` stored pages
 (random fingerprints, loaded with ``add_many``), new random pages for every call:

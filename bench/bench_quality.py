@@ -2,11 +2,11 @@
 language, false pairs in the multilingual haystack, expected false drops at scale, and the
 trade-off table of the match rule, side by side with MinHash and two simhash peers.
 
-    flock /work/heavy.lock .venv/bin/python -m bench.bench_quality --part signatures  # cache
+    .venv/bin/python -m bench.bench_quality --part signatures  # cache
     .venv/bin/python -m bench.bench_quality --part report        # tables from the cache
-    flock /work/heavy.lock .venv/bin/python -m bench.bench_quality --part speed       # per page
+    .venv/bin/python -m bench.bench_quality --part speed       # per page
 
-Data (``../shared/data`` beside the checkout, or ``--data DIR``; read-only):
+Data (the public sets described in bench/README.md, ``--data DIR``; read-only):
 ``neardup_peps_en``, ``neardup_mdn_multilingual`` (per locale), ``haystack_multilingual``
 (per language) and the synthetic edits of ``pages_en``/``pages_zh`` made by
 ``bench_fingerprint.make_variants``.
