@@ -218,11 +218,7 @@ class Config:
         """The match rule: candidates within ``MAX_DISTANCE`` bits, confirmed when the
         sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
         by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
-        return MatchRule(
-            candidate_distance=self.max_distance,
-            min_similarity=self.min_similarity,
-            fallback_distance=min(_DEFAULT_RULE.fallback_distance, self.max_distance),
-        )
+        return MatchRule.for_distance(self.max_distance, self.min_similarity)
 
     @property
     def effective_workers(self) -> int:

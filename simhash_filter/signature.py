@@ -135,6 +135,19 @@ class MatchRule:
             ):
                 raise ValueError(f"{name} must be a number between 0 and 1, got {value!r}")
 
+    @classmethod
+    def for_distance(
+        cls, candidate_distance: int, min_similarity: float | None = None
+    ) -> MatchRule:
+        """The default rule with another candidate distance (and threshold): the fallback
+        distance is the default's, but never beyond ``candidate_distance``."""
+        default = cls()
+        return cls(
+            candidate_distance=candidate_distance,
+            min_similarity=default.min_similarity if min_similarity is None else min_similarity,
+            fallback_distance=min(default.fallback_distance, candidate_distance),
+        )
+
     @property
     def max_distance(self) -> int:
         """The largest simhash distance at which any pair can match (the index radius)."""

@@ -265,3 +265,9 @@ def test_sketch_matches_the_reference_implementation(text: str, slots: int) -> N
         assert sketch_of(shingle_hashes(text), slots).tolist() == [0] * slots
         return
     assert sketch_of(shingle_hashes(text), slots).tolist() == _ref_sketch(text, slots)
+
+
+def test_for_distance_is_the_default_rule_at_another_candidate_distance() -> None:
+    assert MatchRule.for_distance(MatchRule().candidate_distance) == MatchRule()
+    rule = MatchRule.for_distance(2, 0.8)
+    assert (rule.candidate_distance, rule.min_similarity, rule.fallback_distance) == (2, 0.8, 2)

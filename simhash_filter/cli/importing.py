@@ -257,7 +257,8 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
         rule = existing.rule
     else:  # a new database gets the crawl's match rule, with --max-distance as its k1
-        rule = MatchRule() if args.max_distance is None else _rule_for(args.max_distance)
+        k1 = MatchRule().candidate_distance if args.max_distance is None else args.max_distance
+        rule = MatchRule.for_distance(k1)
         k = rule.max_distance
     try:
         make_scheme(existing.scheme.kind if existing else None, max_distance=k, blocks=args.blocks)
@@ -270,17 +271,6 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         blocks=args.blocks,
         create=True,
         rule=rule,
-    )
-
-
-def _rule_for(candidate_distance: int) -> MatchRule:
-    """The default match rule with another candidate distance (as the crawl's
-    ``SIMHASH_FILTER_MAX_DISTANCE`` makes it)."""
-    default = MatchRule()
-    return MatchRule(
-        candidate_distance=candidate_distance,
-        min_similarity=default.min_similarity,
-        fallback_distance=min(default.fallback_distance, candidate_distance),
     )
 
 
