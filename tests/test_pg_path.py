@@ -1,5 +1,7 @@
-"""The PostgreSQL path (store/pg.py) against the generic SQLAlchemy path: same verdicts, same
-rows; prepared statements that live as long as the connection; the durability setting."""
+"""The PostgreSQL paths (store/pg.py: the server-side function of store/pg_function.py, and
+the two-round-trip path it falls back to) against the generic SQLAlchemy path: same
+verdicts, same rows; prepared statements that live as long as the connection; the
+durability setting; locks held from the read to the commit."""
 
 from __future__ import annotations
 
@@ -15,10 +17,29 @@ from bench._common import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, PageRow, Verdict
 from simhash_filter.store.locks import lock_ids
+from simhash_filter.store.pg_function import CHECK_FUNCTION
 
 pytestmark = pytest.mark.postgres
 
 SPEC = "test;pg-path"
+
+
+PATHS = ["function", "two-round-trips"]
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    """Which PostgreSQL write path a test's store takes."""
+    return str(request.param)
+
+
+def open_on(path: str, url: str, **options: Any) -> FingerprintStore:
+    """A store on ``url`` writing through ``path``."""
+    store = FingerprintStore.open(url, spec=SPEC, **options)
+    assert store._pg is not None
+    if path == "two-round-trips":
+        store._pg.server_function = False
+    return store
 
 
 @pytest.fixture
@@ -97,16 +118,15 @@ def contents(url: str) -> dict[str, list[Any]]:
         engine.dispose()
 
 
-def test_pipelined_path_gives_the_generic_paths_verdicts_and_rows(
-    pg_url: str, second_pg_url: str
+def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
+    path: str, pg_url: str, second_pg_url: str
 ) -> None:
     stream = mixed_stream(11, 450)
-    pipelined = FingerprintStore.open(pg_url, spec=SPEC)
+    pg_store = open_on(path, pg_url)
     generic = FingerprintStore.open(second_pg_url, spec=SPEC)
-    assert pipelined._pg is not None
     generic._pg = None  # the SQLAlchemy path (statements.SqlBatchIO), as on any other driver
     try:
-        got, expected = replay(pipelined, stream), replay(generic, stream)
+        got, expected = replay(pg_store, stream), replay(generic, stream)
         assert got == expected
         kinds = {v.kind.value for v in expected}
         assert kinds == {"new", "duplicate", "unchanged", "changed"}
@@ -128,10 +148,12 @@ def test_pipelined_path_gives_the_generic_paths_verdicts_and_rows(
         ]
         assert len(same_batch) >= 3
         for fp in (fp for _, fp, _ in stream[::25]):
-            assert pipelined.near(fp) == generic.near(fp)
-            assert pipelined.near(fp, k=1) == generic.near(fp, k=1)
+            assert pg_store.near(fp) == generic.near(fp)
+            assert pg_store.near(fp, k=1) == generic.near(fp, k=1)
+        assert pg_store._pg is not None
+        assert pg_store._pg.server_function is (path == "function")
     finally:
-        pipelined.close()
+        pg_store.close()
         generic.close()
     assert contents(pg_url) == contents(second_pg_url)
 
@@ -151,51 +173,111 @@ def _prepared(engine: Any) -> dict[str, int]:
         raw.close()
 
 
-def test_prepared_statements_outlive_near_and_every_write(pg_url: str) -> None:
+def test_prepared_statements_outlive_near_and_every_write(path: str, pg_url: str) -> None:
     rng = random.Random(5)
-    with FingerprintStore.open(pg_url, spec=SPEC) as store:
+    with open_on(path, pg_url) as store:
         calls = 12
         for i in range(calls):
             store.check_and_add(f"http://prep.example/{i}", rng.getrandbits(64))
             store.near(rng.getrandbits(64))  # autocommit: no ROLLBACK from the pool's reset
         prepared = _prepared(store.engine)
-    probe = [runs for statement, runs in prepared.items() if "JOIN bands b" in statement]
-    locks = [
-        runs for statement, runs in prepared.items() if "pg_advisory_xact_lock_shared" in statement
-    ]
-    inserts = [runs for statement, runs in prepared.items() if "INSERT INTO pages" in statement]
-    # one prepared statement each, parsed once and run by every call (near() has its own
-    # probe; check_and_add reads the URL's page and probes in one statement)
-    assert sorted(probe) == [calls, calls]
-    assert locks == [calls]
-    assert inserts == [calls]
+
+    def runs(fragment: str) -> list[int]:
+        return [n for statement, n in prepared.items() if fragment in statement]
+
+    # one prepared statement each, parsed once and run by every call
+    if path == "function":
+        assert runs(CHECK_FUNCTION) == [calls]  # the whole write: one statement
+        assert runs("JOIN bands b") == [calls]  # near()
+        assert runs("pg_advisory_xact_lock_shared") == []
+    else:  # near() has its own probe; the write reads the URL's page and probes in one
+        assert sorted(runs("JOIN bands b")) == [calls, calls]
+        assert runs("pg_advisory_xact_lock_shared") == [calls]
+        assert runs("INSERT INTO pages") == [calls]
 
 
-def test_durable_false_runs_every_write_with_synchronous_commit_off(pg_url: str) -> None:
+def _record_commit_mode(url: str) -> None:
+    """A trigger that notes the ``synchronous_commit`` each page insert ran under."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE commit_modes (mode text)"))
+        conn.execute(
+            text(
+                "CREATE FUNCTION note_mode() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "INSERT INTO commit_modes VALUES (current_setting('synchronous_commit')); "
+                "RETURN NEW; END $$"
+            )
+        )
+        conn.execute(
+            text(
+                "CREATE TRIGGER note_mode AFTER INSERT ON pages "
+                "FOR EACH ROW EXECUTE FUNCTION note_mode()"
+            )
+        )
+    engine.dispose()
+
+
+def _commit_modes(url: str) -> list[str]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        modes = [row[0] for row in conn.execute(text("SELECT mode FROM commit_modes"))]
+        conn.execute(text("DELETE FROM commit_modes"))
+        conn.commit()
+    engine.dispose()
+    return modes
+
+
+def test_durable_false_runs_every_write_with_synchronous_commit_off(path: str, pg_url: str) -> None:
     rng = random.Random(6)
     config = Config.from_settings(Settings({"SIMHASH_FILTER_DURABLE": "False"}))
     assert config.durable is False
     assert Config.from_settings(Settings({})).durable is None
-    with FingerprintStore.open(pg_url, spec=SPEC, durable=config.durable) as store:
+    with open_on(path, pg_url, durable=config.durable) as store:
+        store.check_and_add("http://fast.example/first", rng.getrandbits(64))  # makes the tables
+        _record_commit_mode(pg_url)
         for i in range(7):
             store.check_and_add(f"http://fast.example/{i}", rng.getrandbits(64))
         store.add_many([(f"http://fast.example/b{i}", rng.getrandbits(64), 1) for i in range(3)])
-        prepared = _prepared(store.engine)
-        assert store.stats().pages == 10
-    assert [runs for statement, runs in prepared.items() if "synchronous_commit" in statement] == [
-        8
-    ]
-    with FingerprintStore.open(pg_url, spec=SPEC) as store:  # the default: the server's
+        assert store.stats().pages == 11
+    assert _commit_modes(pg_url) == ["off"] * 10
+    with open_on(path, pg_url) as store:  # the default: the server's
         store.check_and_add("http://slow.example/", rng.getrandbits(64))
-        prepared = _prepared(store.engine)
-    assert not [statement for statement in prepared if "synchronous_commit" in statement]
+    assert _commit_modes(pg_url) == ["on"]
+
+
+def _pause_page_inserts(url: str, lock_id: int) -> None:
+    """A trigger that makes every page insert wait for advisory lock ``lock_id``: a write
+    paused between its reads and its first write, inside its transaction."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "CREATE FUNCTION wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"PERFORM pg_advisory_xact_lock_shared({lock_id}); RETURN NEW; END $$"
+            )
+        )
+        conn.execute(
+            text(
+                "CREATE TRIGGER wait_for_test BEFORE INSERT ON pages "
+                "FOR EACH ROW EXECUTE FUNCTION wait_for_test()"
+            )
+        )
+    engine.dispose()
+
+
+ADVISORY_LOCKS = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND {} AND database = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 
 
 def test_locks_are_held_from_the_read_to_the_commit(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    path: str, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The two round trips are one transaction: between the read and the writes (the
-    decision, in Python) the page's advisory locks are held and nothing is visible yet."""
+    """A write is one transaction: between its read and its writes (the decision, in
+    Python or on the server) the page's advisory locks are held and nothing is visible.
+    The two-round-trip path is paused in its Python decision; the function (one
+    statement) by a trigger that waits for a lock the test holds."""
     import threading
 
     from simhash_filter.store import pg
@@ -211,48 +293,51 @@ def test_locks_are_held_from_the_read_to_the_commit(
 
     monkeypatch.setattr(pg, "check_batch", paused_check_batch)
     admin = create_engine(pg_url)
-    with FingerprintStore.open(pg_url, spec=SPEC) as store:
+    test_lock = 0x7E57
+    with open_on(path, pg_url) as store, admin.connect() as holder:
+        resume.set()
+        store.check_and_add("http://first.example/", 0xFFFF_0000_FFFF_0000)  # makes the tables
+        decided.clear()
+        if path == "function":
+            _pause_page_inserts(pg_url, test_lock)
+            holder.execute(text("SELECT pg_advisory_lock(:x)"), {"x": test_lock})
+        resume.clear()
         row = store._row("http://held.example/", 0x0123_4567_89AB_CDEF, 10, None)
-        expected_locks = len(set(lock_ids([(row.url, row.lock_keys())]))) + 1  # + the global
+        # the row's key and URL locks, the global one, and (function) the trigger's wait
+        expected_locks = len(set(lock_ids([(row.url, row.lock_keys())]))) + 1
         done: list[Verdict] = []
         writer = threading.Thread(
             target=lambda: done.append(store.check_and_add(row.url, row.fingerprint))
         )
         writer.start()
         try:
-            assert decided.wait(30)
             with admin.connect() as conn:
-                held = conn.execute(
-                    text(
-                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                        " AND database = (SELECT oid FROM pg_database"
-                        " WHERE datname = current_database())"
-                    )
-                ).scalar_one()
+                if path == "function":  # paused: its insert waits for the test's lock
+                    while not conn.execute(text(ADVISORY_LOCKS.format("NOT granted"))).scalar():
+                        conn.commit()
+                else:
+                    assert decided.wait(30)
+                held = conn.execute(text(ADVISORY_LOCKS.format("granted"))).scalar_one()
                 pages = conn.execute(text("SELECT count(*) FROM pages")).scalar_one()
-            assert held == expected_locks
-            assert pages == 0
+            assert held == expected_locks + (1 if path == "function" else 0)
+            assert pages == 1
         finally:
             resume.set()
+            if path == "function":
+                holder.execute(text("SELECT pg_advisory_unlock(:x)"), {"x": test_lock})
             writer.join(30)
         assert [v.kind.value for v in done] == ["new"]
         with admin.connect() as conn:
-            assert conn.execute(text("SELECT count(*) FROM pages")).scalar_one() == 1
-            assert (
-                conn.execute(
-                    text(
-                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database"
-                        " = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                    )
-                ).scalar_one()
-                == 0
-            )
+            assert conn.execute(text("SELECT count(*) FROM pages")).scalar_one() == 2
+            assert conn.execute(text(ADVISORY_LOCKS.format("true"))).scalar_one() == 0
     admin.dispose()
 
 
 def _sketched_stream(seed: int, count: int) -> list[PageRow]:
     """Pages with sketches (a few without): copies whose sketch agrees (confirmed), copies
-    whose sketch differs (rejected: admitted), re-crawls, pages without a sketch."""
+    whose sketch differs (rejected: admitted), re-crawls, pages without a sketch, and
+    pages whose main text is a small share of a visible text of their own (a copy of
+    such a text on another such page is boilerplate)."""
     import numpy as np
 
     from simhash_filter.signature import decode_sketch, encode_sketch
@@ -262,30 +347,37 @@ def _sketched_stream(seed: int, count: int) -> list[PageRow]:
     stream: list[PageRow] = []
     for i, (url, fp, length) in enumerate(mixed_stream(seed, count)):
         slots = nprng.integers(0, 1 << 16, 64, dtype=np.uint16)
-        parent = rng.choice(stream) if stream else None
+        # the page this one was made from (its nearest fingerprint), or a random one
+        parent = min(stream, key=lambda p: (p.fingerprint ^ fp).bit_count(), default=None)
+        if rng.random() < 0.3:
+            parent = rng.choice(stream) if stream else None
         if parent is not None and parent.sketch is not None and rng.random() < 0.6:
             slots = decode_sketch(parent.sketch).text.copy()
             changed = rng.randint(0, 40)
             slots[rng.sample(range(64), changed)] = nprng.integers(0, 1 << 16, changed)
-        sketch = None if i % 9 == 0 else encode_sketch(slots)
+        page, share = None, None
+        if rng.random() < 0.8:  # the visible text's own slots: never alike
+            page = nprng.integers(0, 1 << 16, 16, dtype=np.uint16)
+            share = rng.choice([0.05, 0.05, 0.05, 0.5])
+        sketch = None if i % 9 == 0 else encode_sketch(slots, page, share)
         stream.append(PageRow(url, fp, length, sketch))
     return stream
 
 
-def test_pipelined_path_gives_the_generic_paths_verdicts_with_sketches(
-    pg_url: str, second_pg_url: str
+def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
+    path: str, pg_url: str, second_pg_url: str
 ) -> None:
     from simhash_filter.signature import MatchRule
 
     rule = MatchRule(candidate_distance=4, min_similarity=0.7, fallback_distance=3)
     stream = _sketched_stream(12, 450)
-    pipelined = FingerprintStore.open(pg_url, spec=SPEC, rule=rule)
+    pg_store = open_on(path, pg_url, rule=rule)
     generic = FingerprintStore.open(second_pg_url, spec=SPEC, rule=rule)
     generic._pg = None
     try:
         third = len(stream) // 3
         results = []
-        for store in (pipelined, generic):
+        for store in (pg_store, generic):
             verdicts = [
                 store.check_and_add(
                     r.url, r.fingerprint, text_length=r.text_length, sketch=r.sketch
@@ -299,8 +391,10 @@ def test_pipelined_path_gives_the_generic_paths_verdicts_with_sketches(
         similarities = [v.duplicate_of.similarity for v in results[1] if v.duplicate_of]
         assert any(s is not None for s in similarities)  # confirmed by the sketches
         assert any(s is None for s in similarities)  # judged by distance alone
+        assert any(v.boilerplate_of for v in results[1])  # admitted: a boilerplate match
+        assert {v.kind.value for v in results[1]} == {"new", "duplicate", "unchanged", "changed"}
     finally:
-        pipelined.close()
+        pg_store.close()
         generic.close()
     sketches = "SELECT id, sketch FROM pages ORDER BY id"
     drops = "SELECT id, similarity FROM duplicates ORDER BY id"

@@ -278,9 +278,7 @@ class FingerprintStore:
         if locks is not None and len(locks) > MAX_KEY_LOCKS:
             locks = None  # too many key locks for PostgreSQL's lock table: the global one
         if self._pg is not None:
-            return self._pg.check(
-                rows, lock_list=locks, judge=judge, index_keys=scheme.index_keys, now=now
-            )
+            return self._pg.check(rows, lock_list=locks, judge=judge, scheme=scheme, now=now)
         if locks is None:
             return self._transactions.run(work, bulk=True)
         return self._transactions.run(work, lock_ids=locks)

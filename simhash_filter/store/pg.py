@@ -40,6 +40,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from simhash_filter.bands import IndexScheme
+
 from .batch import (
     BandHit,
     BandKey,
@@ -51,8 +53,19 @@ from .batch import (
     check_batch,
 )
 from .engine import error_reason
-from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, WRITE_ATTEMPTS
-from .records import Match, StoreError, Verdict
+from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, SCHEMA_LOCK, WRITE_ATTEMPTS
+from .pg_function import (
+    CALL_SQL,
+    CHECK_FUNCTION,
+    FUNCTION_SQL,
+    INSTALLED_SQL,
+    SchemeArrays,
+    int_array,
+    rule_parameter,
+    scheme_arrays,
+    server_supports,
+)
+from .records import Match, StoreError, Verdict, VerdictKind
 from .schema import from_sql_int, to_sql_int
 from .statements import stored_page
 
@@ -157,6 +170,12 @@ class PgPath:
         prefix = "SELECT " + (ASYNC_COMMIT if durable is False else "")
         self._lock_shared = prefix + LOCK_SHARED_AND_KEYS
         self._lock_exclusive = prefix + LOCK_EXCLUSIVE
+        self._async = durable is False
+        self.server_function: bool | None = None
+        """Writes go through the server-side function (pg_function.py): None until the
+        first write finds out whether it is (or can be) installed; False keeps the
+        two-round-trip path."""
+        self._scheme_arrays: dict[IndexScheme, SchemeArrays] = {}
 
     # -- writing
     def check(
@@ -165,19 +184,26 @@ class PgPath:
         *,
         lock_list: Sequence[int] | None,
         judge: Judge,
-        index_keys: Callable[[int], list[int]],
+        scheme: IndexScheme,
         now: datetime,
     ) -> list[Verdict]:
-        """Decide and record ``rows`` in one transaction (two round trips), under the
-        advisory locks ``lock_list`` (sorted) or, when it is None, the database-wide lock;
+        """Decide and record ``rows`` in one transaction, under the advisory locks
+        ``lock_list`` (sorted) or, when it is None, the database-wide lock: one call of the
+        server-side function (one round trip), or two round trips when it is not installed;
         retried on a deadlock, a serialization failure, a lost insert race or a lost
         connection."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with self._connection() as conn:
+                    if self.server_function is None:
+                        self.server_function = self._install(conn)
+                    if self.server_function:
+                        return self._call(
+                            conn, rows, lock_list, judge=judge, scheme=scheme, now=now
+                        )
                     return self._transaction(
                         conn, rows, lock_list, judge=judge,
-                        index_keys=index_keys, now=now,
+                        index_keys=scheme.index_keys, now=now,
                     )  # fmt: skip
             except _Retry as retry:
                 if attempt == WRITE_ATTEMPTS:
@@ -187,6 +213,73 @@ class PgPath:
                 log.debug("write conflict (attempt %d), retrying: %s", attempt, retry.reason)
                 time.sleep(0.005 * attempt)
         raise AssertionError("unreachable")
+
+    def _install(self, conn: Any) -> bool:
+        """Install the server-side function unless it is there (under the schema lock, so
+        concurrent first writers do not race); False, logged, where the server is too old
+        or the role may not create functions."""
+        import psycopg
+
+        if not server_supports(conn):
+            log.info("PostgreSQL %s: check-and-add in two round trips", conn.info.server_version)
+            return False
+        conn.autocommit = True
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._types.int8(SCHEMA_LOCK),))
+                (present,) = conn.execute(INSTALLED_SQL, (CHECK_FUNCTION,)).fetchone()
+                if not present:
+                    conn.execute(FUNCTION_SQL)
+                    log.info("installed %s on %s", CHECK_FUNCTION, self._display_url)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            log.warning(
+                "cannot install %s on %s (%s): check-and-add in two round trips",
+                CHECK_FUNCTION, self._display_url, error_reason(exc),
+            )  # fmt: skip
+            return False
+        return True
+
+    def _call(
+        self,
+        conn: Any,
+        rows: Sequence[RowToCheck],
+        lock_list: Sequence[int] | None,
+        *,
+        judge: Judge,
+        scheme: IndexScheme,
+        now: datetime,
+    ) -> list[Verdict]:
+        """One call of the server-side function in autocommit: one round trip."""
+        t = self._types
+        arrays = self._scheme_arrays.get(scheme)
+        if arrays is None:
+            arrays = self._scheme_arrays[scheme] = scheme_arrays(scheme)
+        conn.autocommit = True
+        result = conn.execute(
+            CALL_SQL,
+            (
+                [row.url for row in rows],
+                [row.domain for row in rows],
+                int_array([row.fingerprint for row in rows]),
+                int_array([row.text_length for row in rows]),
+                [row.sketch for row in rows],
+                int_array([key for row in rows for key in row.index_keys]),
+                arrays.probe_tables,
+                int_array([key for row in rows for _, key in row.probe_keys]),
+                arrays.cut_tables,
+                arrays.cut_shifts,
+                arrays.cut_masks,
+                arrays.cut_lefts,
+                None if lock_list is None else int_array(lock_list),
+                t.int8(GLOBAL_LOCK),
+                self._async,
+                now,
+                t.int4(judge.radius),
+                rule_parameter(judge.rule),
+            ),
+            prepare=True,
+        ).fetchall()
+        return [_verdict(row, result_row) for row, result_row in zip(rows, result, strict=True)]
 
     def _transaction(
         self,
@@ -426,6 +519,27 @@ class _PipelinedIO(BatchIO):
             return {}
         refs = [page.ref for page in changes.new_pages]
         return {refs[n - 1]: page_id for page_id, n in new_pages.fetchall()}
+
+
+def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
+    """A row's verdict from the function's result row (kind, previous fingerprint, the
+    match's and the boilerplate match's id, URL, fingerprint, distance, similarity)."""
+    kind, previous = result[0], result[1]
+    return Verdict(
+        kind=VerdictKind(kind),
+        url=row.url,
+        fingerprint=row.fingerprint,
+        duplicate_of=_match(result[2:7]),
+        previous_fingerprint=None if previous is None else from_sql_int(previous),
+        boilerplate_of=_match(result[7:12]),
+    )
+
+
+def _match(columns: Sequence[Any]) -> Match | None:
+    page_id, url, fingerprint, distance, similarity = columns
+    if page_id is None:
+        return None
+    return Match(url, from_sql_int(fingerprint), distance, page_id, similarity)
 
 
 def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:

@@ -1,0 +1,218 @@
+"""The server-side function's parts (store/pg_function.py) against the Python they rewrite:
+the sketch's layout and MatchRule.verify, batch.Judge, and each table's key of a
+fingerprint, for both band schemes."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simhash_filter.bands import BandScheme, MultiIndexScheme, make_scheme
+from simhash_filter.signature import MatchRule, encode_sketch
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.batch import Judge
+from simhash_filter.store.pg_function import (
+    CHECK_FUNCTION,
+    FUNCTION_VERSION,
+    key_cuts,
+    key_of,
+    rule_parameter,
+)
+from simhash_filter.store.schema import to_sql_int
+
+pytestmark = pytest.mark.postgres
+
+V = f"_v{FUNCTION_VERSION}"
+SCHEMES = [
+    BandScheme(max_distance=0, blocks=1),
+    BandScheme(max_distance=0, blocks=2),
+    BandScheme(max_distance=3),
+    BandScheme(max_distance=4),
+    BandScheme(bits=32, max_distance=3),
+    MultiIndexScheme(max_distance=7, blocks=4),
+    MultiIndexScheme(max_distance=9),
+    MultiIndexScheme(max_distance=2, blocks=1),
+    MultiIndexScheme(bits=48, max_distance=5),
+]
+
+
+@pytest.fixture(scope="module")
+def conn() -> Iterator[Any]:
+    """A psycopg connection to a database with the function installed (by a first write)."""
+    import psycopg
+
+    from bench._common import create_pg_database, drop_pg_database
+
+    try:
+        url = create_pg_database("sf_test")
+    except Exception as exc:
+        from tests.conftest import _unavailable
+
+        _unavailable("PostgreSQL", exc)
+    try:
+        with FingerprintStore.open(url, spec="test;fn") as store:
+            store.check_and_add("http://install.example/", 1)
+            assert store._pg is not None
+            assert store._pg.server_function
+        with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as connection:
+            yield connection
+    finally:
+        drop_pg_database(url)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: s.describe())
+def test_key_cuts_give_every_table_key(scheme: BandScheme | MultiIndexScheme, conn: Any) -> None:
+    rng = random.Random(1)
+    cuts = key_cuts(scheme)
+    fingerprints = [0, (1 << scheme.bits) - 1, 1 << (scheme.bits - 1)]
+    fingerprints += [rng.getrandbits(scheme.bits) for _ in range(200)]
+    for fp in fingerprints:
+        assert [key_of(cuts, t, fp) for t in range(scheme.n_tables)] == [
+            to_sql_int(key) for key in scheme.index_keys(fp)
+        ]
+    rows = conn.execute(
+        "SELECT f.n, u.t, bit_or(((f.fp >> u.shift) & u.mask) << u.lft) "
+        "FROM unnest(%s::int8[]) WITH ORDINALITY AS f(fp, n), "
+        "unnest(%s::int2[], %s::int4[], %s::int8[], %s::int4[]) AS u(t, shift, mask, lft) "
+        "GROUP BY f.n, u.t ORDER BY f.n, u.t",
+        (
+            [to_sql_int(fp) for fp in fingerprints],
+            [c.table_no for c in cuts],
+            [c.shift for c in cuts],
+            [to_sql_int(c.mask) for c in cuts],
+            [c.left for c in cuts],
+        ),
+    ).fetchall()
+    expected = [
+        (n, t, to_sql_int(key))
+        for n, fp in enumerate(fingerprints, 1)
+        for t, key in enumerate(scheme.index_keys(fp))
+    ]
+    assert rows == expected
+
+
+def _sketch(rng: np.random.Generator, slots: int, page: int | None, share: float | None) -> bytes:
+    text = rng.integers(0, 1 << 16, slots, dtype=np.uint16)
+    page_slots = None if page is None else rng.integers(0, 1 << 16, page, dtype=np.uint16)
+    return encode_sketch(text, page_slots, share)
+
+
+def _similar(rng: np.random.Generator, sketch: bytes, changed: int) -> bytes:
+    """``sketch`` with ``changed`` random bytes of its body replaced."""
+    data = bytearray(sketch)
+    for pos in rng.choice(np.arange(5, len(data)), size=min(changed, len(data) - 5), replace=False):
+        data[pos] = int(rng.integers(0, 256))
+    return bytes(data)
+
+
+def _python_verify(rule: MatchRule, a: bytes, b: bytes) -> tuple[bool, bool, float | None, bool]:
+    try:
+        v = rule.verify(a, b)
+    except ValueError:
+        return (False, False, None, False)
+    return (True, v.confirmed, v.similarity, v.boilerplate)
+
+
+def _sql_verify(conn: Any, rule: MatchRule, pairs: list[tuple[bytes, bytes]]) -> list[Any]:
+    rows = conn.execute(
+        f"SELECT (simhash_filter_verify{V}(a, b, %s, %s, %s)).* "
+        "FROM unnest(%s::bytea[], %s::bytea[]) WITH ORDINALITY AS u(a, b, n) ORDER BY n",
+        (
+            rule.min_similarity,
+            rule.min_page_similarity,
+            rule.max_text_share,
+            [a for a, _ in pairs],
+            [b for _, b in pairs],
+        ),
+    ).fetchall()
+    return [
+        (valid, confirmed, similarity if valid else None, boilerplate)
+        for valid, confirmed, similarity, boilerplate in rows
+    ]
+
+
+def test_verify_is_match_rule_verify(conn: Any) -> None:
+    """Sketches with and without the page part, every share, similar and unrelated pairs,
+    sizes that do not match, and bytes that are not sketches."""
+    rng = np.random.default_rng(7)
+    rule = MatchRule()
+    pairs: list[tuple[bytes, bytes]] = []
+    for _ in range(300):
+        slots = int(rng.choice([16, 64, 256]))
+        page = None if rng.random() < 0.3 else int(rng.choice([16, 64]))
+        share = None if rng.random() < 0.2 else float(rng.choice([0.0, 0.05, 0.0999, 0.1, 0.5]))
+        a = _sketch(rng, slots, page, share)
+        b = _similar(rng, a, int(rng.integers(0, 200)))
+        pairs.append((a, b))
+        pairs.append((a, _sketch(rng, slots, page, float(rng.random()))))
+        pairs.append((a, _sketch(rng, int(rng.choice([16, 64, 256])), page, share)))
+        pairs.append((a, _sketch(rng, slots, 16 if page == 64 else 64, share)))
+    broken = [
+        b"",
+        b"\x01",
+        b"\x02\x00\x04\x00\xff" + bytes(32),
+        b"\x01\x00\x04\x00\xff" + bytes(31),
+    ]
+    broken += [b"\x01\x00\x10\x00\xff" + bytes(32), b"\x01\x00\x04\x10\xff" + bytes(32)]
+    valid = _sketch(rng, 16, None, None)
+    pairs += [(valid, bad) for bad in broken] + [(bad, valid) for bad in broken]
+    expected = [_python_verify(rule, a, b) for a, b in pairs]
+    assert _sql_verify(conn, rule, pairs) == expected
+    outcomes = {(v, c, bp) for v, c, _, bp in expected}
+    # every outcome is among the cases: invalid, rejected, confirmed, boilerplate
+    assert outcomes >= {(False, False, False), (True, False, False), (True, True, False)}
+    assert (True, True, True) in outcomes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    distance=st.integers(0, 12),
+    has_a=st.booleans(),
+    has_b=st.booleans(),
+    changed=st.integers(0, 120),
+    candidate=st.integers(0, 10),
+    fallback=st.integers(0, 10),
+    threshold=st.sampled_from([0.5, 0.7, 0.9]),
+    with_rule=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_judge_is_batch_judge(
+    conn: Any,
+    distance: int,
+    has_a: bool,
+    has_b: bool,
+    changed: int,
+    candidate: int,
+    fallback: int,
+    threshold: float,
+    with_rule: bool,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    rule = MatchRule(candidate, threshold, fallback) if with_rule else None
+    radius = 6
+    judge = Judge(radius, rule)
+    a = _sketch(rng, 64, 16, 0.05)
+    b = _similar(rng, a, changed)
+    query, stored = (a if has_a else None), (b if has_b else None)
+    expected = judge(distance, query, stored)
+    (matched, copy, similarity) = conn.execute(
+        f"SELECT (simhash_filter_judge{V}(%s, %s, %s, %s, %s::float8[])).*",
+        (distance, query, stored, judge.radius, rule_parameter(rule)),
+    ).fetchone()
+    if expected is None:
+        assert not matched
+    else:
+        assert matched
+        assert (copy, similarity) == (expected.copy, expected.similarity)
+
+
+def test_function_name_carries_its_version() -> None:
+    assert CHECK_FUNCTION.endswith(f"_v{FUNCTION_VERSION}")
+    assert make_scheme(None, max_distance=9).kind == "multi-index"  # the default it serves
