@@ -347,7 +347,7 @@ def fill_store(store: FingerprintStore, fps: np.ndarray, start: int, end: int) -
                 BandRow(t, key, ref, fp) for t, key in enumerate(scheme.index_keys(fp))
             )
         store._transactions.run(
-            lambda conn, c=changes: SqlBatchIO(conn, statements).write(c), bulk=True
+            lambda conn, c=changes: SqlBatchIO(conn, statements).write(c), locks=None
         )
 
 

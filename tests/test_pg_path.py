@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 from bench._common import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, PageRow, Verdict
-from simhash_filter.store.locks import lock_ids
+from simhash_filter.store.locks import write_locks
 from simhash_filter.store.pg_function import CHECK_FUNCTION
 
 pytestmark = pytest.mark.postgres
@@ -304,7 +304,8 @@ def test_locks_are_held_from_the_read_to_the_commit(
         resume.clear()
         row = store._row("http://held.example/", 0x0123_4567_89AB_CDEF, 10, None)
         # the row's key and URL locks, the global one, and (function) the trigger's wait
-        expected_locks = len(set(lock_ids([(row.url, row.lock_keys())]))) + 1
+        locks = write_locks([(row.url, row.index_items(), row.probe_keys)])
+        expected_locks = len(locks.ids) + 1
         done: list[Verdict] = []
         writer = threading.Thread(
             target=lambda: done.append(store.check_and_add(row.url, row.fingerprint))

@@ -66,9 +66,9 @@ class RowToCheck:
     probe_keys: list[BandKey]  # looked up for the page (its near-duplicates share one)
     sketch: bytes | None = None
 
-    def lock_keys(self) -> set[BandKey]:
-        """Keys two near-duplicates always share one of: index and probe keys."""
-        return set(enumerate(self.index_keys)) | set(self.probe_keys)
+    def index_items(self) -> list[BandKey]:
+        """The (table_no, key) pairs the page is stored under."""
+        return list(enumerate(self.index_keys))
 
 
 class Candidate(NamedTuple):

@@ -47,7 +47,7 @@ from .engine import (
     parse_url,
     sqlite_path,
 )
-from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, lock_ids
+from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, write_locks
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .pg import PgPath, near_matches
 from .records import (
@@ -274,14 +274,14 @@ class FingerprintStore:
                 now=now,
             )
 
-        locks = None if bulk else lock_ids((row.url, row.lock_keys()) for row in rows)
-        if locks is not None and len(locks) > MAX_KEY_LOCKS:
-            locks = None  # too many key locks for PostgreSQL's lock table: the global one
+        locks = None
+        if not bulk and not self._sqlite:
+            locks = write_locks((row.url, row.index_items(), row.probe_keys) for row in rows)
+            if len(locks.ids) > MAX_KEY_LOCKS:
+                locks = None  # too many key locks for PostgreSQL's lock table: the global one
         if self._pg is not None:
-            return self._pg.check(rows, lock_list=locks, judge=judge, scheme=scheme, now=now)
-        if locks is None:
-            return self._transactions.run(work, bulk=True)
-        return self._transactions.run(work, lock_ids=locks)
+            return self._pg.check(rows, locks=locks, judge=judge, scheme=scheme, now=now)
+        return self._transactions.run(work, locks=locks)
 
     def check_and_add(
         self,
@@ -484,7 +484,7 @@ class FingerprintStore:
                 last = chunk[-1][0]
             write_scheme(conn, scheme, rule)
 
-        self._transactions.run(work, bulk=True)
+        self._transactions.run(work, locks=None)  # the database-wide lock
         self._set_scheme(scheme, rule)
         log.info("reindexed %s: %s", self.display_url, scheme.describe())
 

@@ -4,16 +4,19 @@
   check reads, so writers from every thread and process run one after another; the
   file's :class:`~simhash_filter.store.engine.WriterQueue` queues them in front of it so
   they do not spin in SQLite's busy handler.
-- PostgreSQL: ``pg_advisory_xact_lock`` on a hash of each of the page's band keys
-  (:func:`band_lock_id`) and of its URL (:func:`url_lock_id`), taken in sorted order at
-  the start of the transaction. Two pages within distance k share a band key, so their
-  transactions serialize; pages that share none run in parallel. Bulk loads and
-  ``reindex`` take one exclusive database-wide lock (:data:`GLOBAL_LOCK`) instead;
-  every single write holds it shared.
+- PostgreSQL: advisory locks on a hash of the page's URL (:func:`url_lock_id`) and of
+  each of its band keys (:func:`band_lock_id`), taken in sorted order at the start of the
+  transaction (:func:`write_locks`): the URL and the keys the page is stored under
+  exclusive, the further keys its probe looks up shared. Of two pages within distance
+  k, each probes a key the other is stored under (the scheme's guarantee), so one's
+  shared lock meets the other's exclusive one and their transactions serialize; pages
+  whose probes merely overlap run in parallel. Bulk loads and ``reindex`` take one
+  exclusive database-wide lock (:data:`GLOBAL_LOCK`) instead; every single write holds
+  it shared.
 
 :class:`WriteTransactions` runs one unit of work in such a transaction, committed on
 return, retried on deadlocks, serialization failures and lost insert races. A
-PostgreSQL write path of its own takes the same lock ids (:func:`lock_ids`).
+PostgreSQL write path of its own takes the same locks (:func:`write_locks`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import mmh3
 from sqlalchemy import Engine, text
@@ -53,6 +56,16 @@ RETRY_SQLSTATES = frozenset(
 )  # serialization, deadlock, unique violation
 
 
+TAKE_LOCKS = (
+    # unnest keeps the arrays' (sorted) order: the locks are taken in that order
+    "count(CASE WHEN s THEN pg_advisory_xact_lock_shared(x) ELSE pg_advisory_xact_lock(x) END) "
+    "FROM unnest(CAST({ids} AS bigint[]), CAST({shared} AS boolean[])) "
+    "WITH ORDINALITY AS u(x, s, i)"
+)
+"""Takes a :class:`WriteLocks`' locks (a select list and FROM clause; ``{ids}`` and
+``{shared}`` are its parameters' placeholders)."""
+
+
 def band_lock_id(table_no: int, key: int) -> int:
     """The PostgreSQL advisory lock id (signed 64-bit) of one band key."""
     return int(mmh3.hash64(key.to_bytes(8, "little"), seed=table_no, signed=True)[0])
@@ -63,35 +76,43 @@ def url_lock_id(url: str) -> int:
     return int(mmh3.hash64(url.encode("utf-8"), seed=0x55524C, signed=True)[0])
 
 
-def lock_ids(pages: Iterable[tuple[str, Iterable[tuple[int, int]]]]) -> list[int]:
-    """The sorted advisory lock ids of pages given as (canonical URL, band keys as
-    (table_no, key) pairs): every band key and the URL.
+class WriteLocks(NamedTuple):
+    """The advisory locks of one write, in the order they are taken: ``ids`` sorted, each
+    exclusive or (``shared``) shared."""
 
-    The keys must be ones any two near-duplicates share: a page's index keys *and* its
-    probe keys (under multi-index hashing a near-duplicate's index key is among the
-    query's probe keys, not among its index keys)."""
-    ids: set[int] = set()
-    for url, keys in pages:
-        ids.update(band_lock_id(t, key) for t, key in keys)
-        ids.add(url_lock_id(url))
-    return sorted(ids)
+    ids: list[int]
+    shared: list[bool]
 
 
-def take_pg_locks(conn: Connection, *, bulk: bool, lock_list: list[int]) -> None:
-    """Take the transaction's advisory locks: the global one exclusive (``bulk``), or the
-    global one shared and then ``lock_list`` in its (sorted) order."""
-    if bulk:
+def write_locks(
+    pages: Iterable[tuple[str, Iterable[tuple[int, int]], Iterable[tuple[int, int]]]],
+) -> WriteLocks:
+    """The advisory locks of a write of pages given as (canonical URL, index keys, probe
+    keys), keys as (table_no, key) pairs: the URLs and index keys exclusive, the probe
+    keys that are not also one of those shared (see the module doc for why that is
+    enough: under multi-index hashing a near-duplicate's index key is among the query's
+    probe keys, not among its index keys)."""
+    exclusive: set[int] = set()
+    probed: set[int] = set()
+    for url, index_keys, probe_keys in pages:
+        exclusive.add(url_lock_id(url))
+        exclusive.update(band_lock_id(t, key) for t, key in index_keys)
+        probed.update(band_lock_id(t, key) for t, key in probe_keys)
+    ids = sorted(exclusive | probed)
+    return WriteLocks(ids, [x not in exclusive for x in ids])
+
+
+def take_pg_locks(conn: Connection, *, locks: WriteLocks | None) -> None:
+    """Take the transaction's advisory locks: the global one exclusive (``locks`` None, a
+    bulk write), or the global one shared and then ``locks`` in their (sorted) order."""
+    if locks is None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": GLOBAL_LOCK})
         return
     conn.execute(text("SELECT pg_advisory_xact_lock_shared(:g)"), {"g": GLOBAL_LOCK})
-    if lock_list:
-        # unnest keeps the array's (sorted) order: locks are taken in that order
+    if locks.ids:
         conn.execute(
-            text(
-                "SELECT count(pg_advisory_xact_lock(x)) "
-                "FROM unnest(CAST(:ids AS bigint[])) WITH ORDINALITY AS u(x, i)"
-            ),
-            {"ids": lock_list},
+            text("SELECT " + TAKE_LOCKS.format(ids=":ids", shared=":shared")),
+            {"ids": locks.ids, "shared": locks.shared},
         )
 
 
@@ -128,12 +149,11 @@ class WriteTransactions:
         self,
         work: Callable[[Connection], T],
         *,
-        bulk: bool = False,
-        lock_ids: Iterable[int] = (),
+        locks: WriteLocks | None = None,
     ) -> T:
-        """Run ``work`` in one write transaction, committed on return; retried when the
-        database reports a deadlock, a serialization failure or a lost insert race."""
-        lock_list = sorted(set(lock_ids))
+        """Run ``work`` in one write transaction, committed on return, on PostgreSQL under
+        ``locks`` (None: the database-wide lock exclusive); retried when the database
+        reports a deadlock, a serialization failure or a lost insert race."""
         where = self._display_url
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             began = time.monotonic()
@@ -142,7 +162,7 @@ class WriteTransactions:
                     conn.execution_options(**{WRITE_OPTION: True})
                     with conn.begin():
                         if not self._sqlite:
-                            take_pg_locks(conn, bulk=bulk, lock_list=lock_list)
+                            take_pg_locks(conn, locks=locks)
                         return work(conn)
             except (IntegrityError, OperationalError) as exc:
                 reason = error_reason(exc)

@@ -1,7 +1,7 @@
 """The PostgreSQL path of the store: a check-and-add in two round trips, ``near()`` in one.
 
 The same decision (:func:`~simhash_filter.store.batch.check_batch`), the same advisory
-locks (:func:`~simhash_filter.store.locks.lock_ids`) and the same rows as the generic
+locks (:func:`~simhash_filter.store.locks.write_locks`) and the same rows as the generic
 SQLAlchemy path (``statements.SqlBatchIO``); only the way they travel differs. On a
 psycopg connection in pipeline mode, one transaction (the statements between two Sync
 messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
@@ -53,7 +53,7 @@ from .batch import (
     check_batch,
 )
 from .engine import error_reason
-from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, SCHEMA_LOCK, WRITE_ATTEMPTS
+from .locks import GLOBAL_LOCK, RETRY_SQLSTATES, SCHEMA_LOCK, TAKE_LOCKS, WRITE_ATTEMPTS, WriteLocks
 from .pg_function import (
     CALL_SQL,
     CHECK_FUNCTION,
@@ -72,9 +72,9 @@ from .statements import stored_page
 log = logging.getLogger(__name__)
 
 LOCK_SHARED_AND_KEYS = (
-    "pg_advisory_xact_lock_shared(%s), "
-    # unnest keeps the array's (sorted) order: the key locks are taken in that order
-    "(SELECT count(pg_advisory_xact_lock(x)) FROM unnest(%s::int8[]) WITH ORDINALITY AS u(x, i))"
+    "pg_advisory_xact_lock_shared(%s), (SELECT "
+    + TAKE_LOCKS.format(ids="%s::int8[]", shared="%s::bool[]")
+    + ")"
 )
 LOCK_EXCLUSIVE = "pg_advisory_xact_lock(%s)"
 ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true), "
@@ -182,13 +182,13 @@ class PgPath:
         self,
         rows: Sequence[RowToCheck],
         *,
-        lock_list: Sequence[int] | None,
+        locks: WriteLocks | None,
         judge: Judge,
         scheme: IndexScheme,
         now: datetime,
     ) -> list[Verdict]:
-        """Decide and record ``rows`` in one transaction, under the advisory locks
-        ``lock_list`` (sorted) or, when it is None, the database-wide lock: one call of the
+        """Decide and record ``rows`` in one transaction, under the advisory ``locks``
+        or, when it is None, the database-wide lock: one call of the
         server-side function (one round trip), or two round trips when it is not installed;
         retried on a deadlock, a serialization failure, a lost insert race or a lost
         connection."""
@@ -198,11 +198,9 @@ class PgPath:
                     if self.server_function is None:
                         self.server_function = self._install(conn)
                     if self.server_function:
-                        return self._call(
-                            conn, rows, lock_list, judge=judge, scheme=scheme, now=now
-                        )
+                        return self._call(conn, rows, locks, judge=judge, scheme=scheme, now=now)
                     return self._transaction(
-                        conn, rows, lock_list, judge=judge,
+                        conn, rows, locks, judge=judge,
                         index_keys=scheme.index_keys, now=now,
                     )  # fmt: skip
             except _Retry as retry:
@@ -243,7 +241,7 @@ class PgPath:
         self,
         conn: Any,
         rows: Sequence[RowToCheck],
-        lock_list: Sequence[int] | None,
+        locks: WriteLocks | None,
         *,
         judge: Judge,
         scheme: IndexScheme,
@@ -270,7 +268,8 @@ class PgPath:
                 arrays.cut_shifts,
                 arrays.cut_masks,
                 arrays.cut_lefts,
-                None if lock_list is None else int_array(lock_list),
+                None if locks is None else int_array(locks.ids),
+                None if locks is None else locks.shared,
                 t.int8(GLOBAL_LOCK),
                 self._async,
                 now,
@@ -285,7 +284,7 @@ class PgPath:
         self,
         conn: Any,
         rows: Sequence[RowToCheck],
-        lock_list: Sequence[int] | None,
+        locks: WriteLocks | None,
         *,
         judge: Judge,
         index_keys: Callable[[int], list[int]],
@@ -301,12 +300,12 @@ class PgPath:
         conn.autocommit = True
         with ExitStack() as stack:
             stack.enter_context(conn.pipeline())
-            if lock_list is None:
+            if locks is None:
                 conn.execute(self._lock_exclusive, (types.int8(GLOBAL_LOCK),), prepare=True)
             else:
                 conn.execute(
                     self._lock_shared,
-                    (types.int8(GLOBAL_LOCK), [types.int8(x) for x in lock_list]),
+                    (types.int8(GLOBAL_LOCK), int_array(locks.ids), locks.shared),
                     prepare=True,
                 )
             found = conn.execute(

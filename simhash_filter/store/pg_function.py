@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from simhash_filter.bands import BandScheme, IndexScheme
 from simhash_filter.signature import MatchRule
 
+from .locks import TAKE_LOCKS
 from .schema import to_sql_int
 
 FUNCTION_VERSION = 1
@@ -139,12 +140,13 @@ $f$;
 -- keys (n_tables a row) and probe keys (one a probe position, whose tables are
 -- p_probe_tables), row after row. p_cut_*: table t's key of a fingerprint fp is the
 -- bit_or over its entries of ((fp >> shift) & mask) << left. p_locks NULL: the
--- database-wide lock exclusive; else it shared, then p_locks in their (sorted) order.
+-- database-wide lock exclusive; else it shared, then p_locks in their (sorted) order,
+-- each shared where p_lock_shared says so (locks.write_locks).
 CREATE OR REPLACE FUNCTION {CHECK_FUNCTION}(
     p_urls text[], p_domains text[], p_fps int8[], p_lengths int4[], p_sketches bytea[],
     p_index_keys int8[], p_probe_tables int2[], p_probe_keys int8[],
     p_cut_tables int2[], p_cut_shifts int4[], p_cut_masks int8[], p_cut_lefts int4[],
-    p_locks int8[], p_global int8, p_async bool, p_now timestamptz,
+    p_locks int8[], p_lock_shared bool[], p_global int8, p_async bool, p_now timestamptz,
     p_radius int4, p_rule float8[])
 RETURNS TABLE(
     kind text, previous int8,
@@ -173,8 +175,7 @@ BEGIN
         PERFORM pg_advisory_xact_lock(p_global);
     ELSE
         PERFORM pg_advisory_xact_lock_shared(p_global);
-        -- unnest keeps the array's (sorted) order: the locks are taken in that order
-        PERFORM count(pg_advisory_xact_lock(x)) FROM unnest(p_locks) WITH ORDINALITY AS u(x, o);
+        PERFORM {TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared")};
     END IF;
     FOR i IN 1 .. cardinality(p_urls) LOOP
         fp := p_fps[i];
@@ -271,7 +272,8 @@ $f$;
 CALL_SQL = (
     f"SELECT * FROM {CHECK_FUNCTION}(%s::text[], %s::text[], %s::int8[], %s::int4[], "
     "%s::bytea[], %s::int8[], %s::int2[], %s::int8[], %s::int2[], %s::int4[], %s::int8[], "
-    "%s::int4[], %s::int8[], %s::int8, %s::bool, %s::timestamptz, %s::int4, %s::float8[])"
+    "%s::int4[], %s::int8[], %s::bool[], %s::int8, %s::bool, %s::timestamptz, %s::int4, "
+    "%s::float8[])"
 )
 
 INSTALLED_SQL = (
