@@ -77,7 +77,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -303,6 +303,12 @@ def signed(value: int) -> int:
     return value - _U64 if value >= _U63 else value
 
 
+def int8_literal(values: Iterable[int]) -> str:
+    """Unsigned or signed 64-bit ints as the text of an ``int8[]`` literal (cast on the
+    server: one string instead of a typed wrapper per element, as the store sends them)."""
+    return "{" + ",".join([str(signed(v)) for v in values]) + "}"
+
+
 def unsigned(value: int | None) -> int | None:
     if value is None:
         return None
@@ -314,23 +320,24 @@ class FloorClient:
 
     def __init__(self, conninfo: str, setup: Setup, *, durable: bool = True) -> None:
         import psycopg
-        from psycopg.types.numeric import Int2, Int4, Int8
+        from psycopg.types.numeric import Int4, Int8
 
         from simhash_filter.store import FingerprintStore
 
-        self._int2, self._int4, self._int8 = Int2, Int4, Int8
+        self._int4, self._int8 = Int4, Int8
         self.conn = psycopg.connect(conninfo, autocommit=True)
         self.durable = durable
         store = FingerprintStore.open_existing(sqlalchemy_url(conninfo))
         self.scheme = store.scheme
         store.close()
         self.judge_params = setup.judge_params(self.scheme)
+        self.probe_tables = int8_literal(t for t, _ in self.scheme.probe_keys(0))
 
     def check(self, page: Page) -> tuple[Any, ...]:
         from simhash_filter.store import canonical_url, url_domain
         from simhash_filter.store.locks import GLOBAL_LOCK, MAX_KEY_LOCKS, lock_ids
 
-        Int2, Int4, Int8 = self._int2, self._int4, self._int8
+        Int4, Int8 = self._int4, self._int8
         canonical = canonical_url(page.url)
         fingerprint = page.fingerprint
         index_keys = self.scheme.index_keys(fingerprint)
@@ -349,10 +356,10 @@ class FloorClient:
                 Int8(signed(fingerprint)),
                 Int4(page.text_length),
                 page.sketch,
-                [Int8(signed(key)) for key in index_keys],
-                [Int2(t) for t, _ in probe_keys],
-                [Int8(signed(key)) for _, key in probe_keys],
-                None if locks is None else [Int8(x) for x in locks],
+                int8_literal(index_keys),
+                self.probe_tables,
+                int8_literal(key for _, key in probe_keys),
+                None if locks is None else int8_literal(locks),
                 Int8(GLOBAL_LOCK),
                 Int4(radius),
                 Int4(candidate),
