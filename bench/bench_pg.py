@@ -209,7 +209,7 @@ $f$;
 CREATE OR REPLACE FUNCTION sf_bench_check(
     p_url text, p_domain text, p_fp int8, p_len int4, p_sketch bytea,
     p_index_keys int8[], p_probe_tables int2[], p_probe_keys int8[],
-    p_locks int8[], p_global int8,
+    p_locks int8[], p_lock_shared bool[], p_global int8,
     p_radius int4, p_candidate int4, p_min_similarity float8, p_fallback int4,
     p_now timestamptz, p_async bool)
 RETURNS TABLE(kind text, match_id int8, match_url text, match_fp int8, match_distance int4,
@@ -230,7 +230,10 @@ BEGIN
         PERFORM pg_advisory_xact_lock(p_global);
     ELSE
         PERFORM pg_advisory_xact_lock_shared(p_global);
-        PERFORM count(pg_advisory_xact_lock(x)) FROM unnest(p_locks) WITH ORDINALITY AS u(x, i);
+        -- the store's locks.write_locks: URL and index keys exclusive, probe keys shared
+        PERFORM count(CASE WHEN s THEN pg_advisory_xact_lock_shared(x)
+                           ELSE pg_advisory_xact_lock(x) END)
+        FROM unnest(p_locks, p_lock_shared) WITH ORDINALITY AS u(x, s, i);
     END IF;
     -- the URL's stored version: UNCHANGED when it matches
     SELECT id, fingerprint, sketch INTO v_id, v_fp, v_sketch FROM pages WHERE url = p_url;
@@ -294,7 +297,7 @@ $f$;
 
 FLOOR_CALL = (
     "SELECT * FROM sf_bench_check(%s::text, %s::text, %s::int8, %s::int4, %s::bytea, "
-    "%s::int8[], %s::int2[], %s::int8[], %s::int8[], %s::int8, "
+    "%s::int8[], %s::int2[], %s::int8[], %s::int8[], %s::bool[], %s::int8, "
     "%s::int4, %s::int4, %s::float8, %s::int4, %s::timestamptz, %s::bool)"
 )
 
@@ -335,18 +338,15 @@ class FloorClient:
 
     def check(self, page: Page) -> tuple[Any, ...]:
         from simhash_filter.store import canonical_url, url_domain
-        from simhash_filter.store.locks import GLOBAL_LOCK, MAX_KEY_LOCKS, lock_ids
+        from simhash_filter.store.locks import GLOBAL_LOCK, MAX_KEY_LOCKS, write_locks
 
         Int4, Int8 = self._int4, self._int8
         canonical = canonical_url(page.url)
         fingerprint = page.fingerprint
         index_keys = self.scheme.index_keys(fingerprint)
         probe_keys = self.scheme.probe_keys(fingerprint)
-        locks: list[int] | None = lock_ids(
-            [(canonical, set(enumerate(index_keys)) | set(probe_keys))]
-        )
-        if locks is not None and len(locks) > MAX_KEY_LOCKS:
-            locks = None
+        locks = write_locks([(canonical, list(enumerate(index_keys)), probe_keys)])
+        too_many = len(locks.ids) > MAX_KEY_LOCKS
         radius, candidate, min_similarity, fallback = self.judge_params
         row = self.conn.execute(
             FLOOR_CALL,
@@ -359,7 +359,8 @@ class FloorClient:
                 int8_literal(index_keys),
                 self.probe_tables,
                 int8_literal(key for _, key in probe_keys),
-                None if locks is None else int8_literal(locks),
+                None if too_many else int8_literal(locks.ids),
+                None if too_many else locks.shared,
                 Int8(GLOBAL_LOCK),
                 Int4(radius),
                 Int4(candidate),
@@ -1338,7 +1339,7 @@ def batch_locks(setup: Setup, size: int = 16) -> dict[str, Any]:
     """How many advisory locks a batch of ``size`` new pages needs (over MAX_KEY_LOCKS:
     the store takes the database-wide lock exclusively)."""
     from simhash_filter.store import canonical_url
-    from simhash_filter.store.locks import MAX_KEY_LOCKS, lock_ids
+    from simhash_filter.store.locks import MAX_KEY_LOCKS, write_locks
 
     scheme = setup_scheme(setup)
     rng = random.Random(5)
@@ -1348,10 +1349,11 @@ def batch_locks(setup: Setup, size: int = 16) -> dict[str, Any]:
         keys.append(
             (
                 canonical_url(f"http://x.example/{i}"),
-                set(enumerate(scheme.index_keys(fp))) | set(scheme.probe_keys(fp)),
+                list(enumerate(scheme.index_keys(fp))),
+                scheme.probe_keys(fp),
             )
         )
-    single, batch = len(lock_ids(keys[:1])), len(lock_ids(keys))
+    single, batch = len(write_locks(keys[:1]).ids), len(write_locks(keys).ids)
     return {
         "locks_per_page": single,
         f"locks_per_batch_of_{size}": batch,
