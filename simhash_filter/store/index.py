@@ -332,9 +332,8 @@ class FingerprintStore:
                 f"k must be in 0..{self.scheme.max_distance} (the index's max_distance), got {k!r}"
             )
         if self._pg is not None:
-            return near_matches(
-                self._pg.near(self.scheme.probe_keys(fingerprint)), fingerprint, limit
-            )
+            pages = self._pg.near(self.scheme.probe_keys(fingerprint), fingerprint, limit)
+            return near_matches(pages, fingerprint, limit)
         hits: dict[int, tuple[int, int]] = {}
         urls: dict[int, str] = {}
         statements = self._statements

@@ -85,6 +85,24 @@ PROBE = (
     "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
     "JOIN pages p ON p.id = b.page_id"
 )
+NEAR = (
+    "SELECT b.page_id, p.url, p.domain, b.fingerprint, p.text_length, p.sketch "
+    "FROM (SELECT DISTINCT b.page_id, b.fingerprint "
+    "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) "
+    "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
+    "WHERE bit_count((b.fingerprint # %s::int8)::bit(64)) <= %s::int4) AS b "
+    "JOIN pages p ON p.id = b.page_id"
+)
+"""near(): the pages within the limit, filtered on the server (the probe's other hits, a
+few hundred a query at 100k pages under multi-index hashing, never leave it)."""
+NEAR_BEFORE_14 = (
+    "SELECT DISTINCT ON (b.page_id) b.page_id, p.url, p.domain, b.fingerprint, "
+    "p.text_length, p.sketch "
+    "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) "
+    "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
+    "JOIN pages p ON p.id = b.page_id"
+)
+"""near() on a server without ``bit_count``: every page the probe finds."""
 PAGES_AND_PROBE = (
     # table_no -1: a page stored under one of the URLs; else a band row under a probe key
     "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch FROM pages "
@@ -329,19 +347,31 @@ class PgPath:
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
     # -- reading
-    def near(self, probe_keys: Collection[BandKey]) -> list[StoredPage]:
-        """The distinct pages with a band row under ``probe_keys``: one prepared statement
-        in autocommit (one round trip, no transaction left open)."""
-        types = self._types
+    def near(
+        self, probe_keys: Collection[BandKey], fingerprint: int, limit: int
+    ) -> list[StoredPage]:
+        """The distinct pages within ``limit`` of ``fingerprint`` among those with a band
+        row under ``probe_keys`` (on a server before 14: every page found): one prepared
+        statement in autocommit (one round trip, no transaction left open)."""
         keys = sorted(set(probe_keys))
-        params = ([types.int2(t) for t, _ in keys], types.int8s([k for _, k in keys]))
+        tables, values = int_array([t for t, _ in keys]), int_array([k for _, k in keys])
         for attempt in (1, 2):  # once more on a fresh connection if this one was lost
             try:
                 with self._connection() as conn:
                     conn.autocommit = True
-                    rows = conn.execute(PROBE, params, prepare=True).fetchall()
-                found = {row[2]: stored_page(row[2:]) for row in rows}
-                return list(found.values())
+                    if server_supports(conn):
+                        params: tuple[Any, ...] = (
+                            tables,
+                            values,
+                            self._types.int8(to_sql_int(fingerprint)),
+                            self._types.int4(limit),
+                        )
+                        rows = conn.execute(NEAR, params, prepare=True).fetchall()
+                    else:
+                        rows = conn.execute(
+                            NEAR_BEFORE_14, (tables, values), prepare=True
+                        ).fetchall()
+                return [stored_page(row) for row in rows]
             except _Retry as retry:
                 if attempt == 2 or not retry.lost:
                     raise StoreError(
