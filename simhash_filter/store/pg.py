@@ -1,10 +1,13 @@
-"""The PostgreSQL path of the store: a check-and-add in two round trips, ``near()`` in one.
+"""The PostgreSQL path of the store: a check-and-add in one round trip, ``near()`` in one.
 
-The same decision (:func:`~simhash_filter.store.batch.check_batch`), the same advisory
-locks (:func:`~simhash_filter.store.locks.write_locks`) and the same rows as the generic
-SQLAlchemy path (``statements.SqlBatchIO``); only the way they travel differs. On a
-psycopg connection in pipeline mode, one transaction (the statements between two Sync
-messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
+A write is one call of the server-side function of :mod:`.pg_function` in autocommit: the
+locks, the reads, the decision and the writes in one statement, one transaction. Where the
+function cannot be installed (:meth:`PgPath._install`), the same transaction travels in two
+round trips, with the same decision (:func:`~simhash_filter.store.batch.check_batch`),
+the same advisory locks (:func:`~simhash_filter.store.locks.write_locks`) and the same
+rows as the generic SQLAlchemy path (``statements.SqlBatchIO``). On a psycopg connection
+in pipeline mode, one transaction (the statements between two Sync messages of the
+extended protocol; no ``BEGIN``, no ``COMMIT``):
 
 - round trip 1: the advisory locks (the database-wide lock shared and the
   rows' key and URL locks in sorted order, or the database-wide lock exclusive for a bulk
@@ -19,8 +22,9 @@ messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
 Statements are sent after the locks in the same transaction, so each reads what every
 transaction that held a conflicting lock committed (READ COMMITTED takes a snapshot per
 statement). Every parameter is typed (``int8[]``, ``int2[]``, ``text[]``: psycopg would
-otherwise send an int as int2, int4 or int8 by its size), so each statement is prepared
-once per connection whatever the values and the batch size.
+otherwise send an int as int2, int4 or int8 by its size; the long key arrays travel as one
+array literal each, cast on the server), so each statement is prepared once per connection
+whatever the values and the batch size.
 
 ``near()`` runs one prepared statement in autocommit: it leaves no transaction open, so
 the pool's reset on return sends no ``ROLLBACK`` (after which psycopg deallocates every
