@@ -270,6 +270,8 @@ class PgPath:
         now: datetime,
     ) -> list[Verdict]:
         """One call of the server-side function in autocommit: one round trip."""
+        if not rows:
+            return []
         t = self._types
         arrays = self._scheme_arrays.get(scheme)
         if arrays is None:
