@@ -4,7 +4,8 @@
 them) are the one place where Python's unsigned 64-bit ints become SQL's signed BIGINT
 and back. ``bands`` is a covering index: its primary key ``(table_no, key, page_id)``
 plus the fingerprint answer a probe without touching ``pages`` (on SQLite it is a WITHOUT
-ROWID table, so the primary key *is* the table). A page's band rows are found by
+ROWID table, so the primary key *is* the table; on PostgreSQL the key's index INCLUDEs the
+fingerprint, so a probe reads the index alone). A page's band rows are found by
 recomputing its keys from its fingerprint, so ``bands`` needs no second index on
 ``page_id``.
 """
@@ -22,6 +23,7 @@ from sqlalchemy import (
     ForeignKey,
     Integer,
     LargeBinary,
+    PrimaryKeyConstraint,
     SmallInteger,
     String,
     Table,
@@ -121,13 +123,16 @@ class Band(Base):
     """One table key of one admitted page (one row per table of the scheme)."""
 
     __tablename__ = "bands"
-    __table_args__ = ({"sqlite_with_rowid": False},)
-
-    table_no: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
-    key: Mapped[int] = mapped_column(UInt64, primary_key=True, autoincrement=False)
-    page_id: Mapped[int] = mapped_column(
-        PageId, ForeignKey("pages.id"), primary_key=True, autoincrement=False
+    __table_args__ = (
+        # PostgreSQL: the fingerprint in the key's index too, so a probe is an index-only
+        # scan (a database made before keeps its plain key: the same rows, slower probes)
+        PrimaryKeyConstraint("table_no", "key", "page_id", postgresql_include=["fingerprint"]),
+        {"sqlite_with_rowid": False},
     )
+
+    table_no: Mapped[int] = mapped_column(SmallInteger, autoincrement=False)
+    key: Mapped[int] = mapped_column(UInt64, autoincrement=False)
+    page_id: Mapped[int] = mapped_column(PageId, ForeignKey("pages.id"), autoincrement=False)
     fingerprint: Mapped[int] = mapped_column(UInt64, nullable=False)
 
 
