@@ -1,6 +1,6 @@
 """PostgreSQL write path benchmark: the project's check_and_add against a one-round-trip floor.
 
-    .venv/bin/python -m bench.bench_pg             # ~10 min here
+    .venv/bin/python -m bench.bench_pg             # ~6 min here (--rounds 3: ~13 min)
     .venv/bin/python -m bench.bench_pg --seconds 5 --procs 1,4
     .venv/bin/python -m bench.bench_pg --rule legacy   # the old k=4 configuration
 
