@@ -95,6 +95,8 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
         "dropped share       50.0%",
         "domains             4",
         "scheme              f=64 k=4 blocks=6 tables=15",
+        "index               permuted",
+        "match rule          none (the simhash distance alone: within k=4)",
         f"spec                {FINGERPRINTER.spec}",
         "schema version      2",
         f"size                {human(size)}",
@@ -119,7 +121,8 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
         "duplicates": 3,
         "dropped_share": 0.5,
         "domain_count": 4,
-        "scheme": {"bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},
+        "scheme": {"index": "permuted", "bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},
+        "rule": None,
         "spec": FINGERPRINTER.spec,
         "schema_version": 2,
         "size_bytes": size_of(filled),
@@ -133,6 +136,42 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert out.count("\n") == 1
     assert json.loads(out)["domain_count"] == 4
+
+
+def test_stats_shows_the_stored_match_rule_and_index_kind(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under which rule the database decides: every threshold stored in its meta (none
+    of them the defaults), and the index kind, in each output form."""
+    rule = MatchRule(
+        candidate_distance=7,
+        min_similarity=0.65,
+        fallback_distance=2,
+        min_page_similarity=0.75,
+        max_text_share=0.2,
+    )
+    FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=rule).close()
+    code, out, err = run(capsys, "stats", "--db", db_url)
+    assert (code, err) == (0, "")
+    assert "\nscheme              f=64 k=7 blocks=3 tables=3\n" in out
+    assert "\nindex               multi-index\n" in out
+    assert (
+        "\nmatch rule          candidate_distance=7 min_similarity=0.65 fallback_distance=2 "
+        "min_page_similarity=0.75 max_text_share=0.2\n"
+    ) in out
+    stored = {
+        "candidate_distance": 7,
+        "min_similarity": 0.65,
+        "fallback_distance": 2,
+        "min_page_similarity": 0.75,
+        "max_text_share": 0.2,
+    }
+    for mode in ("--json", "--nl"):
+        code, out, _ = run(capsys, "stats", mode, "--db", db_url)
+        document = json.loads(out)
+        assert code == 0
+        assert document["rule"] == stored
+        assert document["scheme"]["index"] == "multi-index"
 
 
 def test_stats_table_says_when_domains_are_cut(

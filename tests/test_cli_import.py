@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import sys
@@ -37,6 +38,7 @@ from support.cli_corpus import (
 )
 
 from simhash_filter.cli.importing import _Progress
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 
@@ -203,7 +205,15 @@ def test_import_from_stdin_in_worker_processes(
     # no --max-distance/--blocks: a new database gets the crawl's match rule (k1=9) and its
     # default index, multi-index hashing in 4 blocks (3 would probe 2,258 keys at k1=9)
     code, out, _ = run(capsys, "stats", "--json", "--db", serial)
-    assert json.loads(out)["scheme"] == {"bits": 64, "max_distance": 9, "blocks": 4, "tables": 4}
+    document = json.loads(out)
+    assert document["scheme"] == {
+        "index": "multi-index",
+        "bits": 64,
+        "max_distance": 9,
+        "blocks": 4,
+        "tables": 4,
+    }
+    assert document["rule"] == dataclasses.asdict(MatchRule())
 
 
 def test_import_makes_a_database_with_the_scheme_asked_for(
@@ -214,7 +224,13 @@ def test_import_makes_a_database_with_the_scheme_asked_for(
     # At k=0 only the exact copy is dropped; the edited copies are new pages.
     assert (code, out) == (0, summary(read=7, kept=5, dropped=1, no_text=1, skipped=1))
     code, out, _ = run(capsys, "stats", "--json", "--db", sqlite_url)
-    assert json.loads(out)["scheme"] == {"bits": 64, "max_distance": 0, "blocks": 1, "tables": 1}
+    assert json.loads(out)["scheme"] == {
+        "index": "permuted",
+        "bits": 64,
+        "max_distance": 0,
+        "blocks": 1,
+        "tables": 1,
+    }
     # An existing database keeps its scheme; asking for another one is an error.
     code, out, err = run(capsys, "import", str(source), "--max-distance", "3", "--db", sqlite_url)
     assert (code, out) == (1, "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -49,12 +50,20 @@ def _share(dropped: int, kept: int) -> float:
     return round(dropped / (dropped + kept), 4) if dropped + kept else 0.0
 
 
+def _rule_text(rule: MatchRule | None, max_distance: int) -> str:
+    """The stored match rule as ``stats`` prints it: each threshold by its name."""
+    if rule is None:
+        return f"none (the simhash distance alone: within k={max_distance})"
+    return " ".join(f"{name}={value}" for name, value in dataclasses.asdict(rule).items())
+
+
 def stats(args: argparse.Namespace, out: Output) -> int:
     """``stats``: pages kept, duplicates dropped, domains, scheme, spec, size."""
     with existing_store(args) as store:
         numbers = store.stats()
         domains = reports.domain_counts(store)
         size = reports.database_size(store)
+        rule = store.rule
     shown = domains if args.domains == 0 else domains[: args.domains]
     rows: list[Record] = [
         {
@@ -72,11 +81,13 @@ def stats(args: argparse.Namespace, out: Output) -> int:
         "dropped_share": _share(numbers.duplicates, numbers.pages),
         "domain_count": len(domains),
         "scheme": {
+            "index": numbers.extra["index"],
             "bits": numbers.bits,
             "max_distance": numbers.max_distance,
             "blocks": numbers.blocks,
             "tables": numbers.tables,
         },
+        "rule": None if rule is None else dataclasses.asdict(rule),
         "spec": numbers.spec,
         "schema_version": numbers.schema_version,
         "size_bytes": size,
@@ -95,6 +106,8 @@ def stats(args: argparse.Namespace, out: Output) -> int:
             f"f={numbers.bits} k={numbers.max_distance} blocks={numbers.blocks} "
             f"tables={numbers.tables}",
         ),
+        ("index", numbers.extra["index"]),
+        ("match rule", _rule_text(rule, numbers.max_distance)),
         ("spec", numbers.spec),
         ("schema version", numbers.schema_version),
         ("size", _size(size)),
