@@ -22,7 +22,6 @@ from support.cli_corpus import (
     D_A1,
     D_B1,
     FINGERPRINTER,
-    PAGES,
     SHORT,
     URL_A,
     URL_A1,
@@ -32,11 +31,10 @@ from support.cli_corpus import (
     URL_C,
     dist,
     fill,
-    fp,
+    fill_with_sketches,
     html_page,
     hx,
     lines,
-    pin_times,
     run,
 )
 
@@ -785,19 +783,6 @@ def test_python_dash_m_and_the_script_entry(filled_sqlite: str) -> None:
 
 
 # --- both distances: the simhash bits and the sketches' similarity (issue 13.C) --------
-
-
-def fill_with_sketches(url: str) -> MatchRule:
-    """The corpus checked and added as a crawl does under the default match rule: with
-    each page's sketch (candidates within the rule's reach, confirmed by the sketches)."""
-    rule = MatchRule()
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=rule) as store:
-        for page_url, text in PAGES:
-            store.check_and_add(
-                page_url, fp(text), text_length=len(text), sketch=FINGERPRINTER.sketch(text)
-            )
-        pin_times(store)
-    return rule
 
 
 def sim(rule: MatchRule, a: str, b: str) -> float:

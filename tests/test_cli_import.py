@@ -30,6 +30,7 @@ from support.cli_corpus import (
     URL_B1,
     URL_C,
     fill,
+    fill_with_sketches,
     html_page,
     hx,
     lines,
@@ -335,6 +336,7 @@ def drop_line(url: str, text: str, of: str, distance: int, day: int) -> str:
             "fingerprint": hx(text),
             "duplicate_of": of,
             "distance": distance,
+            "similarity": None,
             "seen_at": f"2024-05-0{day}T10:00:00Z",
         }
     )
@@ -365,15 +367,15 @@ def test_export_csv(sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert (code, out) == (0, "")
     assert err == f"exported 0 pages and 3 duplicates to {target}\n"
     assert target.read_text(encoding="utf-8") == lines(
-        "url,fingerprint,duplicate_of,distance,seen_at",
-        f"{URL_B1},{hx(ARTICLE_B1)},{URL_B},{D_B1},2024-05-04T10:00:00Z",
-        f"{URL_A2},{hx(ARTICLE_A2)},{URL_A},0,2024-05-03T10:00:00Z",
-        f"{URL_A1},{hx(ARTICLE_A1)},{URL_A},{D_A1},2024-05-02T10:00:00Z",
+        "url,fingerprint,duplicate_of,distance,similarity,seen_at",
+        f"{URL_B1},{hx(ARTICLE_B1)},{URL_B},{D_B1},,2024-05-04T10:00:00Z",
+        f"{URL_A2},{hx(ARTICLE_A2)},{URL_A},0,,2024-05-03T10:00:00Z",
+        f"{URL_A1},{hx(ARTICLE_A1)},{URL_A},{D_A1},,2024-05-02T10:00:00Z",
     )
     code, out, _ = run(capsys, "export", "--format", "csv", "--db", sqlite_url)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert list(rows[0]) == [
-        "kind", "url", "fingerprint", "text_length", "first_seen", "last_seen", "duplicate_of", "distance", "seen_at",
+        "kind", "url", "fingerprint", "text_length", "first_seen", "last_seen", "duplicate_of", "distance", "similarity", "seen_at",
     ]  # fmt: skip
     assert [(r["kind"], r["url"]) for r in rows] == [
         ("page", URL_A), ("page", URL_B), ("page", URL_C),
@@ -381,6 +383,28 @@ def test_export_csv(sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     ]  # fmt: skip
     assert rows[0]["duplicate_of"] == ""
     assert rows[3]["text_length"] == ""
+
+
+def test_export_carries_the_similarity_of_each_drop(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A drop's sketch similarity, as stored (not rounded as ``dupes`` shows it), in JSON
+    Lines and in CSV."""
+    fill_with_sketches(db_url)
+    with FingerprintStore.open_existing(db_url) as store:
+        stored = {record.url: record.similarity for record in store.duplicates()}
+    assert set(stored) == {URL_A1, URL_A2, URL_B1}
+    assert all(value is not None for value in stored.values())
+    assert stored[URL_A1] != round(stored[URL_A1], 3)  # an edited copy: not a round number
+    code, out, _ = run(capsys, "export", "--duplicates", "--db", db_url)
+    assert code == 0
+    assert {row["url"]: row["similarity"] for row in map(json.loads, out.splitlines())} == stored
+    target = tmp_path / "drops.csv"
+    code, _, _ = run(capsys, "export", "--duplicates", "-o", str(target), "--db", db_url)
+    assert code == 0
+    with target.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert {row["url"]: float(row["similarity"]) for row in rows} == stored
 
 
 def test_export_round_trips_through_import(

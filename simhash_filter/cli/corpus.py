@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # --- export ----------------------------------------------------------------------------
 
 PAGE_FIELDS = ("url", "fingerprint", "text_length", "first_seen", "last_seen")
-DUPLICATE_FIELDS = ("url", "fingerprint", "duplicate_of", "distance", "seen_at")
+DUPLICATE_FIELDS = ("url", "fingerprint", "duplicate_of", "distance", "similarity", "seen_at")
 
 
 def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iterator[Record]:
@@ -36,7 +36,8 @@ def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iter
             yield {"kind": "page", **page_fields(page)}
     if duplicates:
         for record in store.duplicates():
-            row = duplicate_row(record)
+            # the similarity as stored, not rounded for reading as the other commands show it
+            row = {**duplicate_row(record), "similarity": record.similarity}
             yield {"kind": "duplicate", **{key: row[key] for key in DUPLICATE_FIELDS}}
 
 
