@@ -9,11 +9,12 @@ import logging
 import os
 import random
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from simhash_filter.store import FingerprintStore, VerdictKind
 from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
@@ -36,43 +37,91 @@ def _rows(n: int, seed: int) -> list[tuple[str, int, int]]:
     return [(f"http://locks.example/{seed}/{i}", rng.getrandbits(64), 100) for i in range(n)]
 
 
-def _run_in_thread(work: object) -> threading.Thread:
-    thread = threading.Thread(target=work, daemon=True)  # type: ignore[arg-type]
-    thread.start()
-    return thread
+class _Worker(threading.Thread):
+    """Runs ``work`` in a thread, keeping its result or the exception it raised."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        super().__init__(daemon=True)
+        self._work = work
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = self._work()
+        except BaseException as exc:  # handed to the test, which asserts on it
+            self.error = exc
+
+    def finish(self) -> object:
+        """Wait for the work to end (``_HANG_GUARD`` only guards a hang); its result."""
+        self.join(_HANG_GUARD)
+        assert not self.is_alive(), f"the thread still runs after {_HANG_GUARD} s (a hang)"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+_HANG_GUARD = 120.0
+
+
+def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until it holds; ``_HANG_GUARD`` only guards a hang."""
+    deadline = time.monotonic() + _HANG_GUARD
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
+
+
+def _waiting_for(conn: Connection, lock: int, mode: str) -> int:
+    """How many sessions of this database wait for the advisory lock ``lock`` (a bigint
+    key: PostgreSQL shows its high half as classid, its low half as objid, objsubid 1)
+    in ``mode`` (``ExclusiveLock`` or ``ShareLock``), not granted yet."""
+    unsigned = lock & (2**64 - 1)
+    return int(
+        conn.execute(
+            text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                "AND classid = CAST(:high AS oid) AND objid = CAST(:low AS oid) "
+                "AND objsubid = 1 AND mode = :mode"
+            ),
+            {"high": unsigned >> 32, "low": unsigned & 0xFFFFFFFF, "mode": mode},
+        ).scalar_one()
+    )
+
+
+def _kinds(store: FingerprintStore, rows: list[tuple[str, int, int]]) -> list[VerdictKind]:
+    return [verdict.kind for verdict in store.add_many(rows)]
 
 
 def test_small_batches_do_not_take_the_database_wide_lock(
     pg_store: FingerprintStore, pg_url: str
 ) -> None:
     """Another session holding the global lock *shared* (as every single writer does) blocks
-    a bulk load, which wants it exclusive, but not a small batch."""
-    engine = create_engine(pg_url)
-    results: dict[str, list[VerdictKind]] = {}
+    a bulk load, which wants it exclusive, but not a small batch. Whether a batch waits is
+    read in pg_locks (its lock request not granted), not guessed from how long it takes."""
+    engine = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as holder:
             holder.execute(text("SELECT pg_advisory_lock_shared(:g)"), {"g": _GLOBAL_LOCK})
-            small = _run_in_thread(
-                lambda: results.__setitem__(
-                    "small", [v.kind for v in pg_store.add_many(_rows(8, 1))]
-                )
-            )
-            small.join(timeout=30)
-            assert not small.is_alive(), "a small batch waited for the database-wide lock"
-            assert results["small"] == [VerdictKind.NEW] * 8
 
-            bulk = _run_in_thread(
-                lambda: results.__setitem__(
-                    "bulk", [v.kind for v in pg_store.add_many(_rows(_KEY_LOCKED_BATCH + 1, 2))]
-                )
+            def blocked() -> bool:
+                return _waiting_for(holder, _GLOBAL_LOCK, "ExclusiveLock") > 0
+
+            small = _Worker(lambda: _kinds(pg_store, _rows(8, 1)))
+            _wait_until(lambda: not small.is_alive() or blocked(), "the small batch ended")
+            assert not blocked(), "a small batch waits for the database-wide lock"
+            assert small.finish() == [VerdictKind.NEW] * 8
+
+            bulk = _Worker(lambda: _kinds(pg_store, _rows(_KEY_LOCKED_BATCH + 1, 2)))
+            _wait_until(
+                lambda: not bulk.is_alive() or blocked(), "the bulk load asked for the lock"
             )
-            bulk.join(timeout=1.0)
-            assert bulk.is_alive(), "a bulk load did not wait for the database-wide lock"
+            assert blocked(), "a bulk load did not wait for the database-wide lock"
+            assert bulk.is_alive()
             holder.execute(text("SELECT pg_advisory_unlock_shared(:g)"), {"g": _GLOBAL_LOCK})
-            holder.commit()
-            bulk.join(timeout=30)
-            assert not bulk.is_alive()
-            assert results["bulk"] == [VerdictKind.NEW] * (_KEY_LOCKED_BATCH + 1)
+            assert bulk.finish() == [VerdictKind.NEW] * (_KEY_LOCKED_BATCH + 1)
     finally:
         engine.dispose()
 
@@ -95,10 +144,9 @@ def test_small_batches_from_threads_never_keep_two_near_duplicates(
         for start in range(0, len(rows), 6):
             pg_store.add_many(rows[start : start + 6])
 
-    threads = [_run_in_thread(lambda w=w: stream(w)) for w in range(4)]
-    for thread in threads:
-        thread.join(timeout=120)
-        assert not thread.is_alive()
+    workers = [_Worker(lambda w=w: stream(w)) for w in range(4)]
+    for worker in workers:
+        worker.finish()
     engine = create_engine(str(pg_store.engine.url.render_as_string(hide_password=False)))
     try:
         with engine.connect() as conn:
