@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -505,26 +506,86 @@ def test_in_memory_sqlite_works_in_one_thread() -> None:
     store.close()
 
 
-@pytest.mark.postgres
-def test_lost_postgresql_connections_are_replaced(pg_url: str) -> None:
+def _end_other_sessions(pg_url: str) -> None:
+    """Have the server end every other session of the test database (the store's pooled
+    connections), waiting until each backend is gone: its goodbye is then on the socket
+    (pg_terminate_backend's timeout only guards a hang)."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
-    store = FingerprintStore.open(pg_url, spec=SPEC)
-    assert store.check_and_add("http://pg.example/1", 0x0F0F_0F0F_0F0F_0F0F).kind is VerdictKind.NEW
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:  # the server drops the store's pooled connections
-        conn.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = :db AND pid <> pg_backend_pid()"
-            ),
-            {"db": make_url(pg_url).database},
+    try:
+        with admin.connect() as conn:
+            ended = (
+                conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity "
+                        "WHERE datname = :db AND pid <> pg_backend_pid()"
+                    ),
+                    {"db": make_url(pg_url).database},
+                )
+                .scalars()
+                .all()
+            )
+    finally:
+        admin.dispose()
+    assert ended, "the store had no connection to end"
+    assert all(ended), "a backend did not end"
+
+
+@pytest.mark.postgres
+def test_lost_postgresql_connections_are_replaced(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pooled connections the server closed while they were idle are replaced at checkout:
+    no statement meets a dead connection (no retry, and nothing logged by psycopg, which
+    would say "error ignored terminating <Pipeline>: the connection is lost")."""
+    store = FingerprintStore.open(pg_url, spec=SPEC)
+    try:
+        assert store.check_and_add("http://pg.example/1", 0x0F0F_0F0F_0F0F_0F0F).kind is (
+            VerdictKind.NEW
         )
-    admin.dispose()
-    assert store.check_and_add("http://pg.example/2", 0xF0F0_F0F0_F0F0_F0F0).kind is VerdictKind.NEW
-    assert store.stats().pages == 2
-    store.close()
+        _end_other_sessions(pg_url)
+        caplog.set_level(logging.DEBUG, logger="simhash_filter")
+        caplog.set_level(logging.WARNING, logger="psycopg")
+        assert store.check_and_add("http://pg.example/2", 0xF0F0_F0F0_F0F0_F0F0).kind is (
+            VerdictKind.NEW
+        )
+        assert store.stats().pages == 2
+        assert [
+            r.getMessage()
+            for r in caplog.records
+            if r.name.startswith("psycopg") and r.levelno >= logging.WARNING
+        ] == []
+        assert "retrying" not in caplog.text
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_a_postgresql_connection_lost_in_use_is_retried(
+    pg_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection lost after checkout (here: the checkout's check told to see nothing)
+    fails its transaction, which the store runs again on a fresh connection."""
+    from simhash_filter.store import engine
+
+    store = FingerprintStore.open(pg_url, spec=SPEC)
+    try:
+        assert store.check_and_add("http://pg.example/1", 0x0F0F_0F0F_0F0F_0F0F).kind is (
+            VerdictKind.NEW
+        )
+        _end_other_sessions(pg_url)
+        monkeypatch.setattr(engine, "closed_by_server", lambda _connection: False)
+        caplog.set_level(logging.DEBUG, logger="simhash_filter")
+        assert store.check_and_add("http://pg.example/2", 0xF0F0_F0F0_F0F0_F0F0).kind is (
+            VerdictKind.NEW
+        )
+        assert "retrying" in caplog.text  # the first attempt met the dead connection
+        monkeypatch.undo()
+        assert store.stats().pages == 2
+    finally:
+        store.close()
 
 
 def test_spec_difference_is_public() -> None:

@@ -1,4 +1,5 @@
-"""Engines for the store: SQLite tuned for many writers, PostgreSQL as given.
+"""Engines for the store: SQLite tuned for many writers, PostgreSQL as given (plus a
+connect timeout, and pooled connections the server closed while idle replaced at checkout).
 
 SQLite (atomic check-and-add, nothing admitted lost: docs/design.md):
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import sqlite3
 import threading
 from contextlib import closing
@@ -26,8 +28,8 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from .records import DatabaseNotFoundError, StoreError
 from .schema import meta_table
@@ -113,9 +115,40 @@ def make_engine(url: URL, *, create: bool, durable: bool = False) -> Engine:
         engine = create_engine(url, connect_args={"timeout": timeout})
         _install_sqlite_events(engine, durable=durable, timeout=timeout, create=create)
         return engine
-    # no pool_pre_ping (a round trip per call): a dropped connection fails one
-    # transaction, which FingerprintStore retries on a fresh one
-    return create_engine(url, connect_args=server_connect_args(url))
+    # no pool_pre_ping (a round trip per call): a pooled connection the server closed while
+    # it was idle is dropped at checkout (_drop_closed_connections, no round trip); one
+    # lost in use fails its transaction, which FingerprintStore retries on a fresh one
+    engine = create_engine(url, connect_args=server_connect_args(url))
+    if url.get_backend_name() == "postgresql":
+        event.listen(engine, "checkout", _drop_closed_connections)
+    return engine
+
+
+def closed_by_server(connection: Any) -> bool:
+    """Whether the server is closing this idle psycopg connection (it is stopping or
+    restarting, ``pg_terminate_backend``, ``idle_session_timeout``): it has written to it.
+    The server sends nothing unasked to an idle session that does not LISTEN except such a
+    goodbye, so a socket with something to read is one to drop (a false alarm would cost
+    one reconnect). No round trip; False for other drivers."""
+    import psycopg
+
+    if not isinstance(connection, psycopg.Connection):
+        return False
+    if connection.closed or connection.broken:
+        return True
+    try:
+        readable, _, _ = select.select([connection.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):  # no socket left
+        return True
+    return bool(readable)
+
+
+def _drop_closed_connections(_dbapi: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+    """Pool checkout: a connection the server closed is replaced before anyone uses it
+    (else its first statement fails, and psycopg logs "error ignored terminating ...: the
+    connection is lost" while leaving pipeline mode on the dead socket)."""
+    if closed_by_server(record.driver_connection):
+        raise DisconnectionError("the server closed this pooled connection")
 
 
 def server_connect_args(url: URL) -> dict[str, Any]:
