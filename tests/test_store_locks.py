@@ -19,6 +19,7 @@ from sqlalchemy import Connection, create_engine, text
 from simhash_filter.store import FingerprintStore, VerdictKind
 from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
 from simhash_filter.store.locks import KEY_LOCKED_BATCH as _KEY_LOCKED_BATCH
+from simhash_filter.store.locks import MAX_KEY_LOCKS, lock_parts, write_locks
 
 SPEC = "simhash-test;locks"
 
@@ -124,6 +125,40 @@ def test_small_batches_do_not_take_the_database_wide_lock(
             assert bulk.finish() == [VerdictKind.NEW] * (_KEY_LOCKED_BATCH + 1)
     finally:
         engine.dispose()
+
+
+def test_group_commits_under_the_default_rule_lock_in_parts(pg_url: str) -> None:
+    """At k1 = 9 a page needs ~309 advisory locks, so a group commit of 16 would need
+    ~4,900, past MAX_KEY_LOCKS: it is written in parts within the bound, one transaction
+    each, and never asks for the database-wide lock (read in pg_locks while another session
+    holds that lock shared)."""
+    from simhash_filter.config import Config
+
+    rows = _rows(16, 3)
+    with FingerprintStore.open(pg_url, spec=SPEC, rule=Config().match_rule()) as store:
+        keyed = [store._row(url, fp, n) for url, fp, n in rows]
+        pages = [(row.url, row.index_items(), row.probe_keys) for row in keyed]
+        parts = lock_parts(pages)
+        assert len(parts) > 1
+        assert [i for part in parts for i in part] == list(range(16))
+        for part in parts:
+            assert len(write_locks(pages[part.start : part.stop]).ids) <= MAX_KEY_LOCKS
+            if part.stop < 16:  # as large as it can be
+                assert len(write_locks(pages[part.start : part.stop + 1]).ids) > MAX_KEY_LOCKS
+        engine = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as holder:
+                holder.execute(text("SELECT pg_advisory_lock_shared(:g)"), {"g": _GLOBAL_LOCK})
+                batch = _Worker(lambda: _kinds(store, rows))
+
+                def blocked() -> bool:
+                    return _waiting_for(holder, _GLOBAL_LOCK, "ExclusiveLock") > 0
+
+                _wait_until(lambda: not batch.is_alive() or blocked(), "the group commit ended")
+                assert not blocked(), "a group commit waits for the database-wide lock"
+                assert batch.finish() == [VerdictKind.NEW] * 16
+        finally:
+            engine.dispose()
 
 
 def test_small_batches_from_threads_never_keep_two_near_duplicates(

@@ -47,7 +47,7 @@ from .engine import (
     parse_url,
     sqlite_path,
 )
-from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, write_locks
+from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, lock_parts, write_locks
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .pg import PgPath, near_matches
 from .records import (
@@ -317,8 +317,16 @@ class FingerprintStore:
             batch = [self._row(*PageRow(*row)) for row in chunk]  # a 3-tuple too
             # a bulk load takes one exclusive database-wide lock; a small batch (the
             # pipeline's group commit) its rows' own band-key and URL locks, so batches of
-            # different crawler processes serialize only where they could collide
-            verdicts.extend(self._check_rows(batch, bulk=len(batch) > KEY_LOCKED_BATCH))
+            # different crawler processes serialize only where they could collide: on
+            # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
+            if len(batch) > KEY_LOCKED_BATCH:
+                verdicts.extend(self._check_rows(batch, bulk=True))
+            elif self._sqlite:
+                verdicts.extend(self._check_rows(batch))
+            else:
+                keys = [(row.url, row.index_items(), row.probe_keys) for row in batch]
+                for part in lock_parts(keys):
+                    verdicts.extend(self._check_rows(batch[part.start : part.stop]))
         return verdicts
 
     # -- reading

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, TypeVar
 
@@ -42,9 +42,10 @@ T = TypeVar("T")
 GLOBAL_LOCK = 0x53696D4861736846  # "SimHashF": bulk writers exclusive, single writers shared
 SCHEMA_LOCK = 0x53696D4861736853  # "SimHashS": creating the tables
 KEY_LOCKED_BATCH = 64
-"""add_many batches up to this size lock their band keys (like check_and_add) instead of
-the whole database: at 15 tables that is at most ~1,000 advisory locks per transaction,
-well within PostgreSQL's lock table (max_locks_per_transaction x max_connections)."""
+"""add_many batches up to this size (the pipeline's group commit) lock their URLs and band
+keys, like check_and_add, instead of the whole database: in consecutive parts whose locks
+stay within :data:`MAX_KEY_LOCKS` (:func:`lock_parts`), one transaction each, so the
+group commits of concurrent crawlers do not queue on the database-wide lock."""
 MAX_KEY_LOCKS = 1024
 """A write whose rows need more advisory locks than this (a multi-index scheme probes
 hundreds to thousands of keys a page at k >= 7) takes the database-wide lock exclusively
@@ -100,6 +101,29 @@ def write_locks(
         probed.update(band_lock_id(t, key) for t, key in probe_keys)
     ids = sorted(exclusive | probed)
     return WriteLocks(ids, [x not in exclusive for x in ids])
+
+
+def lock_parts(
+    pages: Sequence[tuple[str, Iterable[tuple[int, int]], Iterable[tuple[int, int]]]],
+    limit: int = MAX_KEY_LOCKS,
+) -> list[range]:
+    """``pages`` (as :func:`write_locks` takes them) cut into consecutive parts whose
+    locks stay within ``limit``, each as large as it can be; a page that alone needs more
+    is a part of its own (its write takes the database-wide lock)."""
+    parts: list[range] = []
+    start = 0
+    held: set[int] = set()
+    for n, (url, index_keys, probe_keys) in enumerate(pages):
+        ids = {url_lock_id(url)}
+        ids.update(band_lock_id(t, key) for t, key in index_keys)
+        ids.update(band_lock_id(t, key) for t, key in probe_keys)
+        if n > start and len(held | ids) > limit:
+            parts.append(range(start, n))
+            start, held = n, set()
+        held |= ids
+    if start < len(pages):
+        parts.append(range(start, len(pages)))
+    return parts
 
 
 def take_pg_locks(conn: Connection, *, locks: WriteLocks | None) -> None:
