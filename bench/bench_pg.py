@@ -14,7 +14,10 @@ new random pages for every call. ``--rule`` chooses what the database is made wi
   random fingerprint and a valid random sketch of 256 text slots (``encode_sketch``
   without the page part, so the boilerplate check never applies);
 - ``legacy``: the configuration this bench was first written for: no rule, k=4 over the
-  permuted tables (15 tables), no sketches.
+  permuted tables (15 tables), no sketches;
+- ``default,k1=7,blocks=4`` (either option alone too): the default rule at another
+  candidate distance (``MatchRule.for_distance``) and block count, e.g. the cheaper index
+  of 4 blocks probed at radius 1 (68 probe keys a page).
 
 The stored pages are written by a bulk loader here (``COPY`` of the rows ``add_many``
 would write: pages, and band rows from ``scheme.index_keys``), after checking that no
@@ -27,8 +30,8 @@ loader's rows equal ``add_many``'s on a second database. The variants:
   ``PgPath.server_function``): the same with it switched off (the two-round-trip path);
 - ``store-batch16``: ``FingerprintStore.add_many`` of 16 pages a call (the pipeline's
   group commit). Under the default rule 16 pages need ~5,000 key locks, more than
-  ``MAX_KEY_LOCKS``, so the store takes the database-wide lock exclusively: these
-  batches run one at a time (the run reports the lock count);
+  ``MAX_KEY_LOCKS``, so the store writes them in parts within that bound (3 pages a
+  part), one transaction each (the run reports the lock count);
 - ``store-async``: as ``store``, opened with ``durable=False`` (``synchronous_commit=off``);
 - ``floor``: a minimal hand-written equivalent written here, one server-side PL/pgSQL
   function called once per page (one round trip, autocommit, a prepared statement with
@@ -113,19 +116,38 @@ class Page(NamedTuple):
 @dataclass(frozen=True)
 class Setup:
     """What the database is made with (``--rule``): the match rule (None: a page within
-    k bits is a duplicate), and whether pages carry sketches."""
+    k bits is a duplicate), the band blocks, and whether pages carry sketches. ``name``
+    is ``legacy``, ``default``, or ``default`` with options: ``default,k1=7,blocks=4``
+    (the default rule at another candidate distance, ``MatchRule.for_distance``)."""
 
     name: str
+
+    def _options(self) -> dict[str, int]:
+        kind, *options = self.name.split(",")
+        if kind not in ("default", "legacy") or (kind == "legacy" and options):
+            raise ValueError(f"--rule: not a rule: {self.name!r}")
+        values = dict(option.partition("=")[::2] for option in options)
+        if not set(values) <= {"k1", "blocks"}:
+            raise ValueError(f"--rule: options are k1= and blocks=, got {self.name!r}")
+        return {key: int(value) for key, value in values.items()}
 
     @property
     def rule(self) -> MatchRule | None:
         from simhash_filter.config import Config
+        from simhash_filter.signature import MatchRule
 
-        return Config().match_rule() if self.name == "default" else None
+        if not self.sketches:
+            return None
+        k1 = self._options().get("k1")
+        return Config().match_rule() if k1 is None else MatchRule.for_distance(k1)
+
+    @property
+    def blocks(self) -> int | None:
+        return self._options().get("blocks")
 
     @property
     def sketches(self) -> bool:
-        return self.name == "default"
+        return self.name.split(",")[0] == "default"
 
     def open(
         self, url: str, *, create: bool = True, durable: bool | None = None
@@ -133,7 +155,9 @@ class Setup:
         """The store as a crawler opens it (rule given; index and blocks: the defaults)."""
         from simhash_filter.store import FingerprintStore
 
-        return FingerprintStore.open(url, spec=SPEC, rule=self.rule, create=create, durable=durable)
+        return FingerprintStore.open(
+            url, spec=SPEC, rule=self.rule, blocks=self.blocks, create=create, durable=durable
+        )
 
     def judge_params(self, scheme: IndexScheme) -> tuple[int, int, float, int]:
         """The floor's (radius, candidate_distance, min_similarity, fallback_distance).
@@ -662,7 +686,9 @@ def setup_scheme(setup: Setup) -> IndexScheme:
 
     rule = setup.rule
     return make_scheme(
-        None, max_distance=DEFAULT_MAX_DISTANCE if rule is None else rule.max_distance
+        None,
+        max_distance=DEFAULT_MAX_DISTANCE if rule is None else rule.max_distance,
+        blocks=setup.blocks,
     )
 
 
@@ -1336,10 +1362,10 @@ def ratios(cells: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def batch_locks(setup: Setup, size: int = 16) -> dict[str, Any]:
-    """How many advisory locks a batch of ``size`` new pages needs (over MAX_KEY_LOCKS:
-    the store takes the database-wide lock exclusively)."""
+    """How many advisory locks a batch of ``size`` new pages needs, and how many
+    transactions the store writes it in (parts within MAX_KEY_LOCKS, ``lock_parts``)."""
     from simhash_filter.store import canonical_url
-    from simhash_filter.store.locks import MAX_KEY_LOCKS, write_locks
+    from simhash_filter.store.locks import MAX_KEY_LOCKS, lock_parts, write_locks
 
     scheme = setup_scheme(setup)
     rng = random.Random(5)
@@ -1358,7 +1384,7 @@ def batch_locks(setup: Setup, size: int = 16) -> dict[str, Any]:
         "locks_per_page": single,
         f"locks_per_batch_of_{size}": batch,
         "max_key_locks": MAX_KEY_LOCKS,
-        "batch_takes_database_lock": batch > MAX_KEY_LOCKS,
+        "transactions_per_batch": len(lock_parts(keys)),
         "page_takes_database_lock": single > MAX_KEY_LOCKS,
     }
 
@@ -1368,10 +1394,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument(
         "--rule",
-        choices=("default", "legacy"),
         default="default",
         help="default: the match rule at k1=9 over the multi-index scheme, pages with "
-        "sketches; legacy: k=4, permuted tables, no sketches (default)",
+        "sketches; legacy: k=4, permuted tables, no sketches; default,k1=K,blocks=B: the "
+        "default rule at another k1 and block count (default)",
     )
     parser.add_argument("--pages", type=int, default=100_000, help="stored pages (100000)")
     parser.add_argument("--seed", type=int, default=1, help="of the stored pages (1)")
