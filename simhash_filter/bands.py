@@ -103,6 +103,13 @@ class _BlockScheme:
     __slots__ = ()
     blocks: int | None
     tables: tuple[BandTable, ...]
+    _cuts: tuple[tuple[int, int], ...]
+
+    @property
+    def block_cuts(self) -> tuple[tuple[int, int], ...]:
+        """(shift, mask) of each block, the most significant first: block i of a
+        fingerprint is ``(fp >> shift) & mask``."""
+        return self._cuts
 
     @property
     def n_blocks(self) -> int:

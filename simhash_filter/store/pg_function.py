@@ -295,17 +295,15 @@ def key_cuts(scheme: IndexScheme) -> list[KeyCut]:
     """How ``scheme.index_keys`` cuts each table's key out of a fingerprint, as rows the
     function's ``p_cut_*`` parameters carry (checked against ``index_keys`` by the tests)."""
     widths = scheme.block_widths
-    shifts = []
-    low = scheme.bits
-    for width in widths:
-        low -= width
-        shifts.append(low)
     cuts = []
     for table in scheme.tables:
+        # a permuted table's key joins its blocks, the first one highest; a multi-index
+        # table's key is its one block
         left = sum(widths[b] for b in table.blocks) if isinstance(scheme, BandScheme) else 0
         for block in table.blocks:
             left -= widths[block] if isinstance(scheme, BandScheme) else 0
-            cuts.append(KeyCut(table.table_no, shifts[block], (1 << widths[block]) - 1, left))
+            shift, mask = scheme.block_cuts[block]
+            cuts.append(KeyCut(table.table_no, shift, mask, left))
     return cuts
 
 
