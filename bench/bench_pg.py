@@ -336,6 +336,11 @@ def int8_literal(values: Iterable[int]) -> str:
     return "{" + ",".join([str(signed(v)) for v in values]) + "}"
 
 
+def bool_literal(values: Iterable[bool]) -> str:
+    """Booleans as the text of a ``bool[]`` literal (as the store sends its lock modes)."""
+    return "{" + ",".join(["t" if value else "f" for value in values]) + "}"
+
+
 def unsigned(value: int | None) -> int | None:
     if value is None:
         return None
@@ -384,7 +389,7 @@ class FloorClient:
                 self.probe_tables,
                 int8_literal(key for _, key in probe_keys),
                 None if too_many else int8_literal(locks.ids),
-                None if too_many else locks.shared,
+                None if too_many else bool_literal(locks.shared),
                 Int8(GLOBAL_LOCK),
                 Int4(radius),
                 Int4(candidate),

@@ -326,6 +326,11 @@ def int_array(values: Iterable[int]) -> str:
     return "{" + ",".join([str(v - _TWO_64 if v >= _TWO_63 else v) for v in values]) + "}"
 
 
+def bool_array(values: Iterable[bool]) -> str:
+    """Booleans as the text of a ``bool[]`` literal (one string, as :func:`int_array`)."""
+    return "{" + ",".join(["t" if value else "f" for value in values]) + "}"
+
+
 class SchemeArrays(NamedTuple):
     """The function's parameters that depend on the band scheme alone, made once."""
 
