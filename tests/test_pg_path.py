@@ -24,12 +24,17 @@ pytestmark = pytest.mark.postgres
 SPEC = "test;pg-path"
 
 
-PATHS = ["function", "two-round-trips"]
+PATHS = ["function", "two-round-trips", "two-round-trips-before-14"]
 
 
 @pytest.fixture(params=PATHS)
-def path(request: pytest.FixtureRequest) -> str:
-    """Which PostgreSQL write path a test's store takes."""
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which PostgreSQL write path a test's store takes; "-before-14": as on a server
+    without ``bit_count`` (no function, the portable popcount in the probe and near())."""
+    if request.param.endswith("-before-14"):
+        from simhash_filter.store import pg
+
+        monkeypatch.setattr(pg, "server_supports", lambda conn: False)
     return str(request.param)
 
 
@@ -37,7 +42,7 @@ def open_on(path: str, url: str, **options: Any) -> FingerprintStore:
     """A store on ``url`` writing through ``path``."""
     store = FingerprintStore.open(url, spec=SPEC, **options)
     assert store._pg is not None
-    if path == "two-round-trips":
+    if path.startswith("two-round-trips"):
         store._pg.server_function = False
     return store
 
@@ -152,6 +157,94 @@ def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
             assert pg_store.near(fp, k=1) == generic.near(fp, k=1)
         assert pg_store._pg is not None
         assert pg_store._pg.server_function is (path == "function")
+    finally:
+        pg_store.close()
+        generic.close()
+    assert contents(pg_url) == contents(second_pg_url)
+
+
+def _flip_low(fingerprint: int, *bits: int) -> int:
+    """``fingerprint`` with ``bits`` (all in the lowest block) flipped."""
+    for bit in bits:
+        fingerprint ^= 1 << bit
+    return fingerprint
+
+
+@pytest.mark.parametrize("batch_size", [16, 1000])
+def test_rows_of_a_batch_that_probe_one_key(
+    path: str,
+    pg_url: str,
+    second_pg_url: str,
+    batch_size: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows of one batch probing the same key with different fingerprints (the
+    two-round-trip path sends the key once with each and filters by distance on the
+    server), a stored page near both (found twice), one near only one of them, and
+    re-crawls that move a page toward, or away from, a later row of the batch."""
+    from simhash_filter.store import pg
+
+    fetched: list[list[tuple[int, int, int, int]]] = []  # round trip 1's band rows, per write
+
+    class SpyIO(pg._PipelinedIO):
+        def __init__(self, conn: Any, types: Any, pages: Any, hits: Any, stack: Any) -> None:
+            fetched.append([(h.table_no, h.key, h.page.page_id, h.page.fingerprint) for h in hits])
+            super().__init__(conn, types, pages, hits, stack)
+
+    monkeypatch.setattr(pg, "_PipelinedIO", SpyIO)
+    rng = random.Random(13)
+    with FingerprintStore.open(pg_url, spec=SPEC) as opened:
+        k = opened.scheme.max_distance
+    a, c_far, d, e = (rng.getrandbits(64) for _ in range(4))
+    r1 = _flip_low(a, 0)  # 1 from a
+    r2 = _flip_low(a, *range(1, k))  # k - 1 from a, k from r1
+    c = _flip_low(r2, k, k + 1)  # k + 1 from a (stored too), 2 from r2, k + 2 from r1
+    d_new = d ^ 0xFFFF_0000_FFFF_0000  # d re-crawled far away
+    e_new = e ^ 0x0000_FFFF_0000_FFFF
+    stored = [
+        ("http://one-key.example/a", a, 1),
+        ("http://one-key.example/c", c, 1),
+        ("http://one-key.example/c-far", c_far, 1),
+        ("http://one-key.example/d", d, 1),
+        ("http://one-key.example/e", e, 1),
+    ]
+    batch = [
+        ("http://one-key.example/r1", r1, 2),
+        ("http://one-key.example/r2", r2, 2),
+        ("http://one-key.example/d", d_new, 2),  # CHANGED: toward r4
+        ("http://one-key.example/r4", _flip_low(d_new, 1), 2),  # a copy of d's new version
+        ("http://one-key.example/e", e_new, 2),  # CHANGED: away from r6
+        ("http://one-key.example/r6", _flip_low(e, 1), 2),  # near e's old version only
+    ]
+    pg_store = open_on(path, pg_url)
+    generic = FingerprintStore.open(second_pg_url, spec=SPEC)
+    generic._pg = None
+    try:
+        assert (r1 ^ r2).bit_count() <= k < (r1 ^ c).bit_count()
+        assert (r2 ^ c).bit_count() <= k < (a ^ c).bit_count()
+        shared = set(pg_store._row("http://x/", r1).probe_keys) & set(
+            pg_store._row("http://x/", r2).probe_keys
+        )
+        assert shared  # the key probed by both rows, with two fingerprints
+        results = []
+        for store in (pg_store, generic):
+            verdicts = store.add_many(stored, batch_size=batch_size)
+            verdicts += store.add_many(batch, batch_size=batch_size)
+            results.append(verdicts)
+        assert results[0] == results[1]
+        kinds = [v.kind.value for v in results[1][len(stored) :]]
+        assert kinds == ["duplicate", "duplicate", "changed", "duplicate", "changed", "new"]
+        assert results[1][len(stored) + 3].duplicate_of is not None
+        assert results[1][len(stored) + 3].duplicate_of.url == "http://one-key.example/d"
+        if path != "function":  # a band row near both rows came back twice (and made one
+            # candidate: the verdicts above); none farther than k from every row came back
+            assert any(len(set(hits)) < len(hits) for hits in fetched)
+            fps = [fp for _, fp, _ in stored + batch]
+            assert all(
+                min((fp ^ hit[3]).bit_count() for fp in fps) <= k
+                for hits in fetched
+                for hit in hits
+            )
     finally:
         pg_store.close()
         generic.close()
