@@ -19,7 +19,13 @@ from sqlalchemy import Connection, create_engine, text
 from simhash_filter.store import FingerprintStore, VerdictKind
 from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
 from simhash_filter.store.locks import KEY_LOCKED_BATCH as _KEY_LOCKED_BATCH
-from simhash_filter.store.locks import MAX_KEY_LOCKS, lock_parts, write_locks
+from simhash_filter.store.locks import (
+    MAX_KEY_LOCKS,
+    band_lock_id,
+    band_lock_ids,
+    lock_parts,
+    write_locks,
+)
 
 SPEC = "simhash-test;locks"
 
@@ -125,6 +131,12 @@ def test_small_batches_do_not_take_the_database_wide_lock(
             assert bulk.finish() == [VerdictKind.NEW] * (_KEY_LOCKED_BATCH + 1)
     finally:
         engine.dispose()
+
+
+def test_band_lock_ids_are_band_lock_id_of_each_key() -> None:
+    rng = random.Random(4)
+    keys = [(rng.randrange(16), rng.getrandbits(rng.choice([16, 22, 64]))) for _ in range(500)]
+    assert band_lock_ids(keys) == [band_lock_id(t, key) for t, key in keys]
 
 
 def test_group_commits_under_the_default_rule_lock_in_parts(pg_url: str) -> None:
