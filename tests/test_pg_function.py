@@ -216,3 +216,31 @@ def test_judge_is_batch_judge(
 def test_function_name_carries_its_version() -> None:
     assert CHECK_FUNCTION.endswith(f"_v{FUNCTION_VERSION}")
     assert make_scheme(None, max_distance=9).kind == "multi-index"  # the default it serves
+
+
+def test_array_literals_read_back_as_the_values(conn: Any) -> None:
+    """The literals the function's parameters travel as (one string each, cast on the
+    server) hold exactly the values: URLs with quotes, backslashes, commas, braces,
+    spaces and the word NULL; sketches and None; signed and unsigned 64-bit ints; lock
+    modes; the rule's thresholds as doubles."""
+    from simhash_filter.store.pg_function import bool_array, bytea_array, int_array, text_array
+
+    texts = ['http://a.example/"q"', "x\\y", "a,b", "{c}", " s p ", "NULL", "ü日本", "", "'"]
+    blobs = [b"", b"\x00\x01\\\xff", None, bytes(range(256))]
+    ints = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, -5]
+    flags = [True, False, True]
+    row = conn.execute(
+        "SELECT %s::text[], %s::bytea[], %s::int8[], %s::bool[], %s::float8[]",
+        (
+            text_array(texts),
+            bytea_array(blobs),
+            int_array(ints),
+            bool_array(flags),
+            rule_parameter(MatchRule(9, 0.7, 3, 0.8, 0.1)),
+        ),
+    ).fetchone()
+    assert row[0] == texts
+    assert [None if b is None else bytes(b) for b in row[1]] == blobs
+    assert row[2] == [to_sql_int(v) if v >= 0 else v for v in ints]
+    assert row[3] == flags
+    assert row[4] == [9.0, 0.7, 3.0, 0.8, 0.1]

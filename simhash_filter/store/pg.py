@@ -50,6 +50,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.bands import IndexScheme
+from simhash_filter.signature import MatchRule
 
 from .batch import (
     BandHit,
@@ -70,10 +71,12 @@ from .pg_function import (
     INSTALLED_SQL,
     SchemeArrays,
     bool_array,
+    bytea_array,
     int_array,
     rule_parameter,
     scheme_arrays,
     server_supports,
+    text_array,
 )
 from .records import Match, StoreError, Verdict, VerdictKind
 from .schema import from_sql_int, to_sql_int
@@ -234,6 +237,7 @@ class PgPath:
         first write finds out whether it is (or can be) installed; False keeps the
         two-round-trip path."""
         self._scheme_arrays: dict[IndexScheme, SchemeArrays] = {}
+        self._rule: tuple[MatchRule | None, str | None] | None = None  # and its p_rule
 
     # -- writing
     def check(
@@ -316,11 +320,11 @@ class PgPath:
         result = conn.execute(
             CALL_SQL,
             (
-                [row.url for row in rows],
-                [row.domain for row in rows],
+                text_array([row.url for row in rows]),
+                text_array([row.domain for row in rows]),
                 int_array([row.fingerprint for row in rows]),
                 int_array([row.text_length for row in rows]),
-                [row.sketch for row in rows],
+                bytea_array([row.sketch for row in rows]),
                 int_array([key for row in rows for key in row.index_keys]),
                 arrays.probe_tables,
                 int_array([key for row in rows for _, key in row.probe_keys]),
@@ -334,11 +338,16 @@ class PgPath:
                 self._async,
                 now,
                 t.int4(judge.radius),
-                rule_parameter(judge.rule),
+                self._rule_parameter(judge),
             ),
             prepare=True,
         ).fetchall()
         return [_verdict(row, result_row) for row, result_row in zip(rows, result, strict=True)]
+
+    def _rule_parameter(self, judge: Judge) -> str | None:
+        if self._rule is None or self._rule[0] is not judge.rule:
+            self._rule = (judge.rule, rule_parameter(judge.rule))
+        return self._rule[1]
 
     def _transaction(
         self,

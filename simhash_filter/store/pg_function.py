@@ -331,6 +331,20 @@ def bool_array(values: Iterable[bool]) -> str:
     return "{" + ",".join(["t" if value else "f" for value in values]) + "}"
 
 
+def text_array(values: Iterable[str]) -> str:
+    """Strings as the text of a ``text[]`` literal: each element double-quoted, its
+    backslashes and double quotes escaped (so commas, braces, spaces and the word NULL
+    stay text)."""
+    quoted = ['"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values]
+    return "{" + ",".join(quoted) + "}"
+
+
+def bytea_array(values: Iterable[bytes | None]) -> str:
+    """Byte strings (or None) as the text of a ``bytea[]`` literal, each element in
+    bytea's hex form (its one backslash escaped inside the array literal)."""
+    return "{" + ",".join(["NULL" if v is None else '"\\\\x' + v.hex() + '"' for v in values]) + "}"
+
+
 class SchemeArrays(NamedTuple):
     """The function's parameters that depend on the band scheme alone, made once."""
 
@@ -354,17 +368,20 @@ def scheme_arrays(scheme: IndexScheme) -> SchemeArrays:
     )
 
 
-def rule_parameter(rule: MatchRule | None) -> list[float] | None:
-    """The match rule as the function's ``p_rule`` (None: judged by distance alone)."""
+def rule_parameter(rule: MatchRule | None) -> str | None:
+    """The match rule as the function's ``p_rule``, a ``float8[]`` literal (None: judged
+    by distance alone). ``repr`` of a float is the shortest text that reads back as the
+    same double, so the server compares with exactly the Python thresholds."""
     if rule is None:
         return None
-    return [
-        float(rule.candidate_distance),
-        float(rule.min_similarity),
-        float(rule.fallback_distance),
-        float(rule.min_page_similarity),
-        float(rule.max_text_share),
-    ]
+    values = (
+        rule.candidate_distance,
+        rule.min_similarity,
+        rule.fallback_distance,
+        rule.min_page_similarity,
+        rule.max_text_share,
+    )
+    return "{" + ",".join(repr(float(value)) for value in values) + "}"
 
 
 def server_supports(conn: Any) -> bool:
