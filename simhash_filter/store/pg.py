@@ -377,7 +377,7 @@ class PgPath:
             else:
                 conn.execute(
                     self._lock_shared,
-                    (types.int8(GLOBAL_LOCK), int_array(locks.ids), locks.shared),
+                    (types.int8(GLOBAL_LOCK), int_array(locks.ids), bool_array(locks.shared)),
                     prepare=True,
                 )
             found = conn.execute(
