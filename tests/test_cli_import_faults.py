@@ -309,6 +309,11 @@ def _waiting_on_stdin(pid: int) -> bool:
     return wchan.endswith("pipe_read") and len(syscall) > 1 and syscall[1] == "0x0"
 
 
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("jobs", "expected"), [(1, 25), (2, 16)])
 def test_ctrl_c_keeps_the_batch_in_hand_and_shows_the_counts(
     tmp_path: Path, jobs: int, expected: int
@@ -326,6 +331,9 @@ def test_ctrl_c_keeps_the_batch_in_hand_and_shows_the_counts(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        # Ctrl-C as a terminal's program gets it: a shell's background job passes SIGINT
+        # on ignored, and a Python started so never raises KeyboardInterrupt
+        preexec_fn=_default_sigint,
     )  # fmt: skip
     assert process.stdin is not None
     try:
