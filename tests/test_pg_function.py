@@ -20,8 +20,8 @@ from simhash_filter.store.batch import Judge
 from simhash_filter.store.pg_function import (
     CHECK_FUNCTION,
     FUNCTION_VERSION,
+    KeyCut,
     key_cuts,
-    key_of,
     rule_parameter,
 )
 from simhash_filter.store.schema import to_sql_int
@@ -64,6 +64,17 @@ def conn() -> Iterator[Any]:
             yield connection
     finally:
         drop_pg_database(url)
+
+
+def key_of(cuts: list[KeyCut], table_no: int, fingerprint: int) -> int:
+    """Table ``table_no``'s key of ``fingerprint`` as the function computes it from
+    ``cuts`` (signed 64-bit arithmetic, an arithmetic right shift, ``<<`` wrapping)."""
+    signed = to_sql_int(fingerprint)
+    key = 0
+    for cut in cuts:
+        if cut.table_no == table_no:
+            key |= ((signed >> cut.shift) & to_sql_int(cut.mask)) << cut.left
+    return to_sql_int(key & ((1 << 64) - 1))
 
 
 @pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: s.describe())

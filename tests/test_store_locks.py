@@ -150,7 +150,7 @@ def test_group_commits_under_the_default_rule_lock_in_parts(pg_url: str) -> None
     with FingerprintStore.open(pg_url, spec=SPEC, rule=Config().match_rule()) as store:
         keyed = [store._row(url, fp, n) for url, fp, n in rows]
         pages = [(row.url, row.index_items(), row.probe_keys) for row in keyed]
-        parts = lock_parts(pages)
+        parts = [part.pages for part in lock_parts(pages)]
         assert len(parts) > 1
         assert [i for part in parts for i in part] == list(range(16))
         for part in parts:

@@ -47,7 +47,7 @@ from .engine import (
     parse_url,
     sqlite_path,
 )
-from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteTransactions, lock_parts, write_locks
+from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .pg import PgPath, near_matches
 from .records import (
@@ -259,9 +259,9 @@ class FingerprintStore:
             sketch,
         )
 
-    def _check_rows(self, rows: list[RowToCheck], *, bulk: bool = False) -> list[Verdict]:
-        """Decide and record ``rows`` in one write transaction (batch.check_batch), under
-        the rows' own key and URL locks or, with ``bulk``, the database-wide lock."""
+    def _check_rows(self, rows: list[RowToCheck], locks: WriteLocks | None) -> list[Verdict]:
+        """Decide and record ``rows`` in one write transaction (batch.check_batch), on
+        PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide lock."""
         now = datetime.now(UTC)
         scheme, statements, judge = self.scheme, self._statements, self._judge
 
@@ -274,14 +274,22 @@ class FingerprintStore:
                 now=now,
             )
 
-        locks = None
-        if not bulk and not self._sqlite:
-            locks = write_locks((row.url, row.index_items(), row.probe_keys) for row in rows)
-            if len(locks.ids) > MAX_KEY_LOCKS:
-                locks = None  # too many key locks for PostgreSQL's lock table: the global one
         if self._pg is not None:
             return self._pg.check(rows, locks=locks, judge=judge, scheme=scheme, now=now)
         return self._transactions.run(work, locks=locks)
+
+    def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
+        """``rows`` as the transactions that write them, each with its advisory locks: one
+        on SQLite (which needs none); on PostgreSQL consecutive parts within MAX_KEY_LOCKS,
+        a page that alone needs more with the database-wide lock (None)."""
+        if self._sqlite:
+            return [(rows, None)]
+        keys = [(row.url, row.index_items(), row.probe_keys) for row in rows]
+        return [
+            (rows[part.pages.start : part.pages.stop],
+             part.locks if len(part.locks.ids) <= MAX_KEY_LOCKS else None)
+            for part in lock_parts(keys)
+        ]  # fmt: skip
 
     def check_and_add(
         self,
@@ -301,7 +309,8 @@ class FingerprintStore:
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is :func:`simhash_filter.store.batch.check_batch`.
         """
-        return self._check_rows([self._row(url, fingerprint, text_length, sketch)])[0]
+        ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
+        return self._check_rows(rows, locks)[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000
@@ -320,13 +329,10 @@ class FingerprintStore:
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
-                verdicts.extend(self._check_rows(batch, bulk=True))
-            elif self._sqlite:
-                verdicts.extend(self._check_rows(batch))
-            else:
-                keys = [(row.url, row.index_items(), row.probe_keys) for row in batch]
-                for part in lock_parts(keys):
-                    verdicts.extend(self._check_rows(batch[part.start : part.stop]))
+                verdicts.extend(self._check_rows(batch, None))
+                continue
+            for part, locks in self._locks(batch):
+                verdicts.extend(self._check_rows(part, locks))
         return verdicts
 
     # -- reading

@@ -21,6 +21,7 @@ PostgreSQL write path of its own takes the same locks (:func:`write_locks`).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -85,22 +86,40 @@ class WriteLocks(NamedTuple):
     shared: list[bool]
 
 
-def write_locks(
-    pages: Iterable[tuple[str, Iterable[tuple[int, int]], Iterable[tuple[int, int]]]],
-) -> WriteLocks:
-    """The advisory locks of a write of pages given as (canonical URL, index keys, probe
-    keys), keys as (table_no, key) pairs: the URLs and index keys exclusive, the probe
-    keys that are not also one of those shared (see the module doc for why that is
-    enough: under multi-index hashing a near-duplicate's index key is among the query's
-    probe keys, not among its index keys)."""
+PageKeys = tuple[str, Iterable[tuple[int, int]], Iterable[tuple[int, int]]]
+"""A page as the lock functions take it: canonical URL, index keys, probe keys, each key a
+(table_no, key) pair."""
+
+
+class _PageLocks(NamedTuple):
+    exclusive: set[int]  # the URL and the keys the page is stored under
+    probed: set[int]  # the keys its probe looks up
+
+
+def _page_locks(
+    url: str, index_keys: Iterable[tuple[int, int]], probe_keys: Iterable[tuple[int, int]]
+) -> _PageLocks:
+    exclusive = {url_lock_id(url)}
+    exclusive.update(band_lock_ids(index_keys))
+    return _PageLocks(exclusive, set(band_lock_ids(probe_keys)))
+
+
+def _merged(pages: Iterable[_PageLocks]) -> WriteLocks:
     exclusive: set[int] = set()
     probed: set[int] = set()
-    for url, index_keys, probe_keys in pages:
-        exclusive.add(url_lock_id(url))
-        exclusive.update(band_lock_ids(index_keys))
-        probed.update(band_lock_ids(probe_keys))
+    for page in pages:
+        exclusive |= page.exclusive
+        probed |= page.probed
     ids = sorted(exclusive | probed)
     return WriteLocks(ids, [x not in exclusive for x in ids])
+
+
+def write_locks(pages: Iterable[PageKeys]) -> WriteLocks:
+    """The advisory locks of a write of ``pages``: the URLs and index keys exclusive, the
+    probe keys that are not also one of those shared (see the module doc for why that is
+    enough: under multi-index hashing a near-duplicate's index key is among the query's
+    probe keys, not among its index keys)."""
+    return _merged(_page_locks(*page) for page in pages)
 
 
 def band_lock_ids(keys: Iterable[tuple[int, int]]) -> list[int]:
@@ -110,27 +129,30 @@ def band_lock_ids(keys: Iterable[tuple[int, int]]) -> list[int]:
     return [hash64(key.to_bytes(8, "little"), seed=t, signed=True)[0] for t, key in keys]
 
 
-def lock_parts(
-    pages: Sequence[tuple[str, Iterable[tuple[int, int]], Iterable[tuple[int, int]]]],
-    limit: int = MAX_KEY_LOCKS,
-) -> list[range]:
-    """``pages`` (as :func:`write_locks` takes them) cut into consecutive parts whose
-    locks stay within ``limit``, each as large as it can be; a page that alone needs more
-    is a part of its own (its write takes the database-wide lock)."""
-    parts: list[range] = []
-    start = 0
+class LockPart(NamedTuple):
+    """Consecutive pages of a write and their locks (:func:`write_locks` of them)."""
+
+    pages: range
+    locks: WriteLocks
+
+
+def lock_parts(pages: Sequence[PageKeys], limit: int = MAX_KEY_LOCKS) -> list[LockPart]:
+    """``pages`` cut into consecutive parts whose locks stay within ``limit``, each as
+    large as it can be, with those locks (each page's hashed once); a page that alone
+    needs more is a part of its own (its write takes the database-wide lock)."""
+    each = [_page_locks(*page) for page in pages]
+    bounds = [0]
     held: set[int] = set()
-    for n, (url, index_keys, probe_keys) in enumerate(pages):
-        ids = {url_lock_id(url)}
-        ids.update(band_lock_ids(index_keys))
-        ids.update(band_lock_ids(probe_keys))
-        if n > start and len(held | ids) > limit:
-            parts.append(range(start, n))
-            start, held = n, set()
+    for n, page in enumerate(each):
+        ids = page.exclusive | page.probed
+        if n > bounds[-1] and len(held | ids) > limit:
+            bounds.append(n)
+            held = set()
         held |= ids
-    if start < len(pages):
-        parts.append(range(start, len(pages)))
-    return parts
+    bounds.append(len(each))
+    return [
+        LockPart(range(a, b), _merged(each[a:b])) for a, b in itertools.pairwise(bounds) if a < b
+    ]
 
 
 def take_pg_locks(conn: Connection, *, locks: WriteLocks | None) -> None:

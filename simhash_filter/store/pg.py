@@ -50,7 +50,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.bands import IndexScheme
-from simhash_filter.signature import MatchRule
 
 from .batch import (
     BandHit,
@@ -69,7 +68,6 @@ from .pg_function import (
     CHECK_FUNCTION,
     FUNCTION_SQL,
     INSTALLED_SQL,
-    SchemeArrays,
     bool_array,
     bytea_array,
     int_array,
@@ -236,8 +234,6 @@ class PgPath:
         """Writes go through the server-side function (pg_function.py): None until the
         first write finds out whether it is (or can be) installed; False keeps the
         two-round-trip path."""
-        self._scheme_arrays: dict[IndexScheme, SchemeArrays] = {}
-        self._rule: tuple[MatchRule | None, str | None] | None = None  # and its p_rule
 
     # -- writing
     def check(
@@ -313,9 +309,7 @@ class PgPath:
         if not rows:
             return []
         t = self._types
-        arrays = self._scheme_arrays.get(scheme)
-        if arrays is None:
-            arrays = self._scheme_arrays[scheme] = scheme_arrays(scheme)
+        arrays = scheme_arrays(scheme)
         conn.autocommit = True
         result = conn.execute(
             CALL_SQL,
@@ -338,16 +332,11 @@ class PgPath:
                 self._async,
                 now,
                 t.int4(judge.radius),
-                self._rule_parameter(judge),
+                rule_parameter(judge.rule),
             ),
             prepare=True,
         ).fetchall()
         return [_verdict(row, result_row) for row, result_row in zip(rows, result, strict=True)]
-
-    def _rule_parameter(self, judge: Judge) -> str | None:
-        if self._rule is None or self._rule[0] is not judge.rule:
-            self._rule = (judge.rule, rule_parameter(judge.rule))
-        return self._rule[1]
 
     def _transaction(
         self,

@@ -26,14 +26,14 @@ path of :mod:`.pg`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from simhash_filter.bands import BandScheme, IndexScheme
 from simhash_filter.signature import MatchRule
 
 from .locks import TAKE_LOCKS
-from .schema import to_sql_int
 
 FUNCTION_VERSION = 1
 CHECK_FUNCTION = f"simhash_filter_check_v{FUNCTION_VERSION}"
@@ -41,7 +41,6 @@ MIN_SERVER_VERSION = 140000
 """``bit_count(bit)`` arrived in PostgreSQL 14."""
 
 _V = f"_v{FUNCTION_VERSION}"
-_U64 = (1 << 64) - 1
 _TWO_63 = 1 << 63
 _TWO_64 = 1 << 64
 
@@ -307,17 +306,6 @@ def key_cuts(scheme: IndexScheme) -> list[KeyCut]:
     return cuts
 
 
-def key_of(cuts: Sequence[KeyCut], table_no: int, fingerprint: int) -> int:
-    """Table ``table_no``'s key of ``fingerprint`` as the function computes it (signed
-    64-bit arithmetic, an arithmetic right shift)."""
-    signed = to_sql_int(fingerprint)
-    key = 0
-    for cut in cuts:
-        if cut.table_no == table_no:
-            key |= ((signed >> cut.shift) & to_sql_int(cut.mask)) << cut.left
-    return to_sql_int(key & _U64)  # int8's << wraps
-
-
 def int_array(values: Iterable[int]) -> str:
     """Ints as the text of an ``int8[]`` literal, an unsigned 64-bit one at or above 2**63
     as the negative ``to_sql_int`` makes of it. Sent as one string and cast on the server, a row's
@@ -355,6 +343,7 @@ class SchemeArrays(NamedTuple):
     cut_lefts: str
 
 
+@functools.lru_cache(maxsize=8)
 def scheme_arrays(scheme: IndexScheme) -> SchemeArrays:
     """:class:`SchemeArrays` of ``scheme``: the table of each probe position (every
     query's probe keys come in the same table order) and :func:`key_cuts`."""
@@ -368,6 +357,7 @@ def scheme_arrays(scheme: IndexScheme) -> SchemeArrays:
     )
 
 
+@functools.lru_cache(maxsize=8)
 def rule_parameter(rule: MatchRule | None) -> str | None:
     """The match rule as the function's ``p_rule``, a ``float8[]`` literal (None: judged
     by distance alone). ``repr`` of a float is the shortest text that reads back as the
