@@ -436,6 +436,9 @@ DEFAULT_LSH_BANDS = 18
 """Bands of the default MinHash LSH index (docs/quality.md, "The candidate index")."""
 DEFAULT_LSH_ROWS = 8
 """Sketch slots a band."""
+LSH_CANDIDATE_DISTANCE = 64
+"""The match rule's k1 under the minhash-lsh index: no simhash condition, the bands find
+the candidates and the sketch decides (docs/quality.md, "The candidate index")."""
 SKETCH_HEADER_BYTES = 5
 """Bytes before a sketch's first slot (signature.encode_sketch's header)."""
 MAX_LSH_BANDS = 256

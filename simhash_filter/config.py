@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .bands import INDEX_KINDS, MINHASH_LSH, IndexScheme, default_index, make_scheme
+from .bands import (
+    INDEX_KINDS,
+    LSH_CANDIDATE_DISTANCE,
+    MINHASH_LSH,
+    IndexScheme,
+    default_index,
+    make_scheme,
+)
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
 from .pool import default_workers
@@ -27,9 +34,6 @@ PREFIX = "SIMHASH_FILTER_"
 _BITS = 64
 _NONE_STRINGS = frozenset({"", "none", "null"})
 _DEFAULT_RULE = MatchRule()
-LSH_CANDIDATE_DISTANCE = 64
-"""k1 under the minhash-lsh index: no simhash condition, the bands and the sketch decide
-(docs/quality.md, "The candidate index")."""
 
 
 def _name(key: str) -> str:

@@ -96,7 +96,7 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
         "index               permuted",
         "match rule          none (the simhash distance alone: within k=4)",
         f"spec                {FINGERPRINTER.spec}",
-        "schema version      2",
+        "schema version      3",
         f"size                {human(size)}",
         "created             2024-05-01T08:00:00Z",
         "",
@@ -122,7 +122,7 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
         "scheme": {"index": "permuted", "bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},
         "rule": None,
         "spec": FINGERPRINTER.spec,
-        "schema_version": 2,
+        "schema_version": 3,
         "size_bytes": size_of(filled),
         "domains": [
             {"domain": "mirror.example.org", "pages": 0, "duplicates": 2, "dropped_share": 1.0},

@@ -8,8 +8,14 @@ import pytest
 from scrapy.settings import Settings
 
 from simhash_filter import Fingerprinter, MatchRule
-from simhash_filter.bands import MINHASH_LSH, MULTI_INDEX, PERMUTED, default_index
-from simhash_filter.config import LSH_CANDIDATE_DISTANCE, Config
+from simhash_filter.bands import (
+    LSH_CANDIDATE_DISTANCE,
+    MINHASH_LSH,
+    MULTI_INDEX,
+    PERMUTED,
+    default_index,
+)
+from simhash_filter.config import Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.pool import default_workers
 

@@ -440,15 +440,17 @@ def _sketched_stream(seed: int, count: int) -> list[PageRow]:
     nprng = np.random.default_rng(seed)
     stream: list[PageRow] = []
     for i, (url, fp, length) in enumerate(mixed_stream(seed, count)):
-        slots = nprng.integers(0, 1 << 16, 64, dtype=np.uint16)
+        # 256 slots (what the minhash-lsh bands read); a few of 64 (too few: fallback keys)
+        size = 64 if i % 13 == 0 else 256
+        slots = nprng.integers(0, 1 << 16, size, dtype=np.uint16)
         # the page this one was made from (its nearest fingerprint), or a random one
         parent = min(stream, key=lambda p: (p.fingerprint ^ fp).bit_count(), default=None)
         if rng.random() < 0.3:
             parent = rng.choice(stream) if stream else None
         if parent is not None and parent.sketch is not None and rng.random() < 0.6:
             slots = decode_sketch(parent.sketch).text.copy()
-            changed = rng.randint(0, 40)
-            slots[rng.sample(range(64), changed)] = nprng.integers(0, 1 << 16, changed)
+            changed = rng.randint(0, len(slots) * 5 // 8)
+            slots[rng.sample(range(len(slots)), changed)] = nprng.integers(0, 1 << 16, changed)
         page, share = None, None
         if rng.random() < 0.8:  # the visible text's own slots: never alike
             page = nprng.integers(0, 1 << 16, 16, dtype=np.uint16)
@@ -458,15 +460,20 @@ def _sketched_stream(seed: int, count: int) -> list[PageRow]:
     return stream
 
 
+@pytest.mark.parametrize(
+    ("k1", "index"),
+    [(4, "minhash-lsh"), (64, "minhash-lsh"), (4, "multi-index")],
+    ids=["lsh-k4", "lsh-any-distance", "multi-index-k4"],
+)
 def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
-    path: str, pg_url: str, second_pg_url: str
+    path: str, pg_url: str, second_pg_url: str, k1: int, index: str
 ) -> None:
     from simhash_filter.signature import MatchRule
 
-    rule = MatchRule(candidate_distance=4, min_similarity=0.7, fallback_distance=3)
+    rule = MatchRule(candidate_distance=k1, min_similarity=0.7, fallback_distance=3)
     stream = _sketched_stream(12, 450)
-    pg_store = open_on(path, pg_url, rule=rule)
-    generic = FingerprintStore.open(second_pg_url, spec=SPEC, rule=rule)
+    pg_store = open_on(path, pg_url, rule=rule, index=index)
+    generic = FingerprintStore.open(second_pg_url, spec=SPEC, rule=rule, index=index)
     generic._pg = None
     try:
         third = len(stream) // 3

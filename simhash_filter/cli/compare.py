@@ -151,7 +151,11 @@ def near(args: argparse.Namespace, out: Output) -> int:
             fingerprint = _fingerprint_text(fingerprinter, source, text)
             query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
         k = check_k(store, args.k)
-        matches = [m for m in store.near(query.fingerprint, k) if m.url != query.stored_url]
+        matches = [
+            m
+            for m in store.near(query.fingerprint, k, sketch=query.sketch)
+            if m.url != query.stored_url
+        ]
         sketches = reports.page_sketches(store, [m.page_id for m in matches])
         rule = store.rule
     out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")

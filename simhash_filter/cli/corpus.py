@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING
 
-from simhash_filter.bands import make_scheme
+from simhash_filter.bands import LSH_CANDIDATE_DISTANCE, MINHASH_LSH, make_scheme
 from simhash_filter.cli.common import (
     UsageError,
     duplicate_row,
@@ -19,6 +19,7 @@ from simhash_filter.cli.common import (
     page_fields,
 )
 from simhash_filter.cli.output import Fields, Output, Record, json_line
+from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, reports
 
 if TYPE_CHECKING:
@@ -81,13 +82,21 @@ def reindex(args: argparse.Namespace, out: Output) -> int:
     """``reindex``: rebuild the band rows for another scheme (blocks b, distance k)."""
     with existing_store(args, convert=True) as store:
         before = store.scheme
-        k = before.max_distance if args.max_distance is None else args.max_distance
+        rule, max_distance = store.rule, args.max_distance
+        if args.index == MINHASH_LSH and before.kind != MINHASH_LSH and max_distance is None:
+            # to the bands: the minhash-lsh rule (no simhash condition), same threshold
+            max_distance = LSH_CANDIDATE_DISTANCE
+            if rule is not None:
+                rule = MatchRule.for_distance(max_distance, rule.min_similarity)
+        k = before.max_distance if max_distance is None else max_distance
         try:  # --index, --blocks and --max-distance must fit together (and the rule's reach)
             make_scheme(
                 args.index or before.kind, bits=before.bits, max_distance=k, blocks=args.blocks
             )
             started = time.monotonic()
-            store.reindex(blocks=args.blocks, max_distance=args.max_distance, index=args.index)
+            store.reindex(
+                blocks=args.blocks, max_distance=max_distance, index=args.index, rule=rule
+            )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         seconds = time.monotonic() - started

@@ -176,10 +176,11 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
         similarities: dict[int, float | None] = {}
         if page is not None:
             drops = reports.drops_of_page(store, page.page_id)
-            neighbours = [m for m in store.near(page.fingerprint) if m.page_id != page.page_id]
-            ids = [page.page_id, *(m.page_id for m in neighbours)]
-            sketches = reports.page_sketches(store, ids)
-            own = sketches.get(page.page_id)
+            own = reports.page_sketches(store, [page.page_id]).get(page.page_id)
+            neighbours = [
+                m for m in store.near(page.fingerprint, sketch=own) if m.page_id != page.page_id
+            ]
+            sketches = reports.page_sketches(store, [m.page_id for m in neighbours])
             similarities = {
                 m.page_id: similarity_of(store.rule, own, sketches.get(m.page_id))
                 for m in neighbours

@@ -26,14 +26,22 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, IndexScheme, default_index, make_scheme
+from simhash_filter.bands import (
+    DEFAULT_MAX_DISTANCE,
+    IndexScheme,
+    MinHashLshScheme,
+    default_index,
+    make_scheme,
+)
 from simhash_filter.signature import MatchRule, decode_sketch
 
 from .batch import Judge, RowToCheck, check_batch
@@ -76,6 +84,7 @@ log = logging.getLogger(__name__)
 _U64 = (1 << 64) - 1
 _KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 _REINDEX_CHUNK = 10_000  # pages per read while re-indexing
+_SCAN_CHUNK = 100_000  # fingerprints per read of near()'s scan
 
 
 def _check_fingerprint(fingerprint: int, bits: int) -> int:
@@ -338,17 +347,26 @@ class FingerprintStore:
         return verdicts
 
     # -- reading
-    def near(self, fingerprint: int, k: int | None = None) -> list[Match]:
+    def near(
+        self, fingerprint: int, k: int | None = None, *, sketch: bytes | None = None
+    ) -> list[Match]:
         """Stored pages within ``k`` (default: the scheme's max_distance) of
-        ``fingerprint``, sorted by distance, then URL."""
+        ``fingerprint`` that the index finds for it, sorted by distance, then URL.
+
+        Under the minhash-lsh index the pages found are those sharing a band with
+        ``sketch`` (and the sketchless ones within 3 bits); without a sketch there is no
+        band to probe, so every stored fingerprint is read (a scan: docs/cli.md)."""
         _check_fingerprint(fingerprint, self.scheme.bits)
         limit = self.scheme.max_distance if k is None else k
         if not 0 <= limit <= self.scheme.max_distance:
             raise ValueError(
                 f"k must be in 0..{self.scheme.max_distance} (the index's max_distance), got {k!r}"
             )
+        if isinstance(self.scheme, MinHashLshScheme) and self.scheme.band_keys(sketch) is None:
+            return self._scan_near(fingerprint, limit)
+        probe_keys = self.scheme.probe_keys(fingerprint, sketch)
         if self._pg is not None:
-            pages = self._pg.near(self.scheme.probe_keys(fingerprint), fingerprint, limit)
+            pages = self._pg.near(probe_keys, fingerprint, limit)
             return near_matches(pages, fingerprint, limit)
         hits: dict[int, tuple[int, int]] = {}
         urls: dict[int, str] = {}
@@ -356,9 +374,7 @@ class FingerprintStore:
         with self._raw_cursor() as cursor:
             execute = cursor_execute(cursor)
             signed = to_sql_int(fingerprint)
-            for _t, _key, page_id, stored in statements.probe.rows(
-                execute, self.scheme.probe_keys(fingerprint)
-            ):
+            for _t, _key, page_id, stored in statements.probe.rows(execute, probe_keys):
                 distance = ((stored ^ signed) & _U64).bit_count()  # two's complement alike
                 if distance <= limit:
                     hits[page_id] = (from_sql_int(stored), distance)
@@ -375,13 +391,41 @@ class FingerprintStore:
         matches.sort(key=lambda m: (m.distance, m.url))
         return matches
 
-    def count_candidates(self, fingerprint: int) -> int:
-        """How many band rows one probe for ``fingerprint`` reads (a cost diagnostic:
-        about ``scheme.expected_candidates(pages)`` for random fingerprints)."""
+    def _scan_near(self, fingerprint: int, limit: int) -> list[Match]:
+        """Every stored page within ``limit`` of ``fingerprint``, by reading every stored
+        fingerprint in chunks (what a bare fingerprint costs under the minhash-lsh index)."""
+        p = pages_table.c
+        found: list[Match] = []
+        query = np.uint64(fingerprint)
+        with self._read() as conn:
+            last = None
+            while True:
+                stmt = select(p.id, p.fingerprint).order_by(p.id).limit(_SCAN_CHUNK)
+                if last is not None:
+                    stmt = stmt.where(p.id > last)
+                chunk = conn.execute(stmt).all()
+                if not chunk:
+                    break
+                last = chunk[-1][0]
+                fingerprints = np.fromiter((fp for _, fp in chunk), np.uint64, len(chunk))
+                distances = np.bitwise_count(fingerprints ^ query)
+                for i in np.flatnonzero(distances <= limit):
+                    page_id, stored = chunk[int(i)]
+                    found.append(Match("", stored, int(distances[i]), page_id))
+            if found:
+                ids = [m.page_id for m in found]
+                urls = {i: u for i, u in conn.execute(select(p.id, p.url).where(p.id.in_(ids)))}
+                found = [replace(m, url=urls[m.page_id]) for m in found]
+        found.sort(key=lambda m: (m.distance, m.url))
+        return found
+
+    def count_candidates(self, fingerprint: int, sketch: bytes | None = None) -> int:
+        """How many band rows one probe for ``fingerprint`` (and ``sketch``) reads: the
+        rows a check reads, a cost diagnostic."""
         _check_fingerprint(fingerprint, self.scheme.bits)
         with self._raw_cursor() as cursor:
             rows = self._statements.probe.rows(
-                cursor_execute(cursor), self.scheme.probe_keys(fingerprint)
+                cursor_execute(cursor), self.scheme.probe_keys(fingerprint, sketch)
             )
         return len(rows)
 

@@ -198,7 +198,7 @@ def _shared_key_is_complete(scheme: IndexScheme) -> bool:
     """Whether pages within max_distance always share an index key: the permuted tables
     (a query probes its own key in each table), and multi-index hashing probed at radius
     0 at most (no more probe keys than tables: each is the block's own value)."""
-    return scheme.kind == PERMUTED or scheme.n_probes <= scheme.n_tables
+    return scheme.sketch_keyed or scheme.kind == PERMUTED or scheme.n_probes <= scheme.n_tables
 
 
 def near_pairs(store: FingerprintStore, k: int) -> Iterator[tuple[int, int, int]]:
