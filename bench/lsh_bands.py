@@ -1,7 +1,8 @@
-"""Band keys over a page's sketch, and the exact hash join that counts shared keys: the part
-of bench/bench_lsh.py to swap for the package's own scheme (``simhash_filter.bands``, a
-scheme with ``index_keys(fingerprint, sketch)``) once it exists: replace :func:`keys_matrix`
-by ``np.array([scheme.index_keys(fp, sk) for fp, sk in pages], dtype=np.uint64)``.
+"""Band keys over a page's sketch, and the exact hash join that counts shared keys, for
+bench/bench_lsh.py's sweep over many band shapes and layouts at once (vectorized over pages).
+Its key is another hash than the package's (``simhash_filter.bands.MinHashLshScheme``, which
+folds the band's bytes), but both are equal exactly when the band's slots are (up to 2^-64),
+so they find the same candidate pairs; the package's scheme is what the store uses.
 """
 
 from __future__ import annotations
