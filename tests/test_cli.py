@@ -148,7 +148,7 @@ def test_stats_shows_the_stored_match_rule_and_index_kind(
         min_page_similarity=0.75,
         max_text_share=0.2,
     )
-    FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=rule).close()
+    FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=rule, index="multi-index").close()
     code, out, err = run(capsys, "stats", "--db", db_url)
     assert (code, err) == (0, "")
     assert "\nscheme              f=64 k=7 blocks=3 tables=3\n" in out

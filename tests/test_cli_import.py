@@ -39,7 +39,7 @@ from support.cli_corpus import (
 )
 
 from simhash_filter.cli.importing import _Progress
-from simhash_filter.signature import MatchRule
+from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 
@@ -203,18 +203,18 @@ def test_import_from_stdin_in_worker_processes(
     serial = f"sqlite:///{tmp_path / 'serial.db'}"
     assert run(capsys, "import", str(source), "--db", serial)[0] == 0
     assert pages_and_drops(sqlite_url) == pages_and_drops(serial)
-    # no --max-distance/--blocks: a new database gets the crawl's match rule (k1=9) and its
-    # default index, multi-index hashing in 4 blocks (3 would probe 2,258 keys at k1=9)
+    # no --max-distance/--blocks: a new database gets the crawl's match rule (any simhash
+    # distance) and its default index, 18 bands of the sketch (+ 4 fallback tables)
     code, out, _ = run(capsys, "stats", "--json", "--db", serial)
     document = json.loads(out)
     assert document["scheme"] == {
-        "index": "multi-index",
+        "index": "minhash-lsh",
         "bits": 64,
-        "max_distance": 9,
-        "blocks": 4,
-        "tables": 4,
+        "max_distance": 64,
+        "blocks": 18,
+        "tables": 22,
     }
-    assert document["rule"] == dataclasses.asdict(MatchRule())
+    assert document["rule"] == dataclasses.asdict(Config().match_rule())
 
 
 def test_import_makes_a_database_with_the_scheme_asked_for(
@@ -226,11 +226,11 @@ def test_import_makes_a_database_with_the_scheme_asked_for(
     assert (code, out) == (0, summary(read=7, kept=5, dropped=1, no_text=1, skipped=1))
     code, out, _ = run(capsys, "stats", "--json", "--db", sqlite_url)
     assert json.loads(out)["scheme"] == {
-        "index": "permuted",
+        "index": "minhash-lsh",
         "bits": 64,
         "max_distance": 0,
-        "blocks": 1,
-        "tables": 1,
+        "blocks": 18,
+        "tables": 22,
     }
     # An existing database keeps its scheme; asking for another one is an error.
     code, out, err = run(capsys, "import", str(source), "--max-distance", "3", "--db", sqlite_url)
@@ -238,7 +238,7 @@ def test_import_makes_a_database_with_the_scheme_asked_for(
     assert err == (
         f"simhash-filter: error: {display_url(sqlite_url)} was indexed with another band "
         "scheme (max_distance: stored 0, requested 3). Re-index it with `simhash-filter "
-        "reindex --blocks 4 --max-distance 3`, or open it with the stored settings.\n"
+        "reindex --blocks 18 --max-distance 3`, or open it with the stored settings.\n"
     )
     code, out, _ = run(capsys, "import", str(source), "--db", sqlite_url)
     assert (code, out) == (0, summary(read=7, kept=0, dropped=1, unchanged=5, no_text=1, skipped=1))

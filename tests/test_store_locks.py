@@ -139,15 +139,33 @@ def test_band_lock_ids_are_band_lock_id_of_each_key() -> None:
     assert band_lock_ids(keys) == [band_lock_id(t, key) for t, key in keys]
 
 
-def test_group_commits_under_the_default_rule_lock_in_parts(pg_url: str) -> None:
-    """At k1 = 9 a page needs ~309 advisory locks, so a group commit of 16 would need
-    ~4,900, past MAX_KEY_LOCKS: it is written in parts within the bound, one transaction
-    each, and never asks for the database-wide lock (read in pg_locks while another session
-    holds that lock shared)."""
+def test_group_commits_under_the_simhash_rule_lock_in_parts(pg_url: str) -> None:
+    """Under multi-index hashing at k1 = 9 a page needs ~309 advisory locks, so a group
+    commit of 16 would need ~4,900, past MAX_KEY_LOCKS: it is written in parts within the
+    bound, one transaction each, and never asks for the database-wide lock (read in pg_locks
+    while another session holds that lock shared). Under the default minhash-lsh index a
+    page needs 23 (18 bands, 4 fallback keys, its URL): one part."""
+    import numpy as np
+
     from simhash_filter.config import Config
+    from simhash_filter.signature import encode_sketch
 
     rows = _rows(16, 3)
-    with FingerprintStore.open(pg_url, spec=SPEC, rule=Config().match_rule()) as store:
+    lsh = Config().scheme()
+    sketches = [
+        encode_sketch(np.random.default_rng(i).integers(0, 1 << 16, 256, dtype=np.uint16))
+        for i in range(16)
+    ]
+    lsh_pages = [
+        (url, lsh.index_items(fp, sketch), lsh.probe_keys(fp, sketch))
+        for (url, fp, _), sketch in zip(rows, sketches, strict=True)
+    ]
+    assert len(write_locks(lsh_pages[:1]).ids) == 23
+    assert len(lock_parts(lsh_pages)) == 1
+    simhash = Config(index="multi-index")
+    with FingerprintStore.open(
+        pg_url, spec=SPEC, rule=simhash.match_rule(), index="multi-index"
+    ) as store:
         keyed = [store._row(url, fp, n) for url, fp, n in rows]
         pages = [(row.url, row.index_items(), row.probe_keys) for row in keyed]
         parts = [part.pages for part in lock_parts(pages)]

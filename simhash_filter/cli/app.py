@@ -13,11 +13,10 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
-from simhash_filter.bands import INDEX_KINDS
+from simhash_filter.bands import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
 from simhash_filter.cli import compare, corpus, importing, options, queries
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
-from simhash_filter.signature import MatchRule
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
 
 PROG = "simhash-filter"
@@ -214,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=options.max_distance,
         metavar="K",
         help=f"candidate distance k1 of a new database's match rule (default "
-        f"{MatchRule().candidate_distance}, as a crawl's); must match an existing one",
+        f"{LSH_CANDIDATE_DISTANCE}: any, as a crawl's); must match an existing one",
     )
     p.add_argument(
         "--blocks",

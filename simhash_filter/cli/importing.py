@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from simhash_filter.bands import make_scheme
+from simhash_filter.bands import LSH_CANDIDATE_DISTANCE, default_index, make_scheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
 from simhash_filter.extract import DEFAULT_MAX_BYTES
@@ -257,11 +257,12 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
         rule = existing.rule
     else:  # a new database gets the crawl's match rule, with --max-distance as its k1
-        k1 = MatchRule().candidate_distance if args.max_distance is None else args.max_distance
+        k1 = LSH_CANDIDATE_DISTANCE if args.max_distance is None else args.max_distance
         rule = MatchRule.for_distance(k1)
         k = rule.max_distance
+    kind = existing.scheme.kind if existing else default_index(k, sketches=True)
     try:
-        make_scheme(existing.scheme.kind if existing else None, max_distance=k, blocks=args.blocks)
+        make_scheme(kind, max_distance=k, blocks=args.blocks)
     except ValueError as exc:  # --blocks and --max-distance do not fit together
         raise UsageError(str(exc)) from None
     return FingerprintStore.open(
