@@ -118,13 +118,31 @@ class BandTable:
     key_bits: int
 
 
-class _BlockScheme:
-    """What every scheme of blocks and tables answers the same way (a mixin of the two
-    frozen scheme dataclasses below)."""
+class _Scheme:
+    """What every scheme answers the same way (a mixin of the frozen scheme dataclasses)."""
 
     __slots__ = ()
     blocks: int | None
     tables: tuple[BandTable, ...]
+
+    @property
+    def n_blocks(self) -> int:
+        """``blocks`` as a plain int (never None after construction): the simhash's blocks,
+        or the sketch's bands."""
+        assert self.blocks is not None
+        return self.blocks
+
+    @property
+    def n_tables(self) -> int:
+        """How many tables (permuted: ``C(blocks, max_distance)``; multi-index: one a block;
+        minhash-lsh: one a band and the fallback tables)."""
+        return len(self.tables)
+
+
+class _BlockScheme(_Scheme):
+    """What the simhash schemes of blocks and tables answer the same way."""
+
+    __slots__ = ()
     _cuts: tuple[tuple[int, int], ...]
 
     @property
@@ -132,17 +150,6 @@ class _BlockScheme:
         """(shift, mask) of each block, the most significant first: block i of a
         fingerprint is ``(fp >> shift) & mask``."""
         return self._cuts
-
-    @property
-    def n_blocks(self) -> int:
-        """``blocks`` as a plain int (never None after construction)."""
-        assert self.blocks is not None
-        return self.blocks
-
-    @property
-    def n_tables(self) -> int:
-        """How many tables (permuted: ``C(blocks, max_distance)``; multi-index: one a block)."""
-        return len(self.tables)
 
     sketch_keyed: ClassVar[bool] = False
     """The keys come from the fingerprint alone (the sketch is ignored)."""
@@ -445,7 +452,7 @@ MAX_LSH_BANDS = 256
 
 
 @dataclass(frozen=True, slots=True)
-class MinHashLshScheme:
+class MinHashLshScheme(_Scheme):
     """Candidates by LSH banding over the sketch: ``bands`` bands of ``rows`` slots.
 
     Band t is the text slots ``t, t + bands, t + 2*bands, ...`` (``rows`` of them: strided,
@@ -489,17 +496,6 @@ class MinHashLshScheme:
             "tables",
             tuple(BandTable(t, (), 64) for t in range(bands)) + fallback,
         )
-
-    @property
-    def n_blocks(self) -> int:
-        """The number of bands."""
-        assert self.blocks is not None
-        return self.blocks
-
-    @property
-    def n_tables(self) -> int:
-        """Bands plus the fallback tables."""
-        return len(self.tables)
 
     @property
     def n_probes(self) -> int:

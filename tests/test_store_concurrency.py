@@ -8,12 +8,10 @@ print one JSON line per verdict *after* ``check_and_add``/``add_many`` returned.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +24,7 @@ from sqlalchemy.engine import make_url
 
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE
 from simhash_filter.store import FingerprintStore, VerdictKind
+from tests.support.racers import race, spawn
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
 K = DEFAULT_MAX_DISTANCE  # the workers open their stores with the default scheme
@@ -88,21 +87,8 @@ elif mode == "burst":
 """
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
 def _spawn(*args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", WORKER, *map(str, args)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    return spawn(WORKER, *args)
 
 
 def _read_db(db_url: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
@@ -171,25 +157,7 @@ def test_processes_never_admit_two_near_duplicates(db_url: str, k: int, index: s
     procs = [
         _spawn("stream", db_url, SPEC, p, 42, n_centers, n_unique, k, index) for p in range(n_procs)
     ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().strip() == "ready", proc.stderr
-        for proc in procs:  # start them together
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=300) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    verdicts = []
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err
-        lines = out.splitlines()
-        assert lines[-1] == "done", err
-        verdicts += [json.loads(line) for line in lines[:-1]]
+    verdicts = [json.loads(line) for line in race(procs)]
     assert len(verdicts) == n_procs * (n_centers + n_unique)  # one verdict per row
 
     pages, drops = _read_db(db_url)

@@ -4,10 +4,6 @@ through the fallback tables, re-keying, racing processes, and converting a schem
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,11 +14,11 @@ from simhash_filter.bands import DEFAULT_LSH_BANDS, MINHASH_LSH, MinHashLshSchem
 from simhash_filter.cli import main
 from simhash_filter.signature import MatchRule, encode_sketch
 from simhash_filter.store import FingerprintStore, StoreError, VerdictKind
+from tests.support.racers import race, spawn
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
 RULE = MatchRule.for_distance(64)
 SCHEME = MinHashLshScheme()
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def base_slots(seed: int) -> np.ndarray[Any, np.dtype[np.uint16]]:
@@ -133,38 +129,8 @@ def test_processes_never_keep_two_copies_that_share_one_band(db_url: str) -> Non
     copies (0.87 of the slots agree) and share exactly one band, nothing else: only that
     band's key locks make their transactions meet."""
     n_procs, n_centres, n_unique = 4, 60, 30
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, db_url, SPEC, str(p), str(n_centres), str(n_unique)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for p in range(n_procs)
-    ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=300) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    verdicts = []
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err
-        lines = out.splitlines()
-        assert lines[-1] == "done", err
-        verdicts += [json.loads(line) for line in lines[:-1]]
+    procs = [spawn(WORKER, db_url, SPEC, p, n_centres, n_unique) for p in range(n_procs)]
+    verdicts = [json.loads(line) for line in race(procs)]
     kept = {v["url"] for v in verdicts if v["kind"] == "new"}
     # exactly one variant of each centre kept; every unique page kept
     for c in range(n_centres):
