@@ -28,7 +28,6 @@ from tests.support.racers import race, spawn
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
 K = DEFAULT_MAX_DISTANCE  # the workers open their stores with the default scheme
-ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = r"""
 import json, random, sys
