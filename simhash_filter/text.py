@@ -3,6 +3,13 @@
 Runs of Han characters are segmented into words with jieba (one ``jieba.Tokenizer``
 per dictionary, created lazily under a lock); Japanese kana and Korean hangul become
 character bigrams; every other script is split into words by a regular expression.
+
+Two steps are quadratic in the length of a run, so runs are bounded before them: NFKC sorts
+each run of combining marks (an insertion sort), so a run longer than
+:data:`MAX_NON_STARTERS` is cut to that length first (Unicode's stream-safe text format,
+UAX #15, sets the same bound of 30); jieba's HMM is quadratic in a run of Han characters
+that form no dictionary word, so a Han run is segmented in pieces of at most
+:data:`MAX_HAN_RUN` characters. Neither cap changes the tokens of ordinary text.
 """
 
 from __future__ import annotations
@@ -14,6 +21,20 @@ import unicodedata
 from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
+
+__all__ = [
+    "MAX_HAN_RUN",
+    "MAX_NON_STARTERS",
+    "Tokenizer",
+    "cap_non_starters",
+    "collapse_white_space",
+    "fold",
+    "jieba_tokenizer",
+    "jieba_version",
+    "long_runs",
+    "normalize",
+    "strip_machine_text",
+]
 
 from .segment import check_segmenter, segment_function
 
@@ -119,9 +140,59 @@ def strip_machine_text(text: str) -> str:
     return "".join(out)
 
 
+MAX_NON_STARTERS = 30
+"""Combining marks (non-starters) in a row kept at most before NFKC (UAX #15's stream-safe
+bound); the rest of a longer run is dropped."""
+MAX_HAN_RUN = 2_000
+"""Han characters segmented at once at most (the longest run in the public data: 1,277)."""
+
+
+@cache
+def _non_starter_run_re() -> re.Pattern[str]:
+    """A run of more than :data:`MAX_NON_STARTERS` non-starters: characters of a non-zero
+    canonical combining class, or whose decomposition starts with one (U+0F73, U+FF9E, ...).
+    Built on first use (a scan of every code point, ~0.1 s); a memo of a constant."""
+    combining, decomposition = unicodedata.combining, unicodedata.decomposition
+    codes = [
+        c
+        for c in range(0x110000)
+        if combining(ch := chr(c))
+        or (decomposition(ch) and combining(unicodedata.normalize("NFKD", ch)[0]))
+    ]
+    ranges: list[str] = []
+    start = previous = codes[0]
+    for c in [*codes[1:], -1]:
+        if c != previous + 1:
+            ranges.append(f"\\U{start:08x}-\\U{previous:08x}")
+            start = c
+        previous = c
+    return re.compile(f"[{''.join(ranges)}]{{{MAX_NON_STARTERS + 1},}}")
+
+
+def cap_non_starters(text: str) -> str:
+    """``text`` with every run of combining marks cut to :data:`MAX_NON_STARTERS` (so NFKC,
+    whose canonical reordering is quadratic in a run, stays linear)."""
+    return _non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
+
+
+_LONG_HAN_RE = re.compile(f"[{HAN}]{{{MAX_HAN_RUN + 1}}}")
+
+
+def long_runs(text: str) -> tuple[str, ...]:
+    """Which run caps ``text`` meets: ``marks`` (:data:`MAX_NON_STARTERS`), ``han``
+    (:data:`MAX_HAN_RUN`); for counting them."""
+    found = []
+    if _non_starter_run_re().search(text):
+        found.append("marks")
+    if _LONG_HAN_RE.search(text):
+        found.append("han")
+    return tuple(found)
+
+
 def fold(text: str) -> str:
-    """Unicode NFKC, case-folded, apostrophes unified (what tokenization needs)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    """Unicode NFKC (runs of combining marks capped first: :func:`cap_non_starters`),
+    case-folded, apostrophes unified (what tokenization needs)."""
+    text = unicodedata.normalize("NFKC", cap_non_starters(text)).casefold()
     if "\u2019" in text or "\u02bc" in text:  # NFKC already maps the full-width one
         return text.replace("\u2019", "'").replace("\u02bc", "'")
     return text
@@ -129,7 +200,13 @@ def fold(text: str) -> str:
 
 def normalize(text: str) -> str:
     """:func:`fold`, then white space collapsed: the text a person would compare."""
-    return _SPACE_RE.sub(" ", fold(text)).strip()
+    return collapse_white_space(fold(text))
+
+
+def collapse_white_space(text: str) -> str:
+    """Runs of white space as one space, none at the ends (:func:`normalize` after
+    :func:`fold`, for a caller that has the folded text already)."""
+    return _SPACE_RE.sub(" ", text).strip()
 
 
 @cache
@@ -209,7 +286,8 @@ class Tokenizer:
             elif kind == "han":
                 if segment is None:
                     segment = segment_function(self.segmenter, self.jieba_dictionary, self.hmm)
-                out.extend(w for w in segment(run) if w not in stop)
+                for at in range(0, len(run), MAX_HAN_RUN):  # jieba's HMM: quadratic in a run
+                    out.extend(w for w in segment(run[at : at + MAX_HAN_RUN]) if w not in stop)
             else:  # kana / hangul: character bigrams (a lone character stands alone)
                 if len(run) == 1:
                     out.append(run)
