@@ -22,20 +22,6 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
 
-__all__ = [
-    "MAX_HAN_RUN",
-    "MAX_NON_STARTERS",
-    "Tokenizer",
-    "cap_non_starters",
-    "collapse_white_space",
-    "fold",
-    "jieba_tokenizer",
-    "jieba_version",
-    "long_runs",
-    "normalize",
-    "strip_machine_text",
-]
-
 from .segment import check_segmenter, segment_function
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
@@ -51,11 +37,17 @@ def _combining_marks() -> str:
     tests those by a linear scan, which would slow down every word.)
     """
     marks = [c for c in range(0x10000) if unicodedata.category(chr(c)).startswith("M")]
+    return _class_ranges(marks, "\\u{:04x}")
+
+
+def _class_ranges(codes: list[int], escape: str) -> str:
+    """Regex class ranges (``a-b`` a run of consecutive code points) of sorted ``codes``,
+    each code point written with ``escape`` (``"\\u{:04x}"``)."""
     ranges: list[str] = []
-    start = previous = marks[0]
-    for c in [*marks[1:], -1]:
+    start = previous = codes[0]
+    for c in [*codes[1:], -1]:
         if c != previous + 1:
-            ranges.append(f"\\u{start:04x}-\\u{previous:04x}")
+            ranges.append(f"{escape.format(start)}-{escape.format(previous)}")
             start = c
         previous = c
     return "".join(ranges)
@@ -159,14 +151,8 @@ def _non_starter_run_re() -> re.Pattern[str]:
         if combining(ch := chr(c))
         or (decomposition(ch) and combining(unicodedata.normalize("NFKD", ch)[0]))
     ]
-    ranges: list[str] = []
-    start = previous = codes[0]
-    for c in [*codes[1:], -1]:
-        if c != previous + 1:
-            ranges.append(f"\\U{start:08x}-\\U{previous:08x}")
-            start = c
-        previous = c
-    return re.compile(f"[{''.join(ranges)}]{{{MAX_NON_STARTERS + 1},}}")
+    ranges = _class_ranges(codes, "\\U{:08x}")
+    return re.compile(f"[{ranges}]{{{MAX_NON_STARTERS + 1},}}")
 
 
 def cap_non_starters(text: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 from support.hostile import SPIN, SpinningFingerprinter
+from support.processes import gone, wait_until
 
 import simhash_filter.extract as extract_module
 import simhash_filter.text as text_module
@@ -254,24 +255,6 @@ def test_the_thread_path_keeps_the_loop_ticking(kind: str, sqlite_url: str) -> N
 # -- 3. workers die with their crawl and keep their own budget -------------------------------
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return True
-    return state in {"Z", "X"}
-
-
-def _wait_until(condition: Any, what: str, limit: float = 120.0) -> None:
-    import time
-
-    deadline = time.monotonic() + limit  # guards a hang only
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.02)
-
-
 def test_a_busy_worker_ends_when_its_crawl_is_sigkilled(tmp_path: Path) -> None:
     """The worker spins in C code holding the GIL (it never reads its socket again); the
     crawl process is SIGKILLed; the kernel ends the worker (its lifeline pipe closed)."""
@@ -300,11 +283,11 @@ def test_a_busy_worker_ends_when_its_crawl_is_sigkilled(tmp_path: Path) -> None:
     try:
         assert crawl.stdout is not None
         (pid,) = (int(p) for p in crawl.stdout.readline().split())
-        assert not _gone(pid)
+        assert not gone(pid)
     finally:
         crawl.kill()
         crawl.wait()
-    _wait_until(lambda: _gone(pid), "the busy worker ended with its crawl")
+    wait_until(lambda: gone(pid), "the busy worker ended with its crawl")
 
 
 def test_a_worker_ends_itself_past_its_page_budget() -> None:

@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scrapy.utils.test import get_crawler
 from support.cli_corpus import run
+from support.processes import wait_until
 
 import simhash_filter.extract as extract_module
 from bench.bench_hostile import hostile_page
@@ -122,21 +122,13 @@ def test_workers_restarts_counts_every_replaced_worker(sqlite_url: str) -> None:
         pool = page_filter.pool
         assert pool is not None
         for _ in range(2):
-            _wait_until(lambda: len(pool.pids) == 1, "a worker is ready")
+            wait_until(lambda: len(pool.pids) == 1, "a worker is ready")
             (pid,) = pool.pids
             os.kill(pid, signal.SIGSTOP)  # the page times out: its worker is replaced
             check = asyncio.run(page_filter.check("https://h.example/", None, ARTICLE))
             assert check.error is not None
-        _wait_until(lambda: pool.restarts == 2, "the second worker was replaced")
+        wait_until(lambda: pool.restarts == 2, "the second worker was replaced")
     finally:
         page_filter.close()
     assert pool.restarts == 2
     assert crawler.stats.get_value(WORKER_STATS + "restarts") == 2
-
-
-def _wait_until(condition: Any, what: str, limit: float = 120.0) -> None:
-    deadline = time.monotonic() + limit  # guards a hang only
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.02)
