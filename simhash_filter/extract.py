@@ -12,9 +12,10 @@ different pages whose extraction returned the same small block.
 
 The work a page costs is bounded before trafilatura runs (:func:`parse_bounded`): the tree is
 cut after :data:`MAX_ELEMENTS` elements (trafilatura's extraction loop is super-linear in the
-number of elements), and a page nested past libxml2's depth limit (255), whose text the
-parser drops, is parsed again and flattened below :data:`FLAT_DEPTH`. Each cap a page met is
-named in :attr:`ExtractedPage.capped` (the crawl counts them).
+number of elements), a page nested past libxml2's depth limit (255), whose text the parser
+drops, is parsed again and flattened below :data:`FLAT_DEPTH`, and runs of combining marks are
+cut as tokenization cuts them (trafilatura runs NFC on its text, quadratic in a run). Each
+cap a page met is named in :attr:`ExtractedPage.capped` (the crawl counts them).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from lxml.html import HTMLParser, fromstring
 from trafilatura.utils import decode_file, load_html, repair_faulty_html
 
 from .fingerprint import DEFAULT_MAX_CHARS
+from .text import cap_non_starters, non_starter_run_re
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -140,7 +142,8 @@ class ExtractedPage(NamedTuple):
     capped: tuple[str, ...] = ()
     """The caps the page met: ``bytes`` (``max_bytes``), ``elements`` (:data:`MAX_ELEMENTS`),
     ``deep`` (flattened below :data:`FLAT_DEPTH`), ``too_deep`` (nested past even the
-    ``huge_tree`` parser's limit: the text beyond it is lost)."""
+    ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
+    marks cut)."""
 
 
 def extract_page(
@@ -194,7 +197,25 @@ def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:
         _flatten_below(tree, FLAT_DEPTH)
     if _cut_after(tree, MAX_ELEMENTS):
         met.append("elements")
+    if _cap_mark_runs(tree):
+        met.append("marks")
     return tree
+
+
+def _cap_mark_runs(tree: Any) -> bool:
+    """Cut every run of combining marks in the page's text to
+    :data:`~simhash_filter.text.MAX_NON_STARTERS` (trafilatura runs NFC on the text it
+    extracts, whose canonical reordering is quadratic in a run); True when one was cut."""
+    long_run = non_starter_run_re().search
+    capped = False
+    for node in tree.iter():
+        if node.text and long_run(node.text):
+            node.text = cap_non_starters(node.text)
+            capped = True
+        if node.tail and long_run(node.tail):
+            node.tail = cap_non_starters(node.tail)
+            capped = True
+    return capped
 
 
 def _deeper_than(tree: Any, depth: int) -> bool:

@@ -67,6 +67,8 @@ def work_page(
         capped = page.capped
     if not main_text:
         return PageWork(None, capped)
-    capped += long_runs(main_text[: fingerprinter.max_chars])
+    capped += tuple(
+        cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
+    )
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
     return PageWork(fingerprinter.sign(main_text, page_text=page_text), capped)

@@ -140,7 +140,7 @@ MAX_HAN_RUN = 2_000
 
 
 @cache
-def _non_starter_run_re() -> re.Pattern[str]:
+def non_starter_run_re() -> re.Pattern[str]:
     """A run of more than :data:`MAX_NON_STARTERS` non-starters: characters of a non-zero
     canonical combining class, or whose decomposition starts with one (U+0F73, U+FF9E, ...).
     Built on first use (a scan of every code point, ~0.1 s); a memo of a constant."""
@@ -158,7 +158,7 @@ def _non_starter_run_re() -> re.Pattern[str]:
 def cap_non_starters(text: str) -> str:
     """``text`` with every run of combining marks cut to :data:`MAX_NON_STARTERS` (so NFKC,
     whose canonical reordering is quadratic in a run, stays linear)."""
-    return _non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
+    return non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
 
 
 _LONG_HAN_RE = re.compile(f"[{HAN}]{{{MAX_HAN_RUN + 1}}}")
@@ -168,7 +168,7 @@ def long_runs(text: str) -> tuple[str, ...]:
     """Which run caps ``text`` meets: ``marks`` (:data:`MAX_NON_STARTERS`), ``han``
     (:data:`MAX_HAN_RUN`); for counting them."""
     found = []
-    if _non_starter_run_re().search(text):
+    if non_starter_run_re().search(text):
         found.append("marks")
     if _LONG_HAN_RE.search(text):
         found.append("han")
