@@ -29,7 +29,7 @@ from lxml.html import HTMLParser, fromstring
 from trafilatura.utils import decode_file, load_html, repair_faulty_html
 
 from .fingerprint import DEFAULT_MAX_CHARS
-from .text import cap_non_starters, non_starter_run_re
+from .text import cap_non_starters
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -206,14 +206,13 @@ def _cap_mark_runs(tree: Any) -> bool:
     """Cut every run of combining marks in the page's text to
     :data:`~simhash_filter.text.MAX_NON_STARTERS` (trafilatura runs NFC on the text it
     extracts, whose canonical reordering is quadratic in a run); True when one was cut."""
-    long_run = non_starter_run_re().search
     capped = False
     for node in tree.iter():
-        if node.text and long_run(node.text):
-            node.text = cap_non_starters(node.text)
+        if node.text and (text := cap_non_starters(node.text, "NFC")) != node.text:
+            node.text = text
             capped = True
-        if node.tail and long_run(node.tail):
-            node.tail = cap_non_starters(node.tail)
+        if node.tail and (tail := cap_non_starters(node.tail, "NFC")) != node.tail:
+            node.tail = tail
             capped = True
     return capped
 
