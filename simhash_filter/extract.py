@@ -9,6 +9,13 @@ cannot be parsed gives None (only an invalid argument raises).
 :func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
 footers included): the match rule compares it to tell a copy of an article from two
 different pages whose extraction returned the same small block.
+
+The work a page costs is bounded before trafilatura runs (:func:`parse_bounded`): the tree is
+cut after :data:`MAX_ELEMENTS` elements (trafilatura's extraction loop is super-linear in the
+number of elements), a page nested past libxml2's depth limit (255), whose text the parser
+drops, is parsed again and flattened below :data:`FLAT_DEPTH`, and runs of combining marks are
+cut as tokenization cuts them (trafilatura runs NFC on its text, quadratic in a run). Each
+cap a page met is named in :attr:`ExtractedPage.capped` (the crawl counts them).
 """
 
 from __future__ import annotations
@@ -18,17 +25,23 @@ from typing import Any, NamedTuple
 
 import trafilatura
 from lxml import etree
-from trafilatura.utils import load_html
+from lxml.html import HTMLParser, fromstring
+from trafilatura.utils import decode_file, load_html, repair_faulty_html
 
 from .fingerprint import DEFAULT_MAX_CHARS
+from .text import cap_non_starters
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "FLAT_DEPTH",
+    "MAX_ELEMENTS",
     "MAX_TEXT_CHARS",
+    "MAX_VISIBLE_CHARS",
     "ExtractedPage",
     "cap_text",
     "extract_page",
     "extract_text",
+    "parse_bounded",
     "visible_text",
 ]
 
@@ -42,6 +55,27 @@ MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
 (``Fingerprinter(max_chars=...)``, named in the spec), applied here too so extraction never
 returns more than is fingerprinted (its cost per character: `bench/bench_fingerprint.py`)."""
+
+
+MAX_VISIBLE_CHARS = 4 * MAX_TEXT_CHARS
+"""Characters of a page's visible text kept at most: the sketch of the page reads no more
+(``Fingerprinter.sketch``)."""
+
+MAX_ELEMENTS = 10_000
+"""Elements of a page handed to trafilatura at most (the tree is cut after the first
+10,000, in document order, as ``max_bytes`` cuts the bytes): trafilatura's extraction loop
+is super-linear in the number of elements (a page of 20,000 headings costs seconds), and
+real pages have far fewer (the public pages measured: at most 7,778)."""
+
+PARSER_DEPTH = 250
+"""An element this deep means libxml2's HTML parser may have stopped at its depth limit
+(255 without ``huge_tree``) and dropped the rest of the page."""
+FLAT_DEPTH = 128
+"""A page parsed again past :data:`PARSER_DEPTH` is flattened below this depth: the tags
+under it are removed, their text kept (trafilatura recurses over the tree and checks
+ancestors, so a 2,000-deep tree would cost depth x elements, or exhaust the stack)."""
+_HUGE_DEPTH = 2040
+"""Past this depth even the ``huge_tree`` parser (limit 2048) drops the rest of the page."""
 
 
 def cap_text(text: str) -> str:
@@ -105,6 +139,11 @@ class ExtractedPage(NamedTuple):
     """The main text (:func:`extract_text`), or None."""
     visible: str | None
     """All the visible text (:func:`visible_text`), or None."""
+    capped: tuple[str, ...] = ()
+    """The caps the page met: ``bytes`` (``max_bytes``), ``elements`` (:data:`MAX_ELEMENTS`),
+    ``deep`` (flattened below :data:`FLAT_DEPTH`), ``too_deep`` (nested past even the
+    ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
+    marks cut)."""
 
 
 def extract_page(
@@ -123,22 +162,112 @@ def extract_page(
     nothing = ExtractedPage(None, None)
     if not body:
         return nothing
+    capped: list[str] = []
     if len(body) > max_bytes:
         body = body[:max_bytes]
+        capped.append("bytes")
     if _looks_binary(body):
         logger.debug("Not extracting text from binary content at %s", url or "a page")
         return nothing
-    if not visible:  # trafilatura parses the page itself (no copy of a tree to make)
-        return ExtractedPage(_main_text(body, url) if main else None, None)
     try:
-        tree = load_html(body)  # trafilatura's decoding and parser
+        tree = parse_bounded(body, capped)
     except Exception:  # lxml raises a zoo of types on garbage
         logger.debug("Could not parse %s", url or "a page", exc_info=True)
-        return nothing
+        return ExtractedPage(None, None, tuple(capped))
     if tree is None:
-        return nothing
+        return ExtractedPage(None, None, tuple(capped))
     text = _main_text(tree, url) if main else None  # before the tree is stripped
-    return ExtractedPage(text, _visible_text(tree))
+    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped))
+
+
+def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:
+    """The page's tree as trafilatura parses it (its decoding and parser), or None, bounded:
+    cut after :data:`MAX_ELEMENTS` elements; a page nested past the parser's depth limit is
+    parsed again (``huge_tree``) and flattened below :data:`FLAT_DEPTH`. The caps met are
+    appended to ``capped``."""
+    met = [] if capped is None else capped
+    tree = load_html(body)
+    if tree is None:
+        return None
+    if _deeper_than(tree, PARSER_DEPTH):
+        tree = _parse_deep(body)
+        if tree is None:
+            return None
+        met.append("too_deep" if _deeper_than(tree, _HUGE_DEPTH) else "deep")
+        _flatten_below(tree, FLAT_DEPTH)
+    if _cut_after(tree, MAX_ELEMENTS):
+        met.append("elements")
+    if _cap_mark_runs(tree):
+        met.append("marks")
+    return tree
+
+
+def _cap_mark_runs(tree: Any) -> bool:
+    """Cut every run of combining marks in the page's text to
+    :data:`~simhash_filter.text.MAX_NON_STARTERS` (trafilatura runs NFC on the text it
+    extracts, whose canonical reordering is quadratic in a run); True when one was cut."""
+    capped = False
+    for node in tree.iter():
+        if node.text and (text := cap_non_starters(node.text, "NFC")) != node.text:
+            node.text = text
+            capped = True
+        if node.tail and (tail := cap_non_starters(node.tail, "NFC")) != node.tail:
+            node.tail = tail
+            capped = True
+    return capped
+
+
+def _deeper_than(tree: Any, depth: int) -> bool:
+    """True when an element of ``tree`` sits ``depth`` levels deep (the root is level 1);
+    one XPath step a level, each visiting the elements of that level: linear."""
+    return bool(tree.xpath("boolean(" + "/*" * depth + ")"))
+
+
+def _parse_deep(body: bytes | str) -> Any:
+    """``body`` parsed as :func:`trafilatura.utils.load_html` does, with libxml2's depth
+    limit raised from 255 to 2048 (``huge_tree``)."""
+    text = decode_file(body)
+    text = repair_faulty_html(text, text[:50].lower())
+    parser = HTMLParser(
+        collect_ids=False,
+        default_doctype=False,
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        huge_tree=True,
+    )
+    return fromstring(text.encode("utf-8", "surrogatepass"), parser=parser)
+
+
+def _flatten_below(tree: Any, depth: int) -> None:
+    """Remove the tags under the elements ``depth`` levels deep, keeping their text (invisible
+    elements go whole; a space keeps the words of two elements apart)."""
+    for element in tree.xpath("/*" * depth):
+        etree.strip_elements(element, *_INVISIBLE, with_tail=False)
+        for inner in element.iterdescendants():
+            inner.tail = " " + inner.tail if inner.tail else " "
+        etree.strip_tags(element, "*")
+
+
+def _cut_after(tree: Any, limit: int) -> bool:
+    """Cut ``tree`` after its first ``limit`` nodes in document order (the rest of the page
+    goes, tails included); True when it was longer."""
+    for count, last in enumerate(tree.iter()):  # noqa: B007 (``last`` is used below)
+        if count == limit:
+            break
+    else:
+        return False
+    node = last
+    while (parent := node.getparent()) is not None:
+        for later in list(node.itersiblings()):
+            parent.remove(later)
+        if node is not last:
+            node.tail = None
+        node = parent
+    last_parent = last.getparent()
+    if last_parent is not None:
+        last_parent.remove(last)
+    return True
 
 
 def _main_text(source: Any, url: str | None) -> str | None:
@@ -168,7 +297,7 @@ def _visible_text(tree: Any) -> str | None:
         etree.strip_elements(
             tree, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
         )
-        text = " ".join(" ".join(tree.itertext()).split())
+        text = " ".join(" ".join(tree.itertext()).split())[:MAX_VISIBLE_CHARS].rstrip()
     except Exception:  # lxml raises several types on odd trees
         logger.debug("Could not read the visible text of a page", exc_info=True)
         return None

@@ -17,13 +17,23 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   near-duplicate of *another* page is ``dropped``); the item passes.
 - ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
   item passes unfingerprinted (an empty page must not collide with every other empty page).
+- ``too_deep``: no text because the page is nested deeper than even the ``huge_tree`` parser
+  reads (2,048 elements: its text is lost in the parser); the item passes unfingerprinted,
+  counted apart from ``no_text`` so that a page hiding its text this way is seen.
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
   main text matched a stored page's, but the visible pages around them differ, so it is an
   extraction failure rather than a copy, and the page was admitted.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
-  a later crawl checks it again). One bad page never stops a crawl.
+  a later crawl checks it again). One bad page never stops a crawl. The first error of each
+  kind is logged with its traceback, the next ones as one line per kind with a count
+  (:class:`~simhash_filter.errorlog.RepeatedErrors`): a full disk does not flood the log.
+
+Caps a page met on the way (``capped/<cap>``, not disjoint; :mod:`simhash_filter.extract`,
+:mod:`simhash_filter.text`): ``bytes`` (``MAX_BYTES``), ``elements`` (the tree cut after
+``MAX_ELEMENTS``), ``deep`` (flattened), ``too_deep``, ``marks`` (a run of combining marks
+cut), ``han`` (a Han run segmented in pieces).
 """
 
 from __future__ import annotations
@@ -42,7 +52,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from .config import Config
-from .pagework import PageSignature, has_text, sign_page
+from .errorlog import RepeatedErrors
+from .pagework import PageWork, has_text, work_page
 from .pool import PageJob, PagePool, PageResult
 from .store.records import PageRow, Verdict, VerdictKind
 
@@ -108,6 +119,7 @@ class Outcome(enum.Enum):
     UNCHANGED = "unchanged"
     CHANGED = "changed"
     NO_TEXT = "no_text"
+    TOO_DEEP = "too_deep"
     ERROR = "errors"
 
     @property
@@ -138,6 +150,8 @@ class Check:
     fingerprint: int | None = None
     verdict: Verdict | None = None
     error: BaseException | None = None
+    capped: tuple[str, ...] = ()
+    """The caps the page met (:class:`~simhash_filter.pagework.PageWork`)."""
 
     @property
     def hex_fingerprint(self) -> str | None:
@@ -279,6 +293,7 @@ class PageFilter:
         self._pool: PagePool | None = None
         self._restarts_counted = 0
         self._logged_first_drop = False
+        self.errors = RepeatedErrors(logger)
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> PageFilter:
@@ -323,12 +338,15 @@ class PageFilter:
         """Release one user; the last one stops the page pool and closes the store."""
         with self._lock:
             self._users = max(0, self._users - 1)
+            if self._users == 0:
+                self.errors.flush()
             if self._users == 0 and self._store is not None:
                 pool, self._pool = self._pool, None
                 store, self._store = self._store, None
                 try:
                     if pool is not None:
                         pool.close()
+                        self._count_restarts(pool)  # a replacement after the last page too
                         self.stats.set_value(
                             WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds)
                         )
@@ -373,16 +391,14 @@ class PageFilter:
 
     # -- checks
 
-    def sign(self, url: str, text: object, html: object) -> PageSignature | None:
-        """Blocking: the page work (see :func:`~simhash_filter.pagework.sign_page`)."""
-        return sign_page(self.fingerprinter, url, text, html, max_bytes=self.config.max_bytes)
+    def sign(self, url: str, text: object, html: object) -> PageWork:
+        """Blocking: the page work (see :func:`~simhash_filter.pagework.work_page`)."""
+        return work_page(self.fingerprinter, url, text, html, max_bytes=self.config.max_bytes)
 
-    async def _sign_in_pool(
-        self, pool: PagePool, url: str, text: object, html: object
-    ) -> PageSignature | None:
+    async def _sign_in_pool(self, pool: PagePool, url: str, text: object, html: object) -> PageWork:
         source = html if isinstance(html, bytes | str) and html else None
         if not has_text(text) and source is None:
-            return None
+            return PageWork(None)
         job = PageJob(url, str(text) if has_text(text) else None, source)
         try:
             result: PageResult = await _result(pool.submit(job))
@@ -392,7 +408,7 @@ class PageFilter:
         self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
         self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
         self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
-        return result.signature
+        return PageWork(result.signature, result.capped)
 
     def _count_restarts(self, pool: PagePool) -> None:
         new = pool.restarts - self._restarts_counted
@@ -407,25 +423,29 @@ class PageFilter:
         pool = self._pool
         try:
             if pool is None:
-                signature = await run_in_thread(self.sign, url, text, html)
+                work = await run_in_thread(self.sign, url, text, html)
             else:
-                signature = await self._sign_in_pool(pool, url, text, html)
+                work = await self._sign_in_pool(pool, url, text, html)
         except Exception as exc:  # a worker died or timed out; the page work itself does not
             return Check(Outcome.ERROR, url, error=exc)
+        signature, capped = work
         if signature is None:
-            return Check(Outcome.NO_TEXT, url)
+            outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
+            return Check(outcome, url, capped=capped)
         row = PageRow(url, signature.fingerprint, signature.text_length, signature.sketch)
         try:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:
-            return Check(Outcome.ERROR, url, signature.fingerprint, error=exc)
-        return Check(Outcome.of(verdict), url, signature.fingerprint, verdict)
+            return Check(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
+        return Check(Outcome.of(verdict), url, signature.fingerprint, verdict, capped=capped)
 
     # -- stats and logs (reactor thread)
 
     def record(self, check: Check) -> None:
         """Count the check and log what needs logging."""
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        for cap in check.capped:
+            self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.verdict is not None and check.verdict.boilerplate_of is not None:
             self.stats.inc_value(STATS_PREFIX + "boilerplate")
             if self.config.debug:
@@ -436,13 +456,16 @@ class PageFilter:
                     check.verdict.boilerplate_of.url,
                 )
         if check.outcome is Outcome.ERROR:
-            logger.warning(
-                "Could not check %s for near-duplicates (%s)",
-                check.url,
-                "the page passes: SIMHASH_FILTER_FAIL_OPEN"
-                if self.config.fail_open
-                else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False",
-                exc_info=check.error,
+            assert check.error is not None
+            self.errors.error(
+                f"Could not check {check.url} for near-duplicates ("
+                + (
+                    "the page passes: SIMHASH_FILTER_FAIL_OPEN"
+                    if self.config.fail_open
+                    else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
+                )
+                + ")",
+                check.error,
             )
         elif check.outcome is Outcome.DROPPED:
             if self.config.debug:

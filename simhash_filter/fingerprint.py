@@ -10,7 +10,7 @@ from .features import IdfTable, check_weighting, shingles, weigh
 from .segment import DEFAULT_SEGMENTER, segmenter_spec
 from .signature import PageSignature, encode_sketch
 from .simhash import BITS, DEFAULT_SEED, simhash
-from .text import Tokenizer, fold, normalize, strip_machine_text
+from .text import Tokenizer, collapse_white_space, fold, normalize, strip_machine_text
 
 SPEC_VERSION = 2
 DEFAULT_MAX_CHARS = 50_000
@@ -122,10 +122,17 @@ class Fingerprinter:
 
     def tokens(self, text: str) -> list[str]:
         """The normalized tokens of ``text``, stopwords removed."""
-        text = text[: self.max_chars]  # before NFKC, so the cap is on what the caller gave
-        if self.machine_text == "drop":
-            text = strip_machine_text(text)
-        return self.tokenizer.tokenize(fold(text))  # white space never reaches a token
+        return self._tokens_and_folded(text)[0]
+
+    def _tokens_and_folded(self, text: str) -> tuple[list[str], str | None]:
+        """The tokens of ``text``, and its first ``max_chars`` characters folded when that
+        fold is the one tokenization ran on (no machine text removed), so :meth:`sign`
+        runs NFKC once."""
+        capped = text[: self.max_chars]  # before NFKC, so the cap is on what the caller gave
+        words = strip_machine_text(capped) if self.machine_text == "drop" else capped
+        folded = fold(words)
+        tokens = self.tokenizer.tokenize(folded)  # white space never reaches a token
+        return tokens, folded if words is capped else None
 
     def _weigh(self, tokens: list[str]) -> dict[str, float]:
         return weigh(
@@ -151,7 +158,9 @@ class Fingerprinter:
     def sketch(self, text: str, *, page_text: str | None = None) -> bytes:
         """The MinHash sketch of ``text`` (and of ``page_text``, the page's whole visible
         text, when given: it lets the match rule tell an extraction failure from a copy)."""
-        content = normalize(text[: self.max_chars])
+        return self._sketch(normalize(text[: self.max_chars]), page_text)
+
+    def _sketch(self, content: str, page_text: str | None) -> bytes:
         slots = _sketch.sketch_of(_sketch.shingle_hashes(content), self.sketch_slots)
         if page_text is None:
             return encode_sketch(slots)
@@ -163,11 +172,17 @@ class Fingerprinter:
     def sign(self, text: str, *, page_text: str | None = None) -> PageSignature | None:
         """The fingerprint and sketch of a page's main text, or None when the text is too
         short to fingerprint (as :meth:`fingerprint`)."""
-        fingerprint = self.fingerprint(text)
-        if fingerprint is None:
+        tokens, folded = self._tokens_and_folded(text)
+        if len(tokens) < self.min_tokens:
             return None
+        fingerprint = simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)
+        content = (
+            collapse_white_space(folded)
+            if folded is not None
+            else normalize(text[: self.max_chars])
+        )
         return PageSignature(
             fingerprint=fingerprint,
-            sketch=self.sketch(text, page_text=page_text),
+            sketch=self._sketch(content, page_text),
             text_length=len(text),
         )

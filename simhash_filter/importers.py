@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -180,12 +181,11 @@ def read_html_files(
     """An HTML file, or every HTML file under a folder (recursively, in name order).
 
     A page's URL is ``base_url`` joined with its path under the folder, or its
-    ``file://`` URI when no base URL is given. A file that cannot be read is skipped.
+    ``file://`` URI when no base URL is given. A file, or a folder, that cannot be read
+    is skipped and named through ``on_skip``.
     """
     if path.is_dir():
-        files = sorted(
-            p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(HTML_SUFFIXES)
-        )
+        files = sorted(_html_files(path, on_skip))
         root = path
     else:
         files = [path]
@@ -197,6 +197,20 @@ def read_html_files(
             on_skip(f"{file}: {exc.strerror or exc}")
             continue
         yield Record(_file_url(file, root, base_url), body, True, str(file))
+
+
+def _html_files(folder: Path, on_skip: SkipHandler) -> Iterator[Path]:
+    """The HTML files under ``folder``; a subfolder that cannot be listed (no permission)
+    is named through ``on_skip`` (``Path.rglob`` passes over it without a word)."""
+
+    def unreadable(exc: OSError) -> None:
+        on_skip(f"{exc.filename}: {exc.strerror or exc}: its files were not read")
+
+    for top, _, names in os.walk(folder, onerror=unreadable):
+        for name in names:
+            file = Path(top, name)
+            if name.lower().endswith(HTML_SUFFIXES) and file.is_file():
+                yield file
 
 
 def _media_type(content_type: str | None) -> str:
@@ -343,7 +357,9 @@ def _gunzip(blocks: Iterator[bytes]) -> Iterator[bytes]:
     decompressor = zlib.decompressobj(wbits=31)
     in_member = False  # input fed to the current member and its end not seen yet
     produced = False
+    empty = True
     for block in blocks:
+        empty = False
         pending = block
         while pending:
             try:
@@ -360,6 +376,8 @@ def _gunzip(blocks: Iterator[bytes]) -> Iterator[bytes]:
                 pending = decompressor.unused_data  # the next member, if any
                 decompressor = zlib.decompressobj(wbits=31)
                 in_member = False
+    if empty:  # a gzip file holds at least its 18-byte header and trailer
+        raise _Cut("an empty file, not gzip data (a gzip file is never 0 bytes)")
     while in_member:  # what the decompressor still holds back
         data = decompressor.decompress(b"", _BLOCK)
         if data:

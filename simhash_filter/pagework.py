@@ -6,20 +6,30 @@ the pool's workers import this module (and so trafilatura and jieba) and nothing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .extract import extract_page
 from .signature import PageSignature
+from .text import long_runs
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
 
-__all__ = ["PageSignature", "has_text", "sign_page"]
+__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_page"]
 
 
 def has_text(value: object) -> bool:
     """True for a str that is not blank (an item's text field worth fingerprinting)."""
     return isinstance(value, str) and bool(value.strip())
+
+
+class PageWork(NamedTuple):
+    """What the page work made of one page: its signature (or None), and the caps the page
+    met on the way (``ExtractedPage.capped``, then ``marks``/``han`` of
+    :func:`~simhash_filter.text.long_runs`), for the crawl to count."""
+
+    signature: PageSignature | None
+    capped: tuple[str, ...] = ()
 
 
 def sign_page(
@@ -35,13 +45,30 @@ def sign_page(
     The main text is ``text`` when it is a non-blank str, else the main text extracted from
     ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
     visible text goes into the sketch too (it tells an extraction failure from a copy)."""
+    return work_page(fingerprinter, url, text, html, max_bytes=max_bytes).signature
+
+
+def work_page(
+    fingerprinter: Fingerprinter,
+    url: str,
+    text: object,
+    html: object,
+    *,
+    max_bytes: int,
+) -> PageWork:
+    """:func:`sign_page`, with the caps the page met."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
+    capped: tuple[str, ...] = ()
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
         main_text = main_text or page.text
         page_text = page.visible
+        capped = page.capped
     if not main_text:
-        return None
+        return PageWork(None, capped)
+    capped += tuple(
+        cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
+    )
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-    return fingerprinter.sign(main_text, page_text=page_text)
+    return PageWork(fingerprinter.sign(main_text, page_text=page_text), capped)

@@ -18,6 +18,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
 from .config import Config
+from .errorlog import first_line
 from .filter import STATS_PREFIX, Check, Outcome, PageFilter
 from .pagework import has_text
 
@@ -110,10 +111,11 @@ class NearDuplicatePipeline:
                 log_level="INFO" if self.config.debug else "DEBUG",
             )
         if check.outcome is Outcome.ERROR and not self.config.fail_open:
-            raise FilterUnavailable(
+            assert check.error is not None
+            raise FilterUnavailable(  # the filter logged the error (the first of a kind in full)
                 f"Could not check {check.url} for near-duplicates "
-                f"(SIMHASH_FILTER_FAIL_OPEN is False): {check.error!r}",
-                log_level="WARNING",
+                f"(SIMHASH_FILTER_FAIL_OPEN is False): {first_line(check.error)}",
+                log_level="DEBUG",
             )
 
     def _warn_once(self, field: str, message: str) -> None:

@@ -16,8 +16,10 @@ the crawler process.
   dies, or holds a page past ``page_timeout`` seconds (then it is killed), fails that page
   alone (:class:`WorkerDied`, :class:`PageTimeout`) and is replaced.
 - :meth:`PagePool.close` stops the workers (and fails pages still queued). A worker also
-  ends by itself when the crawler process is gone (its socket reaches end-of-file), so not
-  even a SIGKILLed crawler leaves workers behind.
+  ends by itself as soon as the crawler process is gone, in the middle of a page too (the
+  kernel signals it when its lifeline pipe closes: :func:`~simhash_filter.worker.die_with_parent`),
+  so not even a SIGKILLed crawler leaves workers behind; and it ends itself when a page takes
+  more than ``page_timeout`` CPU seconds (``RLIMIT_CPU``), with or without the crawler.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import contextlib
 import logging
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -111,37 +114,47 @@ class PageResult:
     """From handing the page to a worker to its answer (the page's time in the pool)."""
     wait_seconds: float
     """Time the page waited in the queue for a free worker."""
+    capped: tuple[str, ...] = ()
+    """The caps the page met (:class:`~simhash_filter.pagework.PageWork`)."""
 
 
 class _Worker:
     """One worker process and the crawler's end of its socket."""
 
-    def __init__(self, process: subprocess.Popen[bytes], conn: Connection) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], conn: Connection, lifeline: int) -> None:
         self.process = process
         self.conn = conn
+        self.lifeline = lifeline
+        """The write end of the worker's lifeline pipe: closing it ends the worker."""
         self.start_cpu_seconds = 0.0
 
     @classmethod
-    def start(cls, fingerprinter: Fingerprinter, max_bytes: int) -> _Worker:
+    def start(cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float) -> _Worker:
         """Start a worker and wait until it is ready (WorkerDied when it cannot start)."""
         ours, theirs = socket.socketpair()
+        lifeline_in, lifeline = os.pipe()  # not inheritable: only this process holds the end
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
         )
+        fds = (theirs.fileno(), lifeline_in)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "simhash_filter.worker", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
+                [sys.executable, "-m", "simhash_filter.worker", *map(str, fds)],
+                pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 env=env,
             )
+        except BaseException:
+            os.close(lifeline)
+            raise
         finally:
             theirs.close()
-        worker = cls(process, Connection(ours.detach()))
+            os.close(lifeline_in)
+        worker = cls(process, Connection(ours.detach()), lifeline)
         try:
             worker.conn.send(sys.path)
-            worker.conn.send((fingerprinter, max_bytes))
+            worker.conn.send((fingerprinter, max_bytes, page_budget))
             if not wait([worker.conn], timeout=READY_TIMEOUT):
                 raise WorkerDied(f"no answer in {READY_TIMEOUT:g} s")
             spec, worker.start_cpu_seconds = worker.conn.recv()
@@ -169,6 +182,9 @@ class _Worker:
                 self.process.kill()
         self.process.wait()
         self.conn.close()
+        if self.lifeline >= 0:
+            os.close(self.lifeline)
+            self.lifeline = -1
 
     def ask_to_stop(self) -> None:
         """Tell the worker to end after its page (it ends at once when idle)."""
@@ -260,7 +276,7 @@ class PagePool:
 
     def _start_worker(self, slot: _Slot) -> None:
         try:
-            slot.worker = _Worker.start(self._fingerprinter, self._max_bytes)
+            slot.worker = _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout)
             with self._lock:
                 self.start_cpu_seconds += slot.worker.start_cpu_seconds
         except Exception:
@@ -366,9 +382,10 @@ class PagePool:
                     reply.cpu_seconds,
                     time.monotonic() - handed_at,
                     handed_at - task.queued_at,
+                    reply.capped,
                 )
         self._discard(slot)
-        if not ready:
+        if not ready or worker.process.returncode == -signal.SIGXCPU:
             raise PageTimeout(
                 f"the page work took more than {self.page_timeout:g} s "
                 f"(SIMHASH_FILTER_PAGE_TIMEOUT); its worker (pid {worker.pid}) was replaced"

@@ -1,15 +1,26 @@
-"""A page worker process: signs pages sent over a socket (``python -m simhash_filter.worker FD``).
+"""A page worker process: signs pages sent over a socket (``python -m simhash_filter.worker FD
+LIFELINE``).
 
 Started by :class:`~simhash_filter.pool.PagePool` as a fresh interpreter (never a fork of
 the crawler, whose Twisted reactor and threads a fork would copy; nor a re-import of the
 crawler's main script, as ``multiprocessing`` start methods do). The protocol, over the
 inherited socket ``FD`` wrapped in a ``multiprocessing`` connection:
 
-1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes)``;
+1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget)``;
 2. the worker loads trafilatura and jieba's dictionary, and answers the fingerprint spec
    and the CPU seconds its start took;
 3. for each :class:`PageJob` it receives, it answers a :class:`WorkerReply`; ``None``
    asks it to end, and so does end-of-file (the crawler process is gone).
+
+A worker never outlives its crawler, even in the middle of a page that holds the GIL in C
+code: ``LIFELINE`` is the read end of a pipe whose write end only the crawler holds, set to
+signal ``SIGIO`` (default action: terminate) when it closes, so the kernel ends the worker as
+soon as the crawler process is gone, however it died (``PR_SET_PDEATHSIG`` would not do: it
+fires when the *thread* that started the worker ends, and the pool starts workers from
+short-lived threads). Where ``O_ASYNC`` is not available a thread watches the pipe instead.
+A worker also enforces its own page budget: before each page ``RLIMIT_CPU`` is set to the
+CPU time used so far plus ``page_budget`` seconds, so the kernel ends (``SIGXCPU``) a worker
+whose page runs past it, with no core dump, whether or not the crawler is there to time it.
 
 SIGINT is ignored: a Ctrl-C in a terminal reaches the whole process group, and the crawler
 decides when its workers stop.
@@ -17,8 +28,15 @@ decides when its workers stop.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
+import math
+import os
+import resource
 import signal
 import sys
+import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -49,17 +67,66 @@ class WorkerReply(NamedTuple):
     error: str | None
     """The worker's traceback when the page work raised."""
     cpu_seconds: float
+    capped: tuple[str, ...] = ()
+    """The caps the page met (:class:`~simhash_filter.pagework.PageWork`)."""
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def die_with_parent(lifeline: int) -> None:
+    """End this process as soon as the write end of the pipe ``lifeline`` closes (the crawler
+    process is gone): ``SIGIO`` on the pipe (the kernel ends the process, GIL or not), or,
+    without ``O_ASYNC``, a thread that waits for end-of-file."""
+    signal.signal(signal.SIGIO, signal.SIG_DFL)
+    o_async = getattr(os, "O_ASYNC", 0)
+    if o_async and hasattr(fcntl, "F_SETOWN"):
+        fcntl.fcntl(lifeline, fcntl.F_SETOWN, os.getpid())
+        flags = fcntl.fcntl(lifeline, fcntl.F_GETFL)
+        fcntl.fcntl(lifeline, fcntl.F_SETFL, flags | o_async | os.O_NONBLOCK)
+        try:
+            if os.read(lifeline, 1) == b"":  # closed before SIGIO was armed
+                os._exit(0)
+        except BlockingIOError:
+            pass  # the crawler is there
+        return
+
+    def watch() -> None:
+        while os.read(lifeline, 1):
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()
+
+
+def limit_page_cpu(budget: float) -> None:
+    """Let the kernel end this process when it uses ``budget`` more CPU seconds (rounded up
+    to whole seconds) from now: ``RLIMIT_CPU``'s soft limit, whose ``SIGXCPU`` terminates."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(time.process_time() + budget)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _no_core_dumps() -> None:
+    """A worker ended by ``SIGXCPU`` writes no core file (where the crawl runs)."""
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(OSError, AttributeError):  # Linux: not even to a core pipe
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def serve(conn: Connection) -> None:
     """The worker's loop: set up from the first messages, then sign pages until told to end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _no_core_dumps()
     try:
         sys.path[:] = conn.recv()
-        fingerprinter, max_bytes = conn.recv()
+        fingerprinter, max_bytes, page_budget = conn.recv()
     except (EOFError, OSError):
         return
-    from .pagework import sign_page
+    from .pagework import work_page
 
     _warm_up(fingerprinter, max_bytes)
     try:
@@ -73,10 +140,11 @@ def serve(conn: Connection) -> None:
             return
         if job is None:
             return
+        limit_page_cpu(page_budget)
         started = time.process_time()
         try:
-            signature = sign_page(fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes)
-            reply = WorkerReply(signature, None, time.process_time() - started)
+            work = work_page(fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes)
+            reply = WorkerReply(work.signature, None, time.process_time() - started, work.capped)
         except Exception:
             reply = WorkerReply(None, traceback.format_exc(), time.process_time() - started)
         del job
@@ -94,8 +162,11 @@ def _warm_up(fingerprinter: Fingerprinter, max_bytes: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m simhash_filter.worker FD``: serve on the inherited socket ``FD``."""
+    """``python -m simhash_filter.worker FD LIFELINE``: serve on the inherited socket ``FD``
+    while the pipe ``LIFELINE`` is open (:func:`die_with_parent`)."""
     args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1:
+        die_with_parent(int(args[1]))
     conn = Connection(int(args[0]))
     try:
         serve(conn)

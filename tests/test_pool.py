@@ -9,8 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
+from support.processes import gone, wait_until
 
 from bench._common import descendants
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
@@ -38,24 +38,6 @@ MAX_BYTES = 2 * 1024 * 1024
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
-
-
-def wait_until(condition: Callable[[], bool], what: str, limit: float = 120.0) -> None:
-    """Wait for a condition another process makes true (``limit`` only guards a hang)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.02)
-
-
-def gone(pid: int) -> bool:
-    """True when ``pid`` has exited (no such process, or a zombie awaiting its reaper)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return True
-    return state in {"Z", "X"}
 
 
 @pytest.fixture

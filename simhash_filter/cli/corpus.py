@@ -56,9 +56,12 @@ def export(args: argparse.Namespace, out: Output) -> int:
     )
     counts: Counter[str] = Counter()
     with existing_store(args) as store, ExitStack() as stack:
-        target: IO[str] = out.stdout
         if args.output:
-            target = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
+            target: IO[str] = stack.enter_context(
+                open(args.output, "w", encoding="utf-8", newline="")
+            )
+        else:
+            target = out.writable_stdout()
         rows = _export_rows(store, pages, duplicates)
         if fmt == "csv":
             writer = csv.DictWriter(target, columns, extrasaction="ignore", lineterminator="\n")

@@ -128,7 +128,16 @@ class Output:
         self.stderr = stderr if stderr is not None else sys.stderr
 
     def _print(self, line: str) -> None:
-        self.stdout.write(line + "\n")
+        self.writable_stdout().write(line + "\n")
+
+    def writable_stdout(self) -> TextIO:
+        """stdout, or a CommandError when the command was started with it closed (Python
+        then has no ``sys.stdout`` at all)."""
+        if self.stdout is None:
+            from .common import CommandError
+
+            raise CommandError("stdout is closed: nothing can be written to it (use -o FILE)")
+        return self.stdout
 
     def _json(self, value: object, *, indent: int | None) -> str:
         if indent is None:
