@@ -344,7 +344,7 @@ def fill_store(store: FingerprintStore, fps: np.ndarray, start: int, end: int) -
                 NewPage(ref, f"http://bench.example/p/{i}", "bench.example", fp, 1000, None)
             )
             changes.band_inserts.extend(
-                BandRow(t, key, ref, fp) for t, key in enumerate(scheme.index_keys(fp))
+                BandRow(t, key, ref, fp) for t, key in scheme.index_items(fp)
             )
         store._transactions.run(
             lambda conn, c=changes: SqlBatchIO(conn, statements).write(c), locks=None
