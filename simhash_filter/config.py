@@ -134,6 +134,7 @@ class Config:
     segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
     page_timeout: float = 30.0  # seconds of page work in a worker before it is killed
+    store_text: bool = False  # keep each page's main text (compressed, capped) for audits
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
@@ -200,6 +201,7 @@ class Config:
             segmenter=_optional_str(settings, "SEGMENTER"),
             workers=_optional_int(settings, "WORKERS", minimum=0),
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
+            store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config

@@ -100,7 +100,13 @@ class StoreLike(Protocol):
     """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`."""
 
     def check_and_add(
-        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+        self,
+        url: str,
+        fingerprint: int,
+        *,
+        text_length: int = 0,
+        sketch: bytes | None = None,
+        text: bytes | None = None,
     ) -> Verdict: ...
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
@@ -221,7 +227,11 @@ class GroupCommit:
             try:
                 results.append(
                     store.check_and_add(
-                        row.url, row.fingerprint, text_length=row.text_length, sketch=row.sketch
+                        row.url,
+                        row.fingerprint,
+                        text_length=row.text_length,
+                        sketch=row.sketch,
+                        text=row.text,
                     )
                 )
             except Exception as exc:
@@ -393,13 +403,22 @@ class PageFilter:
 
     def sign(self, url: str, text: object, html: object) -> PageWork:
         """Blocking: the page work (see :func:`~simhash_filter.pagework.work_page`)."""
-        return work_page(self.fingerprinter, url, text, html, max_bytes=self.config.max_bytes)
+        return work_page(
+            self.fingerprinter,
+            url,
+            text,
+            html,
+            max_bytes=self.config.max_bytes,
+            keep_text=self.config.store_text,
+        )
 
     async def _sign_in_pool(self, pool: PagePool, url: str, text: object, html: object) -> PageWork:
         source = html if isinstance(html, bytes | str) and html else None
         if not has_text(text) and source is None:
             return PageWork(None)
-        job = PageJob(url, str(text) if has_text(text) else None, source)
+        job = PageJob(
+            url, str(text) if has_text(text) else None, source, keep_text=self.config.store_text
+        )
         try:
             result: PageResult = await _result(pool.submit(job))
         finally:
@@ -432,7 +451,13 @@ class PageFilter:
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
             return Check(outcome, url, capped=capped)
-        row = PageRow(url, signature.fingerprint, signature.text_length, signature.sketch)
+        row = PageRow(
+            url,
+            signature.fingerprint,
+            signature.text_length,
+            signature.sketch,
+            signature.stored_text,
+        )
         try:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:

@@ -6,10 +6,12 @@ the pool's workers import this module (and so trafilatura and jieba) and nothing
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .extract import extract_page
 from .signature import PageSignature
+from .stored_text import pack_text
 from .text import long_runs
 
 if TYPE_CHECKING:
@@ -39,13 +41,18 @@ def sign_page(
     html: object,
     *,
     max_bytes: int,
+    keep_text: bool = False,
 ) -> PageSignature | None:
     """The page's signature, or None when it has too little text to fingerprint.
 
     The main text is ``text`` when it is a non-blank str, else the main text extracted from
     ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
-    visible text goes into the sketch too (it tells an extraction failure from a copy)."""
-    return work_page(fingerprinter, url, text, html, max_bytes=max_bytes).signature
+    visible text goes into the sketch too (it tells an extraction failure from a copy).
+    ``keep_text``: the main text comes along packed for the store (``STORE_TEXT``), so
+    the compression runs where the page work does (in a page worker too)."""
+    return work_page(
+        fingerprinter, url, text, html, max_bytes=max_bytes, keep_text=keep_text
+    ).signature
 
 
 def work_page(
@@ -55,6 +62,7 @@ def work_page(
     html: object,
     *,
     max_bytes: int,
+    keep_text: bool = False,
 ) -> PageWork:
     """:func:`sign_page`, with the caps the page met."""
     main_text = text if isinstance(text, str) and text.strip() else None
@@ -71,4 +79,7 @@ def work_page(
         cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
     )
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-    return PageWork(fingerprinter.sign(main_text, page_text=page_text), capped)
+    signature = fingerprinter.sign(main_text, page_text=page_text)
+    if signature is not None and keep_text:
+        signature = replace(signature, stored_text=pack_text(main_text))
+    return PageWork(signature, capped)

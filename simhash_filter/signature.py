@@ -41,6 +41,8 @@ class PageSignature:
     """The second, independent signature; opaque outside the core."""
     text_length: int
     """Characters of the main text."""
+    stored_text: bytes | None = None
+    """The main text packed for the store (``STORE_TEXT``: stored_text.pack_text), or None."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ class PageJob(NamedTuple):
     url: str
     text: str | None
     html: bytes | str | None
+    keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
 
 
 class WorkerReply(NamedTuple):
@@ -143,7 +144,14 @@ def serve(conn: Connection) -> None:
         limit_page_cpu(page_budget)
         started = time.process_time()
         try:
-            work = work_page(fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes)
+            work = work_page(
+                fingerprinter,
+                job.url,
+                job.text,
+                job.html,
+                max_bytes=max_bytes,
+                keep_text=job.keep_text,
+            )
             reply = WorkerReply(work.signature, None, time.process_time() - started, work.capped)
         except Exception:
             reply = WorkerReply(None, traceback.format_exc(), time.process_time() - started)

@@ -47,6 +47,7 @@ def test_defaults() -> None:
     assert config.workers is None
     assert config.effective_workers == default_workers()
     assert config.page_timeout == 30.0
+    assert config.store_text is False
     assert config.fingerprinter_options() == {}
     assert config.make_fingerprinter().spec == Fingerprinter().spec
 
@@ -72,6 +73,7 @@ def test_every_setting_is_read() -> None:
                 "SIMHASH_FILTER_MIDDLEWARE": True,
                 "SIMHASH_FILTER_WORKERS": 3,
                 "SIMHASH_FILTER_PAGE_TIMEOUT": 2.5,
+                "SIMHASH_FILTER_STORE_TEXT": True,
             }
         )
     )
@@ -94,6 +96,7 @@ def test_every_setting_is_read() -> None:
         middleware=True,
         workers=3,
         page_timeout=2.5,
+        store_text=True,
     )
     assert config.fingerprinter_options() == {"min_tokens": 50, "weighting": "tf", "top_n": 200}
     fingerprinter = config.make_fingerprinter()

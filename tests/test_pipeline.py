@@ -287,7 +287,13 @@ class BrokenStore:
         self.closed = False
 
     def check_and_add(
-        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+        self,
+        url: str,
+        fingerprint: int,
+        *,
+        text_length: int = 0,
+        sketch: bytes | None = None,
+        text: bytes | None = None,
     ) -> Verdict:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
@@ -404,11 +410,19 @@ class PickyStore:
         self.batches: list[int] = []
 
     def check_and_add(
-        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
+        self,
+        url: str,
+        fingerprint: int,
+        *,
+        text_length: int = 0,
+        sketch: bytes | None = None,
+        text: bytes | None = None,
     ) -> Verdict:
         if "bad" in url:
             raise StoreError(f"cannot store {url}")
-        return self.store.check_and_add(url, fingerprint, text_length=text_length, sketch=sketch)
+        return self.store.check_and_add(
+            url, fingerprint, text_length=text_length, sketch=sketch, text=text
+        )
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
         rows = list(rows)

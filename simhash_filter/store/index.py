@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -77,6 +77,7 @@ from .schema import (
     to_sql_int,
 )
 from .statements import SqlBatchIO, Statements, chunked, cursor_execute
+from .texts import ensure_text_tables, write_texts, write_texts_after
 from .urls import canonical_url, url_domain
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,12 @@ def _check_fingerprint(fingerprint: int, bits: int) -> int:
     if not 0 <= fingerprint < (1 << bits):
         raise ValueError(f"fingerprint must be an unsigned {bits}-bit int, got {fingerprint!r}")
     return fingerprint
+
+
+def _checked_text(text: bytes | None) -> bytes | None:
+    if text is not None and not isinstance(text, bytes):
+        raise ValueError(f"text must be bytes (stored_text.pack_text) or None, got {text!r:.40}")
+    return text
 
 
 class FingerprintStore:
@@ -203,6 +210,8 @@ class FingerprintStore:
             # creators queue behind the file's writer lock.
             with queue if queue is not None and create else nullcontext():
                 stored = init_schema(engine, sa_url, settings=requested, create=create)
+                if create:
+                    ensure_text_tables(engine)
             compare(
                 sa_url,
                 stored,
@@ -270,24 +279,43 @@ class FingerprintStore:
             sketch,
         )
 
-    def _check_rows(self, rows: list[RowToCheck], locks: WriteLocks | None) -> list[Verdict]:
+    def _check_rows(
+        self,
+        rows: list[RowToCheck],
+        locks: WriteLocks | None,
+        texts: Sequence[bytes | None] = (),
+    ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction (batch.check_batch), on
-        PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide lock."""
+        PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide lock.
+        ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
+        verdicts: in the same transaction, or on PostgreSQL's one-round-trip path in the
+        next one (texts.py)."""
         now = datetime.now(UTC)
         scheme, statements, judge = self.scheme, self._statements, self._judge
+        with_texts = any(blob is not None for blob in texts)
 
         def work(conn: Connection) -> list[Verdict]:
-            return check_batch(
+            verdicts = check_batch(
                 rows,
                 SqlBatchIO(conn, statements),
                 judge=judge,
                 index_items=scheme.index_items,
                 now=now,
             )
+            if with_texts:
+                write_texts(conn, verdicts, texts, now)
+            return verdicts
 
-        if self._pg is not None:
-            return self._pg.check(rows, locks=locks, judge=judge, scheme=scheme, now=now)
-        return self._transactions.run(work, locks=locks)
+        if self._pg is None:
+            return self._transactions.run(work, locks=locks)
+        verdicts = self._pg.check(rows, locks=locks, judge=judge, scheme=scheme, now=now)
+        if with_texts:
+            try:
+                with self._errors():
+                    write_texts_after(self._engine, verdicts, texts, now)
+            except StoreError:  # the verdicts are committed: a lost text must not undo them
+                log.warning("could not store the texts of %d pages", len(rows), exc_info=True)
+        return verdicts
 
     def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
         """``rows`` as the transactions that write them, each with its advisory locks: one
@@ -309,6 +337,7 @@ class FingerprintStore:
         *,
         text_length: int = 0,
         sketch: bytes | None = None,
+        text: bytes | None = None,
     ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
 
@@ -319,9 +348,11 @@ class FingerprintStore:
         UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is :func:`simhash_filter.store.batch.check_batch`.
+        ``text``: the page's text as :func:`simhash_filter.stored_text.pack_text` made it,
+        stored with the page or with its drop.
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
-        return self._check_rows(rows, locks)[0]
+        return self._check_rows(rows, locks, [_checked_text(text)])[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000
@@ -334,16 +365,20 @@ class FingerprintStore:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
         verdicts: list[Verdict] = []
         for chunk in chunked(rows, batch_size):
-            batch = [self._row(*PageRow(*row)) for row in chunk]  # a 3-tuple too
+            pages = [PageRow(*row) for row in chunk]  # a 3-tuple too
+            batch = [self._row(*page[:4]) for page in pages]
+            texts = [_checked_text(page.text) for page in pages]
             # a bulk load takes one exclusive database-wide lock; a small batch (the
             # pipeline's group commit) its rows' own band-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
-                verdicts.extend(self._check_rows(batch, None))
+                verdicts.extend(self._check_rows(batch, None, texts))
                 continue
+            done = 0
             for part, locks in self._locks(batch):
-                verdicts.extend(self._check_rows(part, locks))
+                verdicts.extend(self._check_rows(part, locks, texts[done : done + len(part)]))
+                done += len(part)
         return verdicts
 
     # -- reading

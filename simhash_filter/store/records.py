@@ -41,6 +41,7 @@ class PageRow(NamedTuple):
     fingerprint: int
     text_length: int = 0
     sketch: bytes | None = None  # the PageSignature's second signature, if computed
+    text: bytes | None = None  # the main text to store (stored_text.pack_text), if kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,14 @@ from simhash_filter.simhash import hamming_distance
 from .batch import Judge
 from .engine import error_reason
 from .records import DuplicateRecord, PageRecord, StoreError
-from .schema import bands_table, duplicates_table, from_sql_int, meta_table, pages_table
+from .schema import (
+    TEXT_TABLES,
+    bands_table,
+    duplicates_table,
+    from_sql_int,
+    meta_table,
+    pages_table,
+)
 from .statements import Probe, connection_execute
 from .urls import canonical_url
 
@@ -79,18 +86,18 @@ def domain_counts(store: FingerprintStore) -> list[DomainCount]:
 
 def database_size(store: FingerprintStore) -> int | None:
     """Bytes the database takes: the whole SQLite file, or on PostgreSQL the four
-    tables with their indexes and TOAST. None for other back-ends."""
+    tables (and the stored texts) with their indexes and TOAST. None for other back-ends."""
     with _reading(store) as conn:
         if store.dialect == "sqlite":
             pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
             page_size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
             return int(pages) * int(page_size)
         if store.dialect == "postgresql":
-            tables = (meta_table, pages_table, bands_table, duplicates_table)
+            tables = (meta_table, pages_table, bands_table, duplicates_table, *TEXT_TABLES)
             total = 0
             for table in tables:
-                size = conn.execute(
-                    text("SELECT pg_total_relation_size(CAST(:name AS regclass))"),
+                size = conn.execute(  # (NULL for a text table not made yet)
+                    text("SELECT pg_total_relation_size(to_regclass(:name))"),
                     {"name": table.name},
                 ).scalar_one()
                 total += int(size or 0)

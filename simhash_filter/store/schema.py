@@ -154,7 +154,35 @@ class Duplicate(Base):
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, index=True)
 
 
+class PageText(Base):
+    """The stored main text of an admitted page (``STORE_TEXT``; stored_text.py's bytes).
+
+    A table of its own, made on open when missing: a database made before it gains it,
+    and the check-and-add tables stay as they are."""
+
+    __tablename__ = "page_texts"
+
+    page_id: Mapped[int] = mapped_column(
+        PageId, ForeignKey("pages.id"), primary_key=True, autoincrement=False
+    )
+    text: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class DropText(Base):
+    """The stored main text of a dropped page (it has no ``pages`` row to go with)."""
+
+    __tablename__ = "drop_texts"
+
+    duplicate_id: Mapped[int] = mapped_column(
+        PageId, ForeignKey("duplicates.id"), primary_key=True, autoincrement=False
+    )
+    text: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
 meta_table = cast(Table, Meta.__table__)
 pages_table = cast(Table, Page.__table__)
 bands_table = cast(Table, Band.__table__)
 duplicates_table = cast(Table, Duplicate.__table__)
+page_texts_table = cast(Table, PageText.__table__)
+drop_texts_table = cast(Table, DropText.__table__)
+TEXT_TABLES = (page_texts_table, drop_texts_table)

@@ -1,0 +1,204 @@
+"""Stored page texts (``SIMHASH_FILTER_STORE_TEXT``): their tables made on open, written
+beside a batch's verdicts, and read back for the command line and the report.
+
+``page_texts`` holds a kept page's text (replaced when the page changes; an unchanged
+re-crawl fills in a missing one), ``drop_texts`` a dropped page's, keyed by its
+``duplicates`` row. The bytes are :mod:`simhash_filter.stored_text`'s (capped and
+compressed); nothing here looks inside them. The tables are additive: a database made
+before them gains them when a writer opens it, and a reader treats their absence as
+"no stored text".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, func, inspect, select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from .engine import WRITE_OPTION, error_reason
+from .locks import SCHEMA_LOCK
+from .records import StoreError, Verdict, VerdictKind
+from .schema import (
+    TEXT_TABLES,
+    Base,
+    drop_texts_table,
+    duplicates_table,
+    page_texts_table,
+    pages_table,
+)
+
+if TYPE_CHECKING:
+    from .index import FingerprintStore
+
+_IN_CHUNK = 500  # ids or URLs per IN (...) list
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
+
+
+def ensure_text_tables(engine: Engine) -> None:
+    """Make the text tables where they are missing (a writer's open: SQLite's write lock,
+    on PostgreSQL the advisory lock that guards making the schema)."""
+    with engine.connect() as conn:
+        with conn.begin():
+            if has_text_tables(conn):
+                return
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
+            Base.metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
+
+
+def has_text_tables(conn: Connection) -> bool:
+    """Whether the database has the text tables (a database made before them may not)."""
+    inspector = inspect(conn)
+    return all(inspector.has_table(table.name) for table in TEXT_TABLES)
+
+
+def _upsert(
+    conn: Connection, table: Any, key: str, rows: list[dict[str, Any]], replace: bool
+) -> None:
+    """Insert ``rows``; a row whose ``key`` is there already replaces it (``replace``) or
+    is left out."""
+    if not rows:
+        return
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialects: dict[str, Any] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+    make_insert = dialects.get(conn.dialect.name)
+    if make_insert is None:
+        raise StoreError(f"stored texts need SQLite or PostgreSQL, not {conn.dialect.name}")
+    stmt = make_insert(table)
+    if replace:
+        stmt = stmt.on_conflict_do_update(index_elements=[key], set_={"text": stmt.excluded.text})
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=[key])
+    conn.execute(stmt, rows)
+
+
+def write_texts(
+    conn: Connection,
+    verdicts: Sequence[Verdict],
+    texts: Sequence[bytes | None],
+    now: datetime,
+) -> None:
+    """Store ``texts[i]`` (None: nothing) with what ``verdicts[i]`` did, in the caller's
+    transaction: a NEW or CHANGED page's text replaces its page's, an UNCHANGED page's
+    fills in a missing one, a DUPLICATE's goes with the drop logged at ``now`` (drops of
+    one URL in one batch are matched to its rows in order)."""
+    replace: dict[str, bytes] = {}
+    fill: dict[str, bytes] = {}
+    dropped: dict[str, list[bytes | None]] = defaultdict(list)
+    for verdict, blob in zip(verdicts, texts, strict=True):
+        if verdict.kind is VerdictKind.DUPLICATE:
+            dropped[verdict.url].append(blob)
+        elif blob is None:
+            continue
+        elif verdict.kind is VerdictKind.UNCHANGED:
+            fill.setdefault(verdict.url, blob)
+        else:
+            replace[verdict.url] = blob
+            fill.pop(verdict.url, None)
+    p, d = pages_table.c, duplicates_table.c
+    if replace or fill:
+        urls = sorted(replace.keys() | fill.keys())
+        ids = {
+            url: page_id
+            for chunk in _chunks(urls)
+            for page_id, url in conn.execute(select(p.id, p.url).where(p.url.in_(chunk)))
+        }
+        for blobs, is_replace in ((replace, True), (fill, False)):
+            rows = [{"page_id": ids[u], "text": b} for u, b in blobs.items() if u in ids]
+            _upsert(conn, page_texts_table, "page_id", rows, is_replace)
+    wanted = sorted(url for url, blobs in dropped.items() if any(b is not None for b in blobs))
+    if wanted:
+        drop_ids: dict[str, list[int]] = defaultdict(list)
+        for chunk in _chunks(wanted):
+            stmt = select(d.id, d.url).where(d.url.in_(chunk), d.seen_at == now).order_by(d.id)
+            for duplicate_id, url in conn.execute(stmt):
+                drop_ids[url].append(duplicate_id)
+        rows = [
+            {"duplicate_id": duplicate_id, "text": blob}
+            for url in wanted
+            for duplicate_id, blob in zip(drop_ids[url], dropped[url], strict=False)
+            if blob is not None
+        ]
+        _upsert(conn, drop_texts_table, "duplicate_id", rows, replace=True)
+
+
+def write_texts_after(
+    engine: Engine, verdicts: Sequence[Verdict], texts: Sequence[bytes | None], now: datetime
+) -> None:
+    """:func:`write_texts` in a transaction of its own, for a write path that committed
+    its verdicts already (PostgreSQL's one-round-trip function)."""
+    with engine.begin() as conn:
+        write_texts(conn, verdicts, texts, now)
+
+
+# -- reading
+
+
+@contextmanager
+def _reading(store: FingerprintStore) -> Iterator[Connection]:
+    try:
+        with store.engine.connect() as conn, conn.begin():
+            yield conn
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database error on {store.display_url}: {error_reason(exc)}") from exc
+
+
+def _by_id(store: FingerprintStore, table: Any, key: str, ids: Iterable[int]) -> dict[int, bytes]:
+    wanted = sorted(set(ids))
+    found: dict[int, bytes] = {}
+    if not wanted:
+        return found
+    column = table.c[key]
+    with _reading(store) as conn:
+        if not has_text_tables(conn):
+            return found
+        for chunk in _chunks(wanted):
+            for row_id, blob in conn.execute(select(column, table.c.text).where(column.in_(chunk))):
+                found[row_id] = bytes(blob)
+    return found
+
+
+def page_texts(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, bytes]:
+    """The stored texts of these kept pages (a page without one is left out)."""
+    return _by_id(store, page_texts_table, "page_id", page_ids)
+
+
+def drop_texts(store: FingerprintStore, duplicate_ids: Iterable[int]) -> dict[int, bytes]:
+    """The stored texts of these drops (``duplicates`` ids; one without is left out)."""
+    return _by_id(store, drop_texts_table, "duplicate_id", duplicate_ids)
+
+
+def text_counts(store: FingerprintStore) -> tuple[int, int]:
+    """How many kept pages and how many drops have a stored text."""
+    with _reading(store) as conn:
+        if not has_text_tables(conn):
+            return 0, 0
+        pages = conn.execute(select(func.count()).select_from(page_texts_table)).scalar_one()
+        drops = conn.execute(select(func.count()).select_from(drop_texts_table)).scalar_one()
+    return int(pages), int(drops)
+
+
+def domain_text_counts(store: FingerprintStore) -> dict[str, int]:
+    """Kept pages with a stored text, per domain."""
+    p, t = pages_table.c, page_texts_table.c
+    with _reading(store) as conn:
+        if not has_text_tables(conn):
+            return {}
+        stmt = (
+            select(p.domain, func.count())
+            .select_from(page_texts_table.join(pages_table, p.id == t.page_id))
+            .group_by(p.domain)
+        )
+        return {domain: int(n) for domain, n in conn.execute(stmt)}
