@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
 from simhash_filter.bands import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
-from simhash_filter.cli import compare, corpus, importing, options, queries
+from simhash_filter.cli import audit, compare, corpus, importing, options, queries
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
@@ -112,7 +112,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="only pages dropped since WHEN: an ISO date/time (local time unless it has "
         "an offset) or an age such as 30m, 12h, 7d",
     )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each page was dropped: what judged it, the index table and key that "
+        "found its candidate, the boilerplate flag, the stored texts' similarity "
+        "(needs stored texts)",
+    )
     limit(p, 50)
+
+    p = command("show", audit.show, "the stored text of a kept or dropped page")
+    p.add_argument("url", metavar="URL")
+
+    p = command(
+        "diff",
+        audit.diff,
+        "two pages' stored texts side by side: changed passages marked, distance, similarity",
+    )
+    p.add_argument("a", metavar="A", help="URL of a kept or dropped page")
+    p.add_argument("b", metavar="B", help="URL of another kept or dropped page")
 
     def target(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument(
@@ -236,6 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="extract and fingerprint in N processes (default 1)",
+    )
+    p.add_argument(
+        "--store-text",
+        action="store_true",
+        help="keep each page's main text (compressed, at most 64 KiB) for show, diff and "
+        "report, as SIMHASH_FILTER_STORE_TEXT does in a crawl",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument(

@@ -61,6 +61,7 @@ class Fingerprinted(NamedTuple):
     text_length: int
     error: str | None  # why the record could not be extracted: it is skipped
     sketch: bytes | None = None  # the second signature, stored with the page
+    stored_text: bytes | None = None  # the packed main text (--store-text)
 
 
 _WORKER: Fingerprinter | None = None
@@ -74,23 +75,37 @@ def _init_worker() -> None:
     _WORKER = Fingerprinter()
 
 
-def _fingerprint_record(fingerprinter: Fingerprinter, record: SourceRecord) -> Fingerprinted:
+def _fingerprint_record(
+    fingerprinter: Fingerprinter, record: SourceRecord, keep_text: bool = False
+) -> Fingerprinted:
     """The crawl's own page work (:func:`~simhash_filter.pagework.sign_page`) on a record."""
     text, html = (None, record.body) if record.is_html else (record.body, None)
     try:
-        signature = sign_page(fingerprinter, record.url, text, html, max_bytes=DEFAULT_MAX_BYTES)
+        signature = sign_page(
+            fingerprinter,
+            record.url,
+            text,
+            html,
+            max_bytes=DEFAULT_MAX_BYTES,
+            keep_text=keep_text,
+        )
     except Exception as exc:  # one bad page must not stop an import
         return Fingerprinted(record.url, None, 0, f"{record.origin}: {type(exc).__name__}: {exc}")
     if signature is None:
         return Fingerprinted(record.url, None, 0, None)
     return Fingerprinted(
-        record.url, signature.fingerprint, signature.text_length, None, signature.sketch
+        record.url,
+        signature.fingerprint,
+        signature.text_length,
+        None,
+        signature.sketch,
+        signature.stored_text,
     )
 
 
-def _work(records: list[SourceRecord]) -> list[Fingerprinted]:
+def _work(records: list[SourceRecord], keep_text: bool) -> list[Fingerprinted]:
     assert _WORKER is not None
-    return [_fingerprint_record(_WORKER, record) for record in records]
+    return [_fingerprint_record(_WORKER, record, keep_text) for record in records]
 
 
 def _chunks(items: Iterable[SourceRecord], size: int) -> Iterator[list[SourceRecord]]:
@@ -109,6 +124,7 @@ def _fingerprinted(
     fingerprinter: Fingerprinter,
     pool: ProcessPoolExecutor | None,
     jobs: int,
+    keep_text: bool = False,
 ) -> Iterator[Fingerprinted]:
     """Extract and fingerprint in order; with a pool, a bounded window of chunks in it.
 
@@ -117,13 +133,13 @@ def _fingerprinted(
     """
     if pool is None:
         for record in records:
-            yield _fingerprint_record(fingerprinter, record)
+            yield _fingerprint_record(fingerprinter, record, keep_text)
         return
     chunk_size, window = 16, 4 * jobs
     pending: list[Future[list[Fingerprinted]]] = []
     try:
         for chunk in _chunks(records, chunk_size):
-            pending.append(pool.submit(_work, chunk))
+            pending.append(pool.submit(_work, chunk, keep_text))
             if len(pending) >= window:
                 yield from pending.pop(0).result()
     except (SourceError, KeyboardInterrupt):
@@ -329,7 +345,10 @@ class _Import:
                 tally.status = "interrupted"  # until it is read to the end
                 records = read_source(tally.source, options, on_skip=partial(self.skip, tally))
                 try:
-                    for result in _fingerprinted(records, fingerprinter, pool, self.args.jobs):
+                    results = _fingerprinted(
+                        records, fingerprinter, pool, self.args.jobs, self.args.store_text
+                    )
+                    for result in results:
                         self.add(store, tally, result)
                 except SourceError as exc:
                     self.stop(tally, "stopped", exc)
@@ -347,7 +366,13 @@ class _Import:
         elif result.fingerprint is None:
             self.count(tally, "no_text")
         else:
-            row = PageRow(result.url, result.fingerprint, result.text_length, result.sketch)
+            row = PageRow(
+                result.url,
+                result.fingerprint,
+                result.text_length,
+                result.sketch,
+                result.stored_text,
+            )
             self.batch.append(_Pending(tally, row))
             if len(self.batch) >= self.args.batch_size:
                 self.flush(store)

@@ -70,7 +70,15 @@ class Fields:
     title: str | None = None
 
 
-Section = Table | Fields
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Lines printed as they are (a page's text, a diff) inside a document's readable form."""
+
+    lines: Sequence[str]
+    title: str | None = None
+
+
+Section = Table | Fields | Lines
 
 
 def _cell(value: object) -> str:
@@ -206,6 +214,8 @@ class Output:
                 self._print(section.title)
             if isinstance(section, Table):
                 lines = render_table(section.columns, section.rows)
+            elif isinstance(section, Lines):
+                lines = list(section.lines)
             else:
                 lines = render_fields(section.items)
             for line in lines:

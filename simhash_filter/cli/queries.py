@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from simhash_filter.cli import audit
 from simhash_filter.cli.common import (
     SIMILARITY,
+    CommandError,
     check_k,
     duplicate_row,
     existing_store,
@@ -29,7 +32,7 @@ from simhash_filter.cli.output import (
 )
 from simhash_filter.signature import MatchRule
 from simhash_filter.simhash import hamming_distance
-from simhash_filter.store import reports
+from simhash_filter.store import reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord
 
 # --- stats -----------------------------------------------------------------------------
@@ -149,17 +152,36 @@ DUPLICATE_COLUMNS = [
 ]
 
 
+EXPLAIN_COLUMNS = [
+    Column("seen_at", "dropped at"),
+    Column("distance", "distance", right=True),
+    SIMILARITY,
+    Column("judged_by", "judged by"),
+    Column("found_by", "found by (table:key)"),
+    Column("boilerplate", "boilerplate"),
+    Column("text_similarity", "text sim.", right=True, optional=True),
+    Column("url", "url"),
+    Column("duplicate_of", "duplicate of"),
+]
+
+
 def dupes(args: argparse.Namespace, out: Output) -> int:
-    """``dupes``: dropped pages, newest first, each with the page it duplicates."""
+    """``dupes``: dropped pages, newest first, each with the page it duplicates;
+    ``--explain`` says why each was dropped (audit.explained_rows)."""
     with existing_store(args) as store:
+        if args.explain and texts.text_counts(store) == (0, 0):
+            raise CommandError(f"no stored texts in {store.display_url}: {audit.NO_TEXT_HINT}")
         records = store.duplicates(
             domain=args.domain.lower() if args.domain else None,
             since=args.since,
             limit=args.limit + 1 if args.limit else None,
         )
-        rows = (duplicate_row(record) for record in records)
+        rows: Iterable[Record] = (duplicate_row(record) for record in records)
+        columns = DUPLICATE_COLUMNS
+        if args.explain:  # (at most limit + 1 records: the query's own limit)
+            rows, columns = audit.explained_rows(store, list(records)), EXPLAIN_COLUMNS
         out.rows(
-            DUPLICATE_COLUMNS,
+            columns,
             limited(rows, args.limit, out, "dropped pages"),
             empty="no dropped pages" + (" match" if args.domain or args.since else ""),
         )

@@ -1,0 +1,228 @@
+"""Commands that show what the filter compared: ``show``, ``diff`` and the explanation
+rows of ``dupes --explain``.
+
+They need the texts a crawl stores with ``SIMHASH_FILTER_STORE_TEXT`` (or ``import
+--store-text``); without one, ``show`` and ``diff`` say so in one line and exit 1. Which
+index key found a drop's candidate is computed from what is stored (the two fingerprints
+and the database's band scheme), not recorded at write time.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from simhash_filter.bands import IndexScheme
+from simhash_filter.cli.common import (
+    CommandError,
+    duplicate_row,
+    existing_store,
+    shown_similarity,
+    similarity_of,
+)
+from simhash_filter.cli.output import Fields, Lines, Output, Record, hex64
+from simhash_filter.simhash import hamming_distance
+from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store.records import DuplicateRecord, PageRecord
+from simhash_filter.stored_text import StoredText, unpack_text
+from simhash_filter.textdiff import Passage, diff_texts, text_similarity, word_diff
+
+NO_TEXT_HINT = "texts are stored by a crawl with SIMHASH_FILTER_STORE_TEXT, or import --store-text"
+_CONTEXT = 2  # equal passages shown around a change
+
+
+@dataclass(frozen=True, slots=True)
+class AuditedPage:
+    """A URL as the database knows it: kept (its page) or dropped (its newest drop),
+    with its stored text if any."""
+
+    url: str
+    status: str  # "kept" or "dropped"
+    fingerprint: int
+    page: PageRecord | None
+    drop: DuplicateRecord | None
+    text: StoredText | None
+
+
+def audited_page(store: FingerprintStore, url: str) -> AuditedPage:
+    """The kept page of ``url``, else its newest drop (CommandError when neither)."""
+    page = store.lookup(url)
+    if page is not None:
+        blob = texts.page_texts(store, [page.page_id]).get(page.page_id)
+        stored = None if blob is None else unpack_text(blob)
+        return AuditedPage(page.url, "kept", page.fingerprint, page, None, stored)
+    drops = reports.drops_of_url(store, url, limit=1)
+    if not drops:
+        raise CommandError(f"{url} is neither kept nor dropped in {store.display_url}")
+    drop = drops[0]
+    blob = texts.drop_texts(store, [drop.duplicate_id]).get(drop.duplicate_id)
+    stored = None if blob is None else unpack_text(blob)
+    return AuditedPage(drop.url, "dropped", drop.fingerprint, None, drop, stored)
+
+
+def _require_text(page: AuditedPage) -> StoredText:
+    if page.text is None:
+        raise CommandError(f"no stored text for {page.url} ({page.status}): {NO_TEXT_HINT}")
+    return page.text
+
+
+# --- show ------------------------------------------------------------------------------
+
+
+def show(args: argparse.Namespace, out: Output) -> int:
+    """``show URL``: the stored text of a kept or dropped page (the text alone on stdout)."""
+    with existing_store(args) as store:
+        page = audited_page(store, args.url)
+    stored = _require_text(page)
+    document: dict[str, Any] = {
+        "url": page.url,
+        "status": page.status,
+        "fingerprint": hex64(page.fingerprint),
+        "truncated": stored.truncated,
+        "text": stored.text,
+    }
+    if page.drop is not None:
+        document["duplicate_of"] = page.drop.duplicate_of_url
+    if stored.truncated:
+        out.note(f"(the stored text of {page.url} was cut at 64 KiB)")
+    out.document(document, [Lines(stored.text.splitlines())])
+    return 0
+
+
+# --- diff ------------------------------------------------------------------------------
+
+
+def _pair_similarity(store: FingerprintStore, a: AuditedPage, b: AuditedPage) -> float | None:
+    """The sketches' similarity of two pages: as logged for a drop and the page it was
+    dropped against, computed for two kept pages, else unknown (a drop's sketch is not
+    kept)."""
+    for x, y in ((a, b), (b, a)):
+        if x.drop is not None and y.page is not None and x.drop.duplicate_of_url == y.url:
+            return shown_similarity(x.drop.similarity)
+    if a.page is not None and b.page is not None:
+        sketches = reports.page_sketches(store, [a.page.page_id, b.page.page_id])
+        return similarity_of(store.rule, sketches.get(a.page.page_id), sketches.get(b.page.page_id))
+    return None
+
+
+def diff_lines(steps: Iterable[Passage]) -> list[str]:
+    """A diff as text: ``  `` equal passages (runs cut to their ends), ``- `` only in
+    A, ``+ `` only in B, ``~ `` changed, the words marked ``[-gone-]{+new+}``."""
+    lines: list[str] = []
+    steps = list(steps)
+    for n, step in enumerate(steps):
+        if step.op == "equal":
+            keep_head = _CONTEXT if n + 1 < len(steps) else 0
+            keep_tail = _CONTEXT if n > 0 else 0
+            shown = list(step.a)
+            if len(shown) > keep_head + keep_tail + 1:
+                hidden = len(shown) - keep_head - keep_tail
+                head, tail = shown[:keep_tail], shown[len(shown) - keep_head :]
+                lines += [f"  {p}" for p in head]
+                lines.append(f"  ... {hidden} equal passages ...")
+                lines += [f"  {p}" for p in tail]
+            else:
+                lines += [f"  {p}" for p in shown]
+        elif step.op == "delete":
+            lines += [f"- {p}" for p in step.a]
+        elif step.op == "insert":
+            lines += [f"+ {p}" for p in step.b]
+        else:
+            for old, new in zip(step.a, step.b, strict=False):
+                marked = "".join(
+                    piece.text
+                    if piece.op == "equal"
+                    else f"[-{piece.text}-]"
+                    if piece.op == "delete"
+                    else f"{{+{piece.text}+}}"
+                    for piece in word_diff(old, new)
+                )
+                lines.append(f"~ {marked}")
+            lines += [f"- {p}" for p in step.a[len(step.b) :]]
+            lines += [f"+ {p}" for p in step.b[len(step.a) :]]
+    return lines
+
+
+def diff(args: argparse.Namespace, out: Output) -> int:
+    """``diff A B``: two pages' stored texts, passage by passage, with the distance and
+    the similarities."""
+    with existing_store(args) as store:
+        a, b = audited_page(store, args.a), audited_page(store, args.b)
+        similarity = _pair_similarity(store, a, b)
+    text_a, text_b = _require_text(a), _require_text(b)
+    steps = diff_texts(text_a.text, text_b.text)
+    distance = hamming_distance(a.fingerprint, b.fingerprint)
+    changed = sum(max(len(s.a), len(s.b)) for s in steps if s.op != "equal")
+    document: dict[str, Any] = {
+        "a": {"url": a.url, "status": a.status, "fingerprint": hex64(a.fingerprint)},
+        "b": {"url": b.url, "status": b.status, "fingerprint": hex64(b.fingerprint)},
+        "distance": distance,
+        "similarity": similarity,
+        "text_similarity": round(text_similarity(steps), 3),
+        "changed_passages": changed,
+        "passages": [{"op": s.op, "a": list(s.a), "b": list(s.b)} for s in steps],
+    }
+    fields = Fields(
+        [
+            ("a", f"{a.url} ({a.status})"),
+            ("b", f"{b.url} ({b.status})"),
+            ("distance", f"{distance} bits"),
+            ("similarity", "unknown (no sketch of both)" if similarity is None else similarity),
+            ("text similarity", document["text_similarity"]),
+            ("changed passages", changed),
+        ]
+    )
+    out.document(document, [fields, Lines(diff_lines(steps), title="- only in a, + only in b")])
+    return 0
+
+
+# --- dupes --explain -------------------------------------------------------------------
+
+
+def finding_keys(scheme: IndexScheme, dropped: int, kept: int) -> list[tuple[int, int]]:
+    """The (table, key) pairs under which the dropped page's probe found the kept page:
+    its probe keys that are among the kept page's index keys."""
+    stored = set(enumerate(scheme.index_keys(kept)))
+    return sorted(key for key in set(scheme.probe_keys(dropped)) if key in stored)
+
+
+def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> list[Record]:
+    """``dupes`` rows with why each drop happened: what judged it (the sketches, or the
+    distance alone), the threshold, the index table and key that found the candidate,
+    the boilerplate flag, and the two stored texts' similarity when both are stored."""
+    kept_ids = {
+        url: page.page_id
+        for url in {r.duplicate_of_url for r in records}
+        if (page := store.lookup(url)) is not None
+    }
+    drop_blobs = texts.drop_texts(store, [r.duplicate_id for r in records])
+    page_blobs = texts.page_texts(store, kept_ids.values())
+    rule, scheme = store.rule, store.scheme
+    rows: list[Record] = []
+    for record in records:
+        keys = finding_keys(scheme, record.fingerprint, record.duplicate_of_fingerprint)
+        drop_blob = drop_blobs.get(record.duplicate_id)
+        page_blob = page_blobs.get(kept_ids.get(record.duplicate_of_url, -1))
+        text_share = None
+        if drop_blob is not None and page_blob is not None:
+            steps = diff_texts(unpack_text(drop_blob).text, unpack_text(page_blob).text)
+            text_share = round(text_similarity(steps), 3)
+        if record.similarity is not None and rule is not None:
+            judged = f"sketch similarity >= {rule.min_similarity}"
+        else:
+            limit = store.scheme.max_distance if rule is None else rule.fallback_distance
+            judged = f"distance <= {limit}"
+        rows.append(
+            {
+                **duplicate_row(record),
+                "judged_by": judged,
+                "found_by": " ".join(f"t{t}:{key:x}" for t, key in keys) or None,
+                # a match flagged as boilerplate is admitted, so a logged drop never is one
+                "boilerplate": False,
+                "text_similarity": text_share,
+                "texts_stored": [drop_blob is not None, page_blob is not None],
+            }
+        )
+    return rows
