@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
 from simhash_filter.bands import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
-from simhash_filter.cli import audit, compare, corpus, importing, options, queries
+from simhash_filter.cli import audit, compare, corpus, importing, options, queries, report
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
@@ -267,6 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add simhash-filter's tables to a database that holds other tables "
         "(without it, such a database is refused and left as it is)",
+    )
+
+    p = command(
+        "report",
+        report.report,
+        "one self-contained HTML file: totals, domains, drops over time, similarity, "
+        "clusters, a sample of drops side by side",
+    )
+    p.add_argument("--out", "-o", default="report.html", metavar="FILE", help="where to write it")
+    p.add_argument(
+        "--samples",
+        type=options.count,
+        default=20,
+        metavar="N",
+        help="drops shown side by side (default 20): half the nearest the threshold, "
+        "half at random",
+    )
+    p.add_argument(
+        "--domains",
+        type=options.count,
+        default=50,
+        metavar="N",
+        help="domains listed, most dropped first (0: all; default 50)",
     )
 
     p = command("export", corpus.export, "pages and/or duplicates as JSON Lines or CSV")
