@@ -3,11 +3,14 @@
     python -m crawler.demo                # in a temporary folder, removed afterwards
     python -m crawler.demo --dir demo     # keep demo/dedup.db, demo/pages.jsonl, demo/crawl.log
     python -m crawler.demo --middleware   # drop near-duplicate responses before parsing
+    python -m crawler.demo --report r.html   # where the HTML report goes
 
 It serves :mod:`crawler.testsite` on 127.0.0.1 (no internet needed), runs the real
 ``scrapy crawl site`` command of this project against it in a subprocess, and prints the
 pages kept, the near-duplicates dropped (with the page each duplicates and the distance)
-and the pages without text.
+and the pages without text. The crawl stores page texts (``SIMHASH_FILTER_STORE_TEXT``),
+and the demo writes ``simhash-filter report``'s HTML file and prints its path (it is kept
+when the temporary folder is removed).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ def _crawl(base_url: str, workdir: Path, *, middleware: bool) -> tuple[list[str]
         f"STATS_FILE={workdir / 'stats.json'}",
         "-s",
         f"LOG_FILE={workdir / 'crawl.log'}",
+        "-s",
+        "SIMHASH_FILTER_STORE_TEXT=True",
     ]
     if middleware:
         command += ["-s", "SIMHASH_FILTER_MIDDLEWARE=True"]
@@ -90,11 +95,26 @@ def _report(base_url: str, workdir: Path) -> None:
         )
 
 
+def _write_html_report(database: Path, path: Path) -> None:
+    from simhash_filter.cli.report import write_report
+    from simhash_filter.store import FingerprintStore
+
+    with FingerprintStore.open_existing(f"sqlite:///{database}") as store:
+        write_report(store, path)
+    print(f"\nHTML report (simhash-filter report): {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m crawler.demo", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--dir", type=Path, help="keep the database, items and log here")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        help="write the HTML report here (default: report.html in --dir, else "
+        "simhash-filter-demo-report.html in the system's temporary folder)",
+    )
     parser.add_argument(
         "--middleware",
         action="store_true",
@@ -118,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
                     print((workdir / "crawl.log").read_text()[-4000:], file=sys.stderr)
                 return 1
             _report(site.base_url, workdir)
+        report = args.report or (
+            workdir / "report.html"
+            if args.dir
+            else Path(tempfile.gettempdir()) / "simhash-filter-demo-report.html"
+        )
+        _write_html_report(workdir / "dedup.db", report.resolve())
         if args.dir:
             print(
                 f"\nDatabase, items and log in {workdir}/ "

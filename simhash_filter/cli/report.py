@@ -104,12 +104,20 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
     return data
 
 
+def write_report(
+    store: FingerprintStore, path: Path, *, samples: int = 20, domains: int = 50
+) -> ReportData:
+    """Write the HTML report of ``store`` to ``path``; return what it shows."""
+    data = build_report(store, samples=samples, domains=domains)
+    path.write_text(render_report(data), encoding="utf-8")
+    return data
+
+
 def report(args: argparse.Namespace, out: Output) -> int:
     """``report --out FILE``: write the HTML report, print its path."""
-    with existing_store(args) as store:
-        data = build_report(store, samples=args.samples, domains=args.domains)
     path = Path(args.out)
-    path.write_text(render_report(data), encoding="utf-8")
+    with existing_store(args) as store:
+        data = write_report(store, path, samples=args.samples, domains=args.domains)
     out.document(
         {"report": str(path), "bytes": path.stat().st_size, "seconds": round(data.seconds or 0, 3)},
         [],

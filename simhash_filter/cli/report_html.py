@@ -39,7 +39,7 @@ body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 main { max-width: 1200px; margin: 0 auto; padding: 24px; overflow-wrap: anywhere; }
 h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 32px 0 8px; }
 .meta, .note { color: var(--muted); font-size: 13px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(140px, 1fr));
          gap: 12px; margin: 16px 0; padding: 0; }
 .card { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 10px 12px;
         margin: 0; }
@@ -315,9 +315,8 @@ def diff_rows(steps: Iterable[Passage], limit: int = _ROWS_PER_SAMPLE) -> tuple[
                 for p in shown[:head]:
                     row(esc(p), esc(p))
                 hidden = len(shown) - head - tail
-                rows.append(
-                    f'<tr><td class="gap" colspan="2">{_n(hidden)} equal passages</td></tr>'
-                )
+                what = "identical texts" if len(steps) == 1 else "equal passages"
+                rows.append(f'<tr><td class="gap" colspan="2">{_n(hidden)} {what}</td></tr>')
                 shown = shown[len(shown) - tail :] if tail else []
             for p in shown:
                 row(esc(p), esc(p))

@@ -51,7 +51,7 @@ def timeline(store: FingerprintStore, buckets: int = 48) -> Timeline | None:
         if not moments:
             return None
         first, last = min(moments), max(moments)
-        width = max((last - first) / buckets, timedelta(seconds=1))
+        width = max((last - first) / buckets, timedelta(milliseconds=100))
         count = max(1, min(buckets, int((last - first) / width) + 1))
         edges = [first + width * n for n in range(count)]
 
