@@ -19,7 +19,8 @@ without the filter and to the thread path (``SIMHASH_FILTER_WORKERS = 0``):
 ``memory``: one raw-HTML crawl of ~10,000 generated pages (``--clusters``) with the default
 workers, the RSS of the crawl process and of its workers sampled every second.
 Parts: ``html`` (loopback, CPU-bound: off, threads, 1 and 2 page workers), ``text`` (off,
-threads, the default), ``latency`` (a server answering in ``--latency`` s: off and the
+threads, the default), ``storetext`` (raw HTML, the default with and without
+``SIMHASH_FILTER_STORE_TEXT``), ``latency`` (a server answering in ``--latency`` s: off and the
 default, both item kinds). CPU per page counts the crawl process and its page workers;
 the ideal pages/s is cores / CPU per page. ``stages``: one page at a time in this process,
 the time of each stage of the filter for English and for Chinese pages: extraction
@@ -168,6 +169,7 @@ def crawl(
     concurrency: int,
     workers: int | None = None,
     rss_samples: list[tuple[float, int, int]] | None = None,
+    store_text: bool = False,
 ) -> dict[str, Any]:
     """One crawl in a subprocess; its stats plus ``bench/*`` CPU and wall times. With
     ``rss_samples``, (seconds, crawl process RSS, page workers' RSS) every second."""
@@ -191,6 +193,8 @@ def crawl(
         settings["ADDONS"] = json.dumps({"simhash_filter.Addon": 100})
         if workers is not None:
             settings["SIMHASH_FILTER_WORKERS"] = workers
+        if store_text:
+            settings["SIMHASH_FILTER_STORE_TEXT"] = True
     command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
     command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
     for key, value in settings.items():
@@ -328,6 +332,7 @@ class Variant(NamedTuple):
     label: str
     filter_on: bool
     workers: int | None = None
+    store_text: bool = False  # SIMHASH_FILTER_STORE_TEXT
 
 
 OFF = Variant("filter off", False)
@@ -353,6 +358,11 @@ def scenarios(part: str, latency: float) -> list[Scenario]:
         "latency": [
             Scenario(f"{latency:g} s latency", latency, 4, mode, (OFF, DEFAULT))
             for mode in ("html", "text")
+        ],
+        "storetext": [
+            Scenario(
+                loopback, 0.0, 32, "html", (DEFAULT, Variant("STORE_TEXT on", True, None, True))
+            )
         ],
     }
     return parts[part]
@@ -423,6 +433,7 @@ def run_part(
                             filter_on=variant.filter_on,
                             concurrency=scenario.concurrency,
                             workers=variant.workers,
+                            store_text=variant.store_text,
                         )
                     )
                     print(".", end="", flush=True, file=sys.stderr)
@@ -435,7 +446,10 @@ def run_part(
                 "variant": variant.label,
                 **base[variant],
             }
-            row["vs_off"] = row["pages_per_second"] / base[OFF]["pages_per_second"]
+            if OFF in base:
+                row["vs_off"] = row["pages_per_second"] / base[OFF]["pages_per_second"]
+            if DEFAULT in base:
+                row["vs_default"] = row["pages_per_second"] / base[DEFAULT]["pages_per_second"]
             if THREADS in base:
                 row["vs_threads"] = row["pages_per_second"] / base[THREADS]["pages_per_second"]
             rows.append(row)
@@ -507,9 +521,12 @@ def print_crawls(rows: list[dict[str, Any]]) -> None:
     print("| --- | --- | --- " + "| ---: " * 11 + "|")
     for r in rows:
         vs_threads = f"{r['vs_threads']:.2f}x" if "vs_threads" in r else "-"
+        if "vs_threads" not in r and "vs_default" in r:
+            vs_threads = f"{r['vs_default']:.2f}x of default"
+        vs_off = f"{r['vs_off']:.2f}x" if "vs_off" in r else "-"
         print(
             f"| {r['scenario']} ({r['concurrency']}) | {r['item']} | {r['variant']} "
-            f"| {r['pages_per_second']:.1f} | {r['vs_off']:.2f}x | {vs_threads} "
+            f"| {r['pages_per_second']:.1f} | {vs_off} | {vs_threads} "
             f"| {r['cpu_ms_per_page']:.1f} ({r['crawler_cpu_ms_per_page']:.1f} + "
             f"{r['worker_cpu_ms_per_page']:.1f}) | {r['ideal_pages_per_second']:.0f} "
             f"| {r['of_ideal']:.0%} | {r['worker_busy_over_cpu']:.2f} "
@@ -524,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
         "--part",
-        choices=("html", "text", "latency", "stages", "memory"),
+        choices=("html", "text", "latency", "stages", "memory", "storetext"),
         default="html",
         help="which crawls to run (each part is one run of a few minutes)",
     )

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, func, inspect, select, text
-from sqlalchemy.exc import SQLAlchemyError
 
-from .engine import WRITE_OPTION, error_reason
+from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
 from .records import StoreError, Verdict, VerdictKind
+from .reports import _reading
 from .schema import (
     TEXT_TABLES,
     Base,
@@ -144,15 +143,6 @@ def write_texts_after(
 
 
 # -- reading
-
-
-@contextmanager
-def _reading(store: FingerprintStore) -> Iterator[Connection]:
-    try:
-        with store.engine.connect() as conn, conn.begin():
-            yield conn
-    except SQLAlchemyError as exc:
-        raise StoreError(f"database error on {store.display_url}: {error_reason(exc)}") from exc
 
 
 def _by_id(store: FingerprintStore, table: Any, key: str, ids: Iterable[int]) -> dict[int, bytes]:
