@@ -123,6 +123,19 @@ def test_without_texts_each_says_so_and_exits_1(
     assert "neither kept nor dropped" in err
 
 
+def test_report_without_texts_says_which_are_missing(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fill(db_url)
+    out_file = tmp_path / "r.html"
+    code, out, err = run(capsys, "--db", db_url, "report", "--out", str(out_file), "--json")
+    assert code == 0, err
+    assert json.loads(out)["report"] == str(out_file)
+    html = out_file.read_text(encoding="utf-8")
+    assert html.count("no stored text of the dropped and the kept page") == 3
+    assert 'id="pages-with-text" data-count="0"' in html
+
+
 def test_finding_keys_is_the_shared_probe_and_index_key() -> None:
     from simhash_filter.bands import make_scheme
 

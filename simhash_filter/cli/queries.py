@@ -153,15 +153,12 @@ DUPLICATE_COLUMNS = [
 
 
 EXPLAIN_COLUMNS = [
-    Column("seen_at", "dropped at"),
-    Column("distance", "distance", right=True),
-    SIMILARITY,
+    *DUPLICATE_COLUMNS[:3],  # dropped at, distance, similarity
     Column("judged_by", "judged by"),
     Column("found_by", "found by (table:key)"),
     Column("boilerplate", "boilerplate"),
     Column("text_similarity", "text sim.", right=True, optional=True),
-    Column("url", "url"),
-    Column("duplicate_of", "duplicate of"),
+    *DUPLICATE_COLUMNS[3:],  # url, duplicate of
 ]
 
 
