@@ -11,12 +11,30 @@ before them gains them when a writer opens it, and a reader treats their absence
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, func, inspect, select, text
+from sqlalchemy import (
+    Connection,
+    Dialect,
+    Engine,
+    Select,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    inspect,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.sql.elements import ColumnElement
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
@@ -30,6 +48,7 @@ from .schema import (
     page_texts_table,
     pages_table,
 )
+from .statements import Compiled
 
 if TYPE_CHECKING:
     from .index import FingerprintStore
@@ -62,25 +81,46 @@ def has_text_tables(conn: Connection) -> bool:
     return all(inspector.has_table(table.name) for table in TEXT_TABLES)
 
 
-def _upsert(
-    conn: Connection, table: Any, key: str, rows: list[dict[str, Any]], replace: bool
-) -> None:
-    """Insert ``rows``; a row whose ``key`` is there already replaces it (``replace``) or
-    is left out."""
-    if not rows:
-        return
+@functools.lru_cache(maxsize=16)
+def _upsert(dialect: Dialect, table: Table, replace: bool) -> Compiled:
+    """``INSERT`` of one (key, text) row; a row whose key is there already replaces it
+    (``replace``) or is left out. Compiled once per dialect: a group commit writes a few
+    texts, and building and compiling the statement each time cost more than running it."""
     from sqlalchemy.dialects import postgresql, sqlite
 
     dialects: dict[str, Any] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
-    make_insert = dialects.get(conn.dialect.name)
+    make_insert = dialects.get(dialect.name)
     if make_insert is None:
-        raise StoreError(f"stored texts need SQLite or PostgreSQL, not {conn.dialect.name}")
-    stmt = make_insert(table)
+        raise StoreError(f"stored texts need SQLite or PostgreSQL, not {dialect.name}")
+    (key,) = table.primary_key.columns
+    stmt = make_insert(table).values({key.name: bindparam("k"), "text": bindparam("t")})
     if replace:
         stmt = stmt.on_conflict_do_update(index_elements=[key], set_={"text": stmt.excluded.text})
     else:
         stmt = stmt.on_conflict_do_nothing(index_elements=[key])
-    conn.execute(stmt, rows)
+    return Compiled(stmt, dialect, ["k", "t"])
+
+
+@functools.lru_cache(maxsize=8)
+def _ids_by_url(dialect: Dialect) -> Compiled:
+    """The (id, url) of the pages whose URLs one parameter lists: a ``text[]`` on
+    PostgreSQL, a JSON array read by ``json_each`` on SQLite (compiled once a dialect)."""
+    p = pages_table.c
+    condition: ColumnElement[bool]
+    if dialect.name == "postgresql":
+        condition = p.url == func.any(cast(bindparam("u"), ARRAY(Text)))
+    else:
+        listed: Select[Any] = select(literal_column("value")).select_from(
+            func.json_each(bindparam("u"))
+        )
+        condition = p.url.in_(listed)
+    return Compiled(select(p.id, p.url).where(condition), dialect, ["u"])
+
+
+def _write(conn: Connection, table: Table, rows: list[tuple[int, bytes]], replace: bool) -> None:
+    if rows:
+        compiled = _upsert(conn.dialect, table, replace)
+        conn.exec_driver_sql(compiled.sql, [compiled.bind(row) for row in rows])
 
 
 def write_texts(
@@ -106,17 +146,17 @@ def write_texts(
         else:
             replace[verdict.url] = blob
             fill.pop(verdict.url, None)
-    p, d = pages_table.c, duplicates_table.c
+    d = duplicates_table.c
     if replace or fill:
         urls = sorted(replace.keys() | fill.keys())
+        by_url = _ids_by_url(conn.dialect)
+        values = urls if conn.dialect.name == "postgresql" else json.dumps(urls)
         ids = {
-            url: page_id
-            for chunk in _chunks(urls)
-            for page_id, url in conn.execute(select(p.id, p.url).where(p.url.in_(chunk)))
+            url: page_id for page_id, url in conn.exec_driver_sql(by_url.sql, by_url.bind([values]))
         }
         for blobs, is_replace in ((replace, True), (fill, False)):
-            rows = [{"page_id": ids[u], "text": b} for u, b in blobs.items() if u in ids]
-            _upsert(conn, page_texts_table, "page_id", rows, is_replace)
+            rows = [(ids[u], b) for u, b in blobs.items() if u in ids]
+            _write(conn, page_texts_table, rows, is_replace)
     wanted = sorted(url for url, blobs in dropped.items() if any(b is not None for b in blobs))
     if wanted:
         drop_ids: dict[str, list[int]] = defaultdict(list)
@@ -124,13 +164,13 @@ def write_texts(
             stmt = select(d.id, d.url).where(d.url.in_(chunk), d.seen_at == now).order_by(d.id)
             for duplicate_id, url in conn.execute(stmt):
                 drop_ids[url].append(duplicate_id)
-        rows = [
-            {"duplicate_id": duplicate_id, "text": blob}
+        drop_rows = [
+            (duplicate_id, blob)
             for url in wanted
             for duplicate_id, blob in zip(drop_ids[url], dropped[url], strict=False)
             if blob is not None
         ]
-        _upsert(conn, drop_texts_table, "duplicate_id", rows, replace=True)
+        _write(conn, drop_texts_table, drop_rows, replace=True)
 
 
 def write_texts_after(
