@@ -7,9 +7,10 @@ The site: every page of ``pages_en/html/*.html.gz`` and ``pages_zh/original/*.ht
 also in three near-duplicate variants (a syndication banner and another title, a reader
 comment block, the last paragraph removed) under other URLs, plus hub pages linking them:
 at least 1,000 pages. Each configuration is a real ``scrapy runspider`` of the spider below
-in a subprocess, the variants interleaved, ``--repeats`` times; pages/s is responses over
-the crawl's elapsed time, and the table shows the median and the ratios to the crawl
-without the filter and to the thread path (``SIMHASH_FILTER_WORKERS = 0``):
+in a subprocess, the variants interleaved (in turn forward and backward), ``--repeats``
+times; pages/s is responses over the crawl's elapsed time, and the table shows the median
+and the ratios to the crawl without the filter and to the thread path
+(``SIMHASH_FILTER_WORKERS = 0``):
 
 - ``text``: the spider puts the page text in the item (``//body//p//text()``, as a spider
   with selectors for the article would), the filter fingerprints it;
@@ -423,8 +424,10 @@ def run_part(
             SiteServer(site, latency=scenario.latency) as server,
         ):
             runs: dict[Variant, list[dict[str, Any]]] = {v: [] for v in scenario.variants}
-            for _ in range(repeats):
-                for variant in scenario.variants:
+            for repeat in range(repeats):
+                # ABBA order: a machine whose load drifts during the run favours no variant
+                order = scenario.variants if repeat % 2 == 0 else scenario.variants[::-1]
+                for variant in order:
                     runs[variant].append(
                         crawl(
                             server.base_url,
