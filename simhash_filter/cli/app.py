@@ -94,14 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler, parser=p)
         return p
 
+    def domains(p: argparse.ArgumentParser, default: int) -> None:
+        p.add_argument(
+            "--domains",
+            type=options.count,
+            default=default,
+            metavar="N",
+            help=f"show the N domains with the most dropped pages (0: all; default {default})",
+        )
+
     p = command("stats", queries.stats, "pages kept, duplicates dropped, domains, scheme, size")
-    p.add_argument(
-        "--domains",
-        type=options.count,
-        default=10,
-        metavar="N",
-        help="show the N domains with the most dropped pages (0: all; default 10)",
-    )
+    domains(p, 10)
 
     p = command("dupes", queries.dupes, "dropped pages, newest first, with what they duplicate")
     p.add_argument("--domain", help="only pages of this host (example.com, www.example.com)")
@@ -284,13 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drops shown side by side (default 20): half the nearest the threshold, "
         "half at random",
     )
-    p.add_argument(
-        "--domains",
-        type=options.count,
-        default=50,
-        metavar="N",
-        help="domains listed, most dropped first (0: all; default 50)",
-    )
+    domains(p, 50)
 
     p = command("export", corpus.export, "pages and/or duplicates as JSON Lines or CSV")
     p.add_argument("--pages", action="store_true", help="export the kept pages")
