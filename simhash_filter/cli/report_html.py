@@ -315,8 +315,10 @@ def diff_rows(steps: Iterable[Passage], limit: int = _ROWS_PER_SAMPLE) -> tuple[
                 for p in shown[:head]:
                     row(esc(p), esc(p))
                 hidden = len(shown) - head - tail
-                what = "identical texts" if len(steps) == 1 else "equal passages"
-                rows.append(f'<tr><td class="gap" colspan="2">{_n(hidden)} {what}</td></tr>')
+                what = f"{_n(hidden)} equal passages"
+                if len(steps) == 1:
+                    what = f"identical texts ({_n(hidden)} passages)"
+                rows.append(f'<tr><td class="gap" colspan="2">{what}</td></tr>')
                 shown = shown[len(shown) - tail :] if tail else []
             for p in shown:
                 row(esc(p), esc(p))
