@@ -10,12 +10,12 @@ size on large databases.
 median page's main text in UTF-8 and stored; then the whole corpus imported through
 ``add_many`` into two SQLite files, with and without texts: the file's growth a page.
 
-``report``: a SQLite database filled through the store's bulk path (``add_many``, 5,000
-pages a transaction) with ``--pages`` pages, one in ten a near-copy of an earlier one (its
-drop logged), every page with a stored text (synthetic articles of ~500 words from a pool);
-then ``simhash-filter report``'s work (the queries, the sample's diffs, the HTML) timed, and
-the file's size. The crawl's pages/s with STORE_TEXT on and off: ``bench_crawl --part
-storetext``.
+``report``: a SQLite database (``--pg``: a throw-away PostgreSQL one) filled through the
+store's bulk path (``add_many``, 5,000 pages a transaction) with ``--pages`` pages, one in
+ten a near-copy of an earlier one (its drop logged), every page with a stored text
+(synthetic articles of ~500 words from a pool); then ``simhash-filter report``'s work (the
+queries, the sample's diffs, the HTML) timed, and the file's size. The crawl's pages/s with
+STORE_TEXT on and off: ``bench_crawl --part storetext``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench._common import DATA_DIR, ROOT, machine, write_results
+from bench._common import DATA_DIR, ROOT, machine, pg_database, write_results
 from bench.bench_crawl import load_corpus
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.pagework import sign_page
@@ -134,11 +134,12 @@ def synthetic_rows(pages: int, seed: int = 3) -> Iterator[PageRow]:
             yield PageRow(url, fingerprints[-1], 3000, None, kept_blobs[n % len(pool)])
 
 
-def report_part(pages: int, workdir: Path) -> dict[str, Any]:
+def report_part(pages: int, workdir: Path, pg_url: str | None = None) -> dict[str, Any]:
     from simhash_filter.cli.report import write_report
+    from simhash_filter.store.reports import database_size
 
     path = workdir / "audit.db"
-    url = f"sqlite:///{path}"
+    url = pg_url or f"sqlite:///{path}"
     started = time.perf_counter()
     with FingerprintStore.open(url, spec=SPEC, max_distance=3) as store:
         source = synthetic_rows(pages)
@@ -149,6 +150,7 @@ def report_part(pages: int, workdir: Path) -> dict[str, Any]:
     fill = time.perf_counter() - started
     with FingerprintStore.open_existing(url) as store:
         numbers = store.stats()
+        size = database_size(store) or 0
         out = workdir / "report.html"
         started = time.perf_counter()
         write_report(store, out)
@@ -158,7 +160,8 @@ def report_part(pages: int, workdir: Path) -> dict[str, Any]:
         "kept": numbers.pages,
         "dropped": numbers.duplicates,
         "fill_seconds": fill,
-        "database_bytes": _file_bytes(path),
+        "backend": "postgresql" if pg_url else "sqlite",
+        "database_bytes": size,
         "report_seconds": seconds,
         "report_bytes": out.stat().st_size,
     }
@@ -170,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("bytes", "report"), default="bytes")
     parser.add_argument("--pages", type=int, default=100_000, help="pages of the report part")
     parser.add_argument("--dir", type=Path, help="keep the report part's database here")
+    parser.add_argument(
+        "--pg", action="store_true", help="report part on a throw-away PostgreSQL database"
+    )
     args = parser.parse_args(argv)
     print(f"machine: {machine()}\n")
     if args.part == "bytes":
@@ -192,15 +198,19 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = args.dir or Path(tmp)
             workdir.mkdir(parents=True, exist_ok=True)
-            results = report_part(args.pages, workdir)
+            if args.pg:
+                with pg_database("sf_bench_audit") as pg_url:
+                    results = report_part(args.pages, workdir, pg_url)
+            else:
+                results = report_part(args.pages, workdir)
         r = results
         print(
-            "| pages offered | kept | dropped | fill (add_many) | database | report time "
-            "| report size |"
+            "| back-end | pages offered | kept | dropped | fill (add_many) | database "
+            "| report time | report size |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         print(
-            f"| {r['pages_offered']:,} | {r['kept']:,} | {r['dropped']:,} "
+            f"| {r['backend']} | {r['pages_offered']:,} | {r['kept']:,} | {r['dropped']:,} "
             f"| {r['fill_seconds']:.0f} s | {r['database_bytes'] / 2**20:,.0f} MiB "
             f"| {r['report_seconds']:.1f} s | {r['report_bytes'] / 1024:,.0f} KiB |"
         )
