@@ -93,13 +93,20 @@ def test_explain_says_why_each_drop_happened(
     assert {row["url"] for row in rows} == {url for url, _ in PAGES[3:]}
     with FingerprintStore.open_existing(with_texts) as store:
         scheme = store.scheme
+    texts_of = dict(PAGES)
     for row in rows:
         assert row["boilerplate"] is False
         assert row["judged_by"].startswith("sketch similarity >= ")
         assert row["texts_stored"] == [True, True]
         assert 0.0 <= row["text_similarity"] <= 1.0
         dropped, kept = int(row["fingerprint"], 16), int(row["duplicate_of_fingerprint"], 16)
-        keys = finding_keys(scheme, dropped, kept)
+        keys = finding_keys(
+            scheme,
+            dropped,
+            FINGERPRINTER.sketch(texts_of[row["url"]]),
+            kept,
+            FINGERPRINTER.sketch(texts_of[row["duplicate_of"]]),
+        )
         assert keys  # the candidate was found under at least one key
         assert row["found_by"] == " ".join(f"t{t}:{k:x}" for t, k in keys)
     code, out, _ = run(capsys, "--db", with_texts, "dupes", "--explain")
@@ -137,14 +144,18 @@ def test_report_without_texts_says_which_are_missing(
 
 
 def test_finding_keys_is_the_shared_probe_and_index_key() -> None:
-    from simhash_filter.bands import make_scheme
+    from simhash_filter.bands import INDEX_KINDS, make_scheme
 
-    for kind in ("permuted", "multi-index"):
+    a, sketch = fp(ARTICLE_A), FINGERPRINTER.sketch(ARTICLE_A)
+    other = FINGERPRINTER.sketch(ARTICLE_B)
+    far = a ^ (2**64 - 1)
+    for kind in INDEX_KINDS:
         scheme = make_scheme(kind, max_distance=3)
-        a = fp(ARTICLE_A)
-        assert finding_keys(scheme, a, a)  # a page finds itself in every table it probes
-        far = a ^ (2**64 - 1)
-        assert finding_keys(scheme, a, far) == []
+        assert finding_keys(scheme, a, sketch, a, sketch)  # a page finds itself
+        assert finding_keys(scheme, a, sketch, far, other) == []
+    lsh = make_scheme("minhash-lsh")
+    # under the sketch-keyed index, a page is found by its sketch's bands, not its simhash
+    assert all(t < lsh.n_blocks for t, _ in finding_keys(lsh, a, sketch, far, sketch))
 
 
 def test_import_stores_texts_when_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,13 +19,14 @@ from simhash_filter.cli.common import (
     CommandError,
     duplicate_row,
     existing_store,
+    fingerprinter_for,
     shown_similarity,
     similarity_of,
 )
 from simhash_filter.cli.output import Fields, Lines, Output, Record, hex64
 from simhash_filter.simhash import hamming_distance
 from simhash_filter.store import FingerprintStore, reports, texts
-from simhash_filter.store.records import DuplicateRecord, PageRecord
+from simhash_filter.store.records import DuplicateRecord, PageRecord, SchemeMismatchError
 from simhash_filter.stored_text import StoredText, unpack_text
 from simhash_filter.textdiff import Passage, diff_texts, text_similarity, word_diff
 
@@ -181,11 +182,29 @@ def diff(args: argparse.Namespace, out: Output) -> int:
 # --- dupes --explain -------------------------------------------------------------------
 
 
-def finding_keys(scheme: IndexScheme, dropped: int, kept: int) -> list[tuple[int, int]]:
+def finding_keys(
+    scheme: IndexScheme,
+    dropped: int,
+    dropped_sketch: bytes | None,
+    kept: int,
+    kept_sketch: bytes | None,
+) -> list[tuple[int, int]]:
     """The (table, key) pairs under which the dropped page's probe found the kept page:
-    its probe keys that are among the kept page's index keys."""
-    stored = set(enumerate(scheme.index_keys(kept)))
-    return sorted(key for key in set(scheme.probe_keys(dropped)) if key in stored)
+    its probe keys that are among the kept page's index keys (from the fingerprints, and
+    under a sketch-keyed index the sketches)."""
+    stored = set(scheme.index_items(kept, kept_sketch))
+    return sorted(key for key in set(scheme.probe_keys(dropped, dropped_sketch)) if key in stored)
+
+
+def _text_sketch(store: FingerprintStore, text: str | None) -> bytes | None:
+    """A dropped page's sketch (not stored) made again from its stored text, where the
+    index needs one and the database's spec is this simhash-filter's; else None."""
+    if text is None or not store.scheme.sketch_keyed:
+        return None
+    try:
+        return fingerprinter_for(store.spec).sketch(text)
+    except SchemeMismatchError:
+        return None
 
 
 def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> list[Record]:
@@ -199,15 +218,23 @@ def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> l
     }
     drop_blobs = texts.drop_texts(store, [r.duplicate_id for r in records])
     page_blobs = texts.page_texts(store, kept_ids.values())
+    sketches = reports.page_sketches(store, kept_ids.values())
     rule, scheme = store.rule, store.scheme
     rows: list[Record] = []
     for record in records:
-        keys = finding_keys(scheme, record.fingerprint, record.duplicate_of_fingerprint)
-        drop_blob = drop_blobs.get(record.duplicate_id)
-        page_blob = page_blobs.get(kept_ids.get(record.duplicate_of_url, -1))
+        kept_id = kept_ids.get(record.duplicate_of_url, -1)
+        drop_blob, page_blob = drop_blobs.get(record.duplicate_id), page_blobs.get(kept_id)
+        drop_text = None if drop_blob is None else unpack_text(drop_blob).text
+        keys = finding_keys(
+            scheme,
+            record.fingerprint,
+            _text_sketch(store, drop_text),
+            record.duplicate_of_fingerprint,
+            sketches.get(kept_id),
+        )
         text_share = None
-        if drop_blob is not None and page_blob is not None:
-            steps = diff_texts(unpack_text(drop_blob).text, unpack_text(page_blob).text)
+        if drop_text is not None and page_blob is not None:
+            steps = diff_texts(drop_text, unpack_text(page_blob).text)
             text_share = round(text_similarity(steps), 3)
         if record.similarity is not None and rule is not None:
             judged = f"sketch similarity >= {rule.min_similarity}"
