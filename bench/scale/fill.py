@@ -1,0 +1,293 @@
+"""Direct bulk loaders: write the rows ``add_many`` would write, fast, then open normally.
+
+The store makes the database (schema, meta: spec, scheme, rule) and is closed; the pages
+are then written straight into its tables: ``pages`` in id order (page i has id i+1 and
+a URL that sorts as its id), ``bands`` table by table in ``(table_no, key, page_id)``
+order, the keys from the scheme's public ``index_items``/``index_keys``, signed by
+``schema.to_sql_int``. SQLite: ``executemany`` in large transactions (journal off while
+loading, WAL again after); PostgreSQL: ``COPY`` (bands in the binary format, built with
+NumPy). ``check_loader`` proves on a sample that the rows equal ``add_many``'s.
+
+A finished fill leaves ``<name>.json`` beside it (pages, rows, seconds); a fill without it
+is incomplete and is made again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import struct
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simhash_filter import Fingerprinter
+from simhash_filter.signature import MatchRule
+from simhash_filter.store import FingerprintStore, PageRow, canonical_url, url_domain
+from simhash_filter.store.schema import to_sql_int
+
+from .corpus import CHUNK, Pool, chunk_signatures, sketch_bytes
+
+SPEC = Fingerprinter().spec
+SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
+_PG_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_PG_TRAILER = struct.pack(">h", -1)
+_BAND_ROW = np.dtype(
+    [("n", ">i2"), ("l1", ">i4"), ("t", ">i2"), ("l2", ">i4"), ("key", ">i8"),
+     ("l3", ">i4"), ("pid", ">i8"), ("l4", ">i4"), ("fp", ">i8")]
+)  # fmt: skip
+
+
+def url_of(i: int) -> str:
+    """The URL of fill page ``i`` (canonical as is; sorts as its id)."""
+    return f"http://p{i:09d}.example/"
+
+
+def open_store(url: str, kind: str, **kw: Any) -> FingerprintStore:
+    """The store under the default match rule with the ``kind`` index."""
+    return FingerprintStore.open(url, spec=SPEC, rule=MatchRule(), index=kind, **kw)
+
+
+def index_items(scheme: Any, fingerprint: int, sketch: bytes | None) -> list[tuple[int, int]]:
+    """(table_no, key) pairs a page is stored under, through the scheme's public API."""
+    if hasattr(scheme, "index_items"):
+        return list(scheme.index_items(fingerprint, sketch))
+    return list(enumerate(scheme.index_keys(fingerprint)))
+
+
+def probe_keys(scheme: Any, fingerprint: int, sketch: bytes | None) -> list[tuple[int, int]]:
+    """(table_no, key) pairs a check probes (the sketch where the scheme takes one)."""
+    try:
+        return list(scheme.probe_keys(fingerprint, sketch))
+    except TypeError:
+        return list(scheme.probe_keys(fingerprint))
+
+
+def _pages(pool: Pool, seed: int, n: int, cache: Path | None = None) -> Iterator[Any]:
+    """(page index, fingerprint, sketch, text length) of fill pages 0..n-1; with ``cache``
+    (a folder), the composed signatures are kept there and read back by the next fill."""
+    lengths = np.array([len(t) for t in pool.texts] + [0])
+    base = None if cache is None else cache / f"signatures-s{seed}-{n}"
+    done = base is not None and base.with_suffix(".done").exists()
+    if base is not None:
+        mode = "r" if done else "w+"
+        fps_all = np.lib.format.open_memmap(
+            base.with_suffix(".fps.npy"), mode=mode, dtype=np.uint64, shape=(n,)
+        )
+        slots_all = np.lib.format.open_memmap(
+            base.with_suffix(".slots.npy"), mode=mode, dtype=np.uint16, shape=(n, 256)
+        )
+        len_all = np.lib.format.open_memmap(
+            base.with_suffix(".len.npy"), mode=mode, dtype=np.int32, shape=(n,)
+        )
+    for chunk in range(math.ceil(n / CHUNK)):
+        lo, hi = chunk * CHUNK, min(n, (chunk + 1) * CHUNK)
+        if done:
+            fps, slots, text_len = fps_all[lo:hi], np.asarray(slots_all[lo:hi]), len_all[lo:hi]
+        else:
+            fps, slots, idx = chunk_signatures(pool, seed, chunk)
+            text_len = lengths[idx].sum(axis=1) + (idx != pool.size).sum(axis=1) - 1
+            if base is not None:
+                fps_all[lo:hi], slots_all[lo:hi] = fps[: hi - lo], slots[: hi - lo]
+                len_all[lo:hi] = text_len[: hi - lo]
+        for j in range(hi - lo):
+            yield lo + j, int(fps[j]), sketch_bytes(slots[j]), int(text_len[j])
+    if base is not None and not done:
+        for array in (fps_all, slots_all, len_all):
+            array.flush()
+        base.with_suffix(".done").touch()
+
+
+class _Keys:
+    """Every page's band keys (signed) in a memory-mapped [n, tables] array."""
+
+    def __init__(self, workdir: Path, n: int, scheme: Any) -> None:
+        self.n = n
+        self.scheme = scheme
+        self.tables: list[int] | None = None
+        self.fps = np.empty(n, dtype=np.int64)
+        self.path = workdir / "keys.tmp.npy"
+        self.keys: Any = None
+
+    def add(self, i: int, fingerprint: int, sketch: bytes) -> None:
+        items = index_items(self.scheme, fingerprint, sketch)
+        if self.tables is None:
+            self.tables = [t for t, _k in items]
+            self.keys = np.lib.format.open_memmap(
+                self.path, mode="w+", dtype=np.int64, shape=(self.n, len(items))
+            )
+        if [t for t, _k in items] != self.tables:
+            raise SystemExit(f"page {i}: tables {[t for t, _ in items]} != {self.tables}")
+        self.keys[i] = [to_sql_int(k) for _t, k in items]
+        self.fps[i] = to_sql_int(fingerprint)
+
+    def sorted_tables(self) -> Iterator[tuple[int, Any, Any, Any]]:
+        """(table_no, keys, page ids, fingerprints) of each table, in key order."""
+        assert self.tables is not None
+        for col, t in enumerate(self.tables):
+            keys = np.ascontiguousarray(self.keys[:, col])
+            order = np.argsort(keys, kind="stable")  # ids ascending within a key
+            yield t, keys[order], order + 1, self.fps[order]
+
+    def close(self) -> None:
+        self.keys = None
+        self.path.unlink(missing_ok=True)
+
+
+def fill_sqlite(
+    path: Path, kind: str, n: int, pool: Pool, seed: int, log: Callable, cache: Path | None = None
+) -> dict:
+    began = time.perf_counter()
+    for p in path.parent.glob(path.name + "*"):
+        p.unlink()
+    with open_store(f"sqlite:///{path}", kind) as store:
+        scheme = store.scheme
+    now = datetime.now(UTC).strftime(SQLITE_TIME)
+    conn = sqlite3.connect(path, isolation_level=None)
+    for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -1000000"):
+        conn.execute(f"PRAGMA {pragma}")
+    keys = _Keys(path.parent, n, scheme)
+    insert = (
+        "INSERT INTO pages (id, url, domain, fingerprint, text_length, sketch, first_seen, "
+        "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    batch: list[tuple[Any, ...]] = []
+    conn.execute("BEGIN")
+    for i, fp, sketch, length in _pages(pool, seed, n, cache):
+        url = url_of(i)
+        batch.append((i + 1, url, url[7:-1], to_sql_int(fp), length, sketch, now, now))
+        keys.add(i, fp, sketch)
+        if len(batch) == 50_000:
+            conn.executemany(insert, batch)
+            batch = []
+            if (i + 1) % 1_000_000 == 0:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN")
+                log(f"sqlite {kind} {n:,}: {i + 1:,} pages")
+    conn.executemany(insert, batch)
+    conn.execute("COMMIT")
+    rows = 0
+    for t, k, ids, fps in keys.sorted_tables():
+        conn.execute("BEGIN")
+        for s in range(0, n, 1_000_000):
+            conn.executemany(
+                "INSERT INTO bands (table_no, key, page_id, fingerprint) VALUES (?, ?, ?, ?)",
+                zip(
+                    [t] * len(k[s : s + 1_000_000]),
+                    k[s : s + 1_000_000].tolist(),
+                    ids[s : s + 1_000_000].tolist(),
+                    fps[s : s + 1_000_000].tolist(),
+                    strict=True,
+                ),
+            )
+        conn.execute("COMMIT")
+        rows += n
+        log(f"sqlite {kind} {n:,}: table {t} written")
+    keys.close()
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+    return {"pages": n, "band_rows": rows, "seconds": round(time.perf_counter() - began, 1)}
+
+
+def pg_copy_bands(conn: Any, t: int, keys: Any, ids: Any, fps: Any) -> None:
+    rows = np.empty(len(keys), dtype=_BAND_ROW)
+    rows["n"], rows["l1"], rows["t"], rows["l2"] = 4, 2, t, 8
+    rows["key"], rows["l3"], rows["pid"], rows["l4"], rows["fp"] = keys, 8, ids, 8, fps
+    with conn.cursor().copy(
+        "COPY bands (table_no, key, page_id, fingerprint) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.write(_PG_HEADER)
+        for s in range(0, len(rows), 200_000):
+            copy.write(rows[s : s + 200_000].tobytes())
+        copy.write(_PG_TRAILER)
+
+
+def fill_pg(
+    url: str,
+    workdir: Path,
+    kind: str,
+    n: int,
+    pool: Pool,
+    seed: int,
+    log: Callable,
+    cache: Path | None = None,
+) -> dict:
+    from bench.bench_pg import psycopg_connect
+
+    began = time.perf_counter()
+    with open_store(url, kind) as store:
+        scheme = store.scheme
+    now = datetime.now(UTC)
+    keys = _Keys(workdir, n, scheme)
+    with psycopg_connect(url, autocommit=False) as conn:
+        with conn.cursor().copy(
+            "COPY pages (id, url, domain, fingerprint, text_length, sketch, first_seen, "
+            "last_seen) FROM STDIN"
+        ) as copy:
+            for i, fp, sketch, length in _pages(pool, seed, n, cache):
+                url_i = url_of(i)
+                copy.write_row(
+                    (i + 1, url_i, url_i[7:-1], to_sql_int(fp), length, sketch, now, now)
+                )
+                keys.add(i, fp, sketch)
+                if (i + 1) % 1_000_000 == 0:
+                    log(f"pg {kind} {n:,}: {i + 1:,} pages")
+        conn.execute("SELECT setval(pg_get_serial_sequence('pages', 'id'), %s)", (n,))
+        conn.commit()
+        rows = 0
+        for t, k, ids, fps in keys.sorted_tables():
+            pg_copy_bands(conn, t, k, ids, fps)
+            conn.commit()
+            rows += n
+            log(f"pg {kind} {n:,}: table {t} written")
+    keys.close()
+    with psycopg_connect(url) as conn:
+        conn.execute("VACUUM ANALYZE")
+    return {"pages": n, "band_rows": rows, "seconds": round(time.perf_counter() - began, 1)}
+
+
+def check_loader(url_a: str, url_b: str, load: Callable[[], Any], kind: str, pool: Pool,
+                 seed: int, count: int = 300) -> dict:  # fmt: skip
+    """Raise unless the loader's rows (``load()`` into ``url_b``) equal ``add_many``'s
+    (into ``url_a``) for the first ``count`` fill pages, timestamps aside."""
+    from sqlalchemy import create_engine, text
+
+    with open_store(url_a, kind) as store:
+        verdicts = store.add_many(
+            [PageRow(url_of(i), fp, length, sk) for i, fp, sk, length in _pages(pool, seed, count)],
+            batch_size=100,
+        )
+    kinds = {v.kind.value for v in verdicts}
+    if kinds != {"new"}:
+        raise SystemExit(f"add_many did not admit every sample page: {kinds}")
+    assert all(canonical_url(url_of(i)) == url_of(i) for i in range(count))
+    assert all(url_domain(url_of(i)) == url_of(i)[7:-1] for i in range(count))
+    load()
+    tables = {}
+    for url in (url_a, url_b):
+        engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+        with engine.connect() as conn:
+            tables[url] = {
+                "pages": conn.execute(text(
+                    "SELECT id, url, domain, fingerprint, text_length, sketch FROM pages "
+                    "ORDER BY id"
+                )).fetchall(),
+                "bands": conn.execute(text(
+                    "SELECT table_no, key, page_id, fingerprint FROM bands "
+                    "ORDER BY table_no, key, page_id"
+                )).fetchall(),
+            }  # fmt: skip
+        engine.dispose()
+    for name in ("pages", "bands"):
+        if tables[url_a][name] != tables[url_b][name]:
+            raise SystemExit(f"the loader's {name} rows differ from add_many's")
+    return {"sample": count, **{k: len(v) for k, v in tables[url_a].items()}}
+
+
+def write_done(marker: Path, info: dict) -> None:
+    marker.write_text(json.dumps(info, indent=2) + "\n")
