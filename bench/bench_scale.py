@@ -28,7 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from bench._common import DATA_DIR, PG_ADMIN_URL, _admin, machine, write_results
+from bench._common import (
+    DATA_DIR,
+    PG_ADMIN_URL,
+    _admin,
+    create_pg_database,
+    drop_pg_database,
+    machine,
+    write_results,
+)
 from bench.scale import corpus, fill, measure
 from bench.scale.validate import validate
 
@@ -46,6 +54,31 @@ def pg_url(kind: str, n: int) -> str:
     return make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
 
 
+def loader_check(backend: str, kind: str, pool: corpus.Pool, root: Path) -> dict[str, Any]:
+    """The loader's rows equal add_many's for 300 pages (fill.check_loader)."""
+    if backend == "sqlite":
+        a, b = root / "loader-check-a.db", root / "loader-check-b.db"
+        for p in [*root.glob("loader-check-*")]:
+            p.unlink()
+        return fill.check_loader(
+            f"sqlite:///{a}",
+            f"sqlite:///{b}",
+            lambda: fill.fill_sqlite(b, kind, 300, pool, SEED, log),
+            kind,
+            pool,
+            SEED,
+        )
+    url_a, url_b = create_pg_database("sf_scale_check"), create_pg_database("sf_scale_check")
+    try:
+        return fill.check_loader(
+            url_a, url_b, lambda: fill.fill_pg(url_b, root, kind, 300, pool, SEED, log), kind,
+            pool, SEED,
+        )  # fmt: skip
+    finally:
+        drop_pg_database(url_a)
+        drop_pg_database(url_b)
+
+
 def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) -> tuple:
     """The URL of the kept fill (made now when missing) and its marker's contents."""
     marker = root / f"{backend}-{kind}-{n}.json"
@@ -54,6 +87,7 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
         return url, json.loads(marker.read_text())
     cache = root if n >= 5_000_000 else None
     log(f"filling {backend} {kind} {n:,}")
+    checked = loader_check(backend, kind, pool, root)
     if backend == "sqlite":
         path = root / f"sqlite-{kind}-{n}.db"
         info = fill.fill_sqlite(path, kind, n, pool, SEED, log, cache)
@@ -64,11 +98,14 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
         _admin(PG_ADMIN_URL, f'CREATE DATABASE "{name}"')
         info = fill.fill_pg(url, root, kind, n, pool, SEED, log, cache)
         conn, _ = measure.connect(url)
-        info["bytes"] = int(conn.execute(
-            "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['pages', 'bands', "
-            "'duplicates', 'meta']::regclass[]) AS c"
-        ).fetchone()[0])
+        info["bytes"] = int(
+            conn.execute(
+                "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['pages', 'bands', "
+                "'duplicates', 'meta']::regclass[]) AS c"
+            ).fetchone()[0]
+        )
         conn.close()
+    info["loader_check"] = checked
     info["bytes_per_page"] = round(info["bytes"] / n, 1)
     info["rows_per_page"] = info["band_rows"] / n
     fill.write_done(marker, info)
@@ -93,8 +130,8 @@ def measure_cell(backend: str, kind: str, n: int, pool: corpus.Pool, args: Any, 
     cell["check_1"] = measure.run_workers(url, "check", [checks], seconds=args.seconds)
     log(f"{backend} {kind} {n:,}: check x1 {cell['check_1']}")
     if backend == "pg":
-        per = args.checks // 4
-        more = measure.new_pages(pool, SEED, n, args.checks, f"d{tag}", salt + 2)
+        per = args.checks // 2
+        more = measure.new_pages(pool, SEED, n, 2 * args.checks, f"d{tag}", salt + 2)
         lists = [more[w * per : (w + 1) * per] for w in range(4)]
         cell["check_4"] = measure.run_workers(url, "check", lists, seconds=args.seconds)
         log(f"{backend} {kind} {n:,}: check x4 {cell['check_4']}")

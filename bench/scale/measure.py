@@ -9,6 +9,7 @@ backends' CPU from /proc), ``near()``, and ``add_many``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pickle
@@ -131,12 +132,20 @@ def probe_rows(conn: Any, mark: str, keys: list[tuple[int, int]]) -> list[tuple[
     return out
 
 
+def count_candidates(store: Any, fingerprint: int, sketch: bytes) -> int:
+    """The store's own count of the rows a probe reads (with the sketch where it takes one)."""
+    if "sketch" in inspect.signature(store.count_candidates).parameters:
+        return int(store.count_candidates(fingerprint, sketch=sketch))
+    return int(store.count_candidates(fingerprint))
+
+
 def probe_cost(url: str, kind: str, pages: list) -> dict[str, Any]:
     """Rows read and candidates a check for ``pages`` (not written): band rows under the
     probe keys; candidates = distinct pages a check must verify with the sketch (within
     the rule's candidate distance for the simhash schemes, every band collision for LSH)."""
     with open_store(url, kind, create=False) as store:
         scheme, rule = store.scheme, store.rule
+        public = [count_candidates(store, fp, sketch) for _u, fp, _l, sketch in pages[:20]]
     radius = rule.candidate_distance if rule is not None else scheme.max_distance
     sketch_keyed = getattr(scheme, "sketch_keyed", False)
     conn, mark = connect(url)
@@ -156,6 +165,7 @@ def probe_cost(url: str, kind: str, pages: list) -> dict[str, Any]:
     finally:
         conn.close()
     return {
+        "count_candidates_agrees": public == rows_read[:20],
         "queries": len(pages),
         "probe_keys": statistics.mean(probes),
         "rows_read_mean": statistics.mean(rows_read),
