@@ -52,7 +52,8 @@ def new_pages(pool: Pool, seed: int, n_fill: int, count: int, tag: str, salt: in
     dropped or swapped) of random stored pages; (url, fingerprint, text_length, sketch),
     the near-copies spread evenly."""
     rng = np.random.default_rng([seed, salt])
-    unrelated = page_sentences(pool, seed + 1_000_003, salt)[:count]
+    chunks = range(salt * 100, salt * 100 + -(-count // CHUNK))
+    unrelated = np.concatenate([page_sentences(pool, seed + 1_000_003, c) for c in chunks])[:count]
     n_near = int(count * NEAR_SHARE)
     sources = rng.integers(0, n_fill, size=n_near)
     copies = near_copies(pool, stored_rows(pool, seed, np.sort(sources)), rng)
