@@ -119,8 +119,16 @@ def measure_cell(backend: str, kind: str, n: int, pool: corpus.Pool, args: Any, 
         scheme = store.scheme
         describe = scheme.describe()
     removed = measure.trim(url, n, scheme)
-    cell: dict[str, Any] = {"backend": backend, "index": kind, "pages": n, "scheme": describe,
-                            "fill": info, "trimmed_before": removed}  # fmt: skip
+    verified = measure.verify_keys(url, n, scheme, args.verify)
+    cell: dict[str, Any] = {
+        "backend": backend,
+        "index": kind,
+        "pages": n,
+        "scheme": describe,
+        "fill": info,
+        "trimmed_before": removed,
+        "verified": verified,
+    }
     tag = f"{salt}"
     probe = measure.new_pages(pool, SEED, n, args.probes, f"q{tag}", salt)
     unrelated = [p for i, p in enumerate(probe) if i % 10]
@@ -220,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--near", type=int, default=1000, help="near() calls")
     parser.add_argument("--bulk", type=int, default=20_000, help="pages add_many adds")
     parser.add_argument("--batch", type=int, default=1000, help="add_many batch size")
+    parser.add_argument(
+        "--verify", type=int, default=2000, help="fill pages whose keys are checked"
+    )
     parser.add_argument("--seconds", type=float, default=30.0, help="time limit a run")
     parser.add_argument("--bulk-seconds", type=float, default=120.0)
     args = parser.parse_args(argv)

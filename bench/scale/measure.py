@@ -114,6 +114,34 @@ def trim(url: str, n_fill: int, scheme: Any) -> int:
         conn.close()
 
 
+def verify_keys(url: str, n_fill: int, scheme: Any, sample: int, seed: int = 5) -> dict:
+    """Every band row the scheme's ``index_items`` gives for ``sample`` random fill pages
+    is in ``bands``, and the fill has no other rows for them: the fill matches the code
+    being measured (a fill made by another version of the scheme fails here)."""
+    conn, mark = connect(url)
+    rng = np.random.default_rng(seed)
+    ids = sorted({int(i) + 1 for i in rng.integers(0, n_fill, size=sample)})
+    missing = checked = 0
+    try:
+        for page_id in ids:
+            fp, sketch = conn.execute(
+                f"SELECT fingerprint, sketch FROM pages WHERE id = {mark}", (page_id,)
+            ).fetchone()
+            sketch = None if sketch is None else bytes(sketch)
+            for t, key in index_items(scheme, from_sql_int(fp), sketch):
+                checked += 1
+                missing += not conn.execute(
+                    f"SELECT 1 FROM bands WHERE table_no = {mark} AND key = {mark} "
+                    f"AND page_id = {mark}",
+                    (t, to_sql_int(key), page_id),
+                ).fetchone()
+    finally:
+        conn.close()
+    if missing:
+        raise SystemExit(f"{url}: {missing} of {checked} band rows of the scheme not in the fill")
+    return {"pages": len(ids), "rows": checked}
+
+
 def probe_rows(conn: Any, mark: str, keys: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """(page_id, fingerprint) of every band row under ``keys``: the probe's rows."""
     per_table: dict[int, list[int]] = {}
