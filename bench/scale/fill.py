@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import struct
 import time
@@ -112,7 +113,9 @@ class _Keys:
         self.scheme = scheme
         self.tables: list[int] | None = None
         self.fps = np.empty(n, dtype=np.int64)
-        self.path = workdir / "keys.tmp.npy"
+        # one file per fill: two fills at once must not share (truncating a mapped file
+        # kills the process that maps it with SIGBUS)
+        self.path = workdir / f"keys-{os.getpid()}-{n}.tmp.npy"
         self.keys: Any = None
 
     def add(self, i: int, fingerprint: int, sketch: bytes) -> None:
