@@ -98,14 +98,21 @@ def trim(url: str, n_fill: int, scheme: Any) -> int:
             f"SELECT id, fingerprint, sketch FROM pages WHERE id > {mark}", (n_fill,)
         ).fetchall()
         conn.execute("BEGIN")
-        for page_id, fp, sketch in rows:
-            sketch = None if sketch is None else bytes(sketch)
-            for t, key in index_items(scheme, from_sql_int(fp), sketch):
-                conn.execute(
-                    f"DELETE FROM bands WHERE table_no = {mark} AND key = {mark} "
-                    f"AND page_id = {mark}",
-                    (t, to_sql_int(key), page_id),
-                )
+        if mark == "%s":
+            # the pages' band rows and drops go first: the foreign keys' per-row checks
+            # (a scan of bands for each page: no index on page_id) are skipped
+            conn.execute("SET LOCAL session_replication_role = replica")
+        band_rows = [
+            (t, to_sql_int(key), page_id)
+            for page_id, fp, sketch in rows
+            for t, key in index_items(
+                scheme, from_sql_int(fp), None if sketch is None else bytes(sketch)
+            )
+        ]
+        conn.cursor().executemany(
+            f"DELETE FROM bands WHERE table_no = {mark} AND key = {mark} AND page_id = {mark}",
+            band_rows,
+        )
         conn.execute("DELETE FROM duplicates")
         conn.execute(f"DELETE FROM pages WHERE id > {mark}", (n_fill,))
         conn.execute("COMMIT")
