@@ -85,7 +85,11 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
     url = f"sqlite:///{root / f'sqlite-{kind}-{n}.db'}" if backend == "sqlite" else pg_url(kind, n)
     if marker.exists():
         return url, json.loads(marker.read_text())
-    cache = root if n >= 5_000_000 else None
+    # the signatures of a 10M fill are kept for the next one; a cache another fill is
+    # still writing is left alone (this fill composes its own)
+    sig = root / f"signatures-s{SEED}-{n}"
+    busy = sig.with_suffix(".fps.npy").exists() and not sig.with_suffix(".done").exists()
+    cache = root if n >= 5_000_000 and not busy else None
     log(f"filling {backend} {kind} {n:,}")
     checked = loader_check(backend, kind, pool, root)
     if backend == "sqlite":
