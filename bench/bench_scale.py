@@ -237,7 +237,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=30.0, help="time limit a run")
     parser.add_argument("--bulk-seconds", type=float, default=120.0)
+    parser.add_argument("--report", nargs="+", help="tables of these raw results files together")
     args = parser.parse_args(argv)
+    if args.report:
+        cells = [
+            c for f in args.report for c in json.loads(Path(f).read_text())["results"]["cells"]
+        ]
+        cells.sort(key=lambda c: (c["backend"] != "sqlite", c["index"], c["pages"]))
+        print("\n".join(table(cells)) + "\n")
+        print("\n".join(ratios(cells)))
+        return 0
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     pool = corpus.build_pool(Path(args.data), log=log)
     if args.validate:
