@@ -176,8 +176,9 @@ def table(cells: list[dict[str, Any]]) -> list[str]:
     out = [
         "| back-end | index | pages | check p50 / p99 ms | checks/s 1 proc | checks/s 4 procs "
         "| server CPU ms/check 1 / 4 procs | rows read/check | unrelated candidates/check "
-        "| near() p50 / p99 ms | add_many pages/s | bytes/page | index rows/page |",
-        "| --- | --- |" + " ---: |" * 11,
+        "| near() p50 / p99 ms | near() answered | add_many pages/s | bytes/page "
+        "| index rows/page | near-copies dropped |",
+        "| --- | --- |" + " ---: |" * 13,
     ]
     for c in cells:
         c1, c4, nr = c["check_1"], c.get("check_4"), c["near"]
@@ -190,8 +191,10 @@ def table(cells: list[dict[str, Any]]) -> list[str]:
             f"{c['pages']:,} | {c1['p50_ms']:.2f} / {c1['p99_ms']:.2f} | {c1['per_s']:,.0f} | "
             f"{fmt(c4['per_s'], 0) if c4 else '–'} | {server} | "
             f"{c['probe']['rows_read_mean']:,.1f} | {c['probe']['candidates_mean']:,.2f} | "
-            f"{nr['p50_ms']:.2f} / {nr['p99_ms']:.2f} | {c['bulk']['per_s']:,.0f} | "
-            f"{c['fill']['bytes_per_page']:,.0f} | {c['fill']['rows_per_page']:.0f} |"
+            f"{nr['p50_ms']:.2f} / {nr['p99_ms']:.2f} | "
+            f"{1 - nr['kinds'].get('0', 0) / nr['calls']:.0%} | {c['bulk']['per_s']:,.0f} | "
+            f"{c['fill']['bytes_per_page']:,.0f} | {c['fill']['rows_per_page']:.0f} | "
+            f"{c1['kinds'].get('duplicate', 0) / (measure.NEAR_SHARE * c1['calls']):.0%} |"
         )
     return out
 
