@@ -90,17 +90,18 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
     sig = root / f"signatures-s{SEED}-{n}"
     busy = sig.with_suffix(".fps.npy").exists() and not sig.with_suffix(".done").exists()
     cache = root if n >= 5_000_000 and not busy else None
+    kept = root / f"keys-{kind}-s{SEED}-{n}.npy" if n >= 5_000_000 else None
     log(f"filling {backend} {kind} {n:,}")
     checked = loader_check(backend, kind, pool, root)
     if backend == "sqlite":
         path = root / f"sqlite-{kind}-{n}.db"
-        info = fill.fill_sqlite(path, kind, n, pool, SEED, log, cache)
+        info = fill.fill_sqlite(path, kind, n, pool, SEED, log, cache, kept)
         info["bytes"] = sum(p.stat().st_size for p in root.glob(path.name + "*"))
     else:
         name = url.rsplit("/", 1)[1]
         _admin(PG_ADMIN_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _admin(PG_ADMIN_URL, f'CREATE DATABASE "{name}"')
-        info = fill.fill_pg(url, root, kind, n, pool, SEED, log, cache)
+        info = fill.fill_pg(url, root, kind, n, pool, SEED, log, cache, kept)
         conn, _ = measure.connect(url)
         info["bytes"] = int(
             conn.execute(

@@ -106,19 +106,34 @@ def _pages(pool: Pool, seed: int, n: int, cache: Path | None = None) -> Iterator
 
 
 class _Keys:
-    """Every page's band keys (signed) in a memory-mapped [n, tables] array."""
+    """Every page's band keys (signed) in a memory-mapped [n, tables] array.
 
-    def __init__(self, workdir: Path, n: int, scheme: Any) -> None:
+    With ``kept`` (a path), the keys are kept there for the next fill of the same pages
+    and index (``<kept>.done`` and ``<kept>.json``, the table numbers, mark them complete);
+    a later fill reads them back and recomputes ``index_items`` for every 1000th page
+    only, to check them."""
+
+    def __init__(self, workdir: Path, n: int, scheme: Any, kept: Path | None = None) -> None:
         self.n = n
         self.scheme = scheme
         self.tables: list[int] | None = None
         self.fps = np.empty(n, dtype=np.int64)
+        self.keys: Any = None
+        self.reused = kept is not None and kept.with_suffix(".done").exists()
+        busy = kept is not None and kept.exists() and not self.reused
+        self.kept = None if busy else kept
         # one file per fill: two fills at once must not share (truncating a mapped file
         # kills the process that maps it with SIGBUS)
-        self.path = workdir / f"keys-{os.getpid()}-{n}.tmp.npy"
-        self.keys: Any = None
+        self.path = self.kept or workdir / f"keys-{os.getpid()}-{n}.tmp.npy"
+        if self.reused:
+            assert kept is not None
+            self.tables = json.loads(kept.with_suffix(".json").read_text())["tables"]
+            self.keys = np.load(kept, mmap_mode="r")
 
     def add(self, i: int, fingerprint: int, sketch: bytes) -> None:
+        self.fps[i] = to_sql_int(fingerprint)
+        if self.reused and i % 1000:
+            return
         items = index_items(self.scheme, fingerprint, sketch)
         if self.tables is None:
             self.tables = [t for t, _k in items]
@@ -127,12 +142,20 @@ class _Keys:
             )
         if [t for t, _k in items] != self.tables:
             raise SystemExit(f"page {i}: tables {[t for t, _ in items]} != {self.tables}")
-        self.keys[i] = [to_sql_int(k) for _t, k in items]
-        self.fps[i] = to_sql_int(fingerprint)
+        keys = [to_sql_int(k) for _t, k in items]
+        if self.reused:
+            if list(self.keys[i]) != keys:
+                raise SystemExit(f"page {i}: the kept keys differ from index_items'")
+            return
+        self.keys[i] = keys
 
     def sorted_tables(self) -> Iterator[tuple[int, Any, Any, Any]]:
         """(table_no, keys, page ids, fingerprints) of each table, in key order."""
         assert self.tables is not None
+        if self.kept is not None and not self.reused:
+            self.keys.flush()
+            self.kept.with_suffix(".json").write_text(json.dumps({"tables": self.tables}))
+            self.kept.with_suffix(".done").touch()
         for col, t in enumerate(self.tables):
             keys = np.ascontiguousarray(self.keys[:, col])
             order = np.argsort(keys, kind="stable")  # ids ascending within a key
@@ -140,11 +163,19 @@ class _Keys:
 
     def close(self) -> None:
         self.keys = None
-        self.path.unlink(missing_ok=True)
+        if self.kept is None:
+            self.path.unlink(missing_ok=True)
 
 
 def fill_sqlite(
-    path: Path, kind: str, n: int, pool: Pool, seed: int, log: Callable, cache: Path | None = None
+    path: Path,
+    kind: str,
+    n: int,
+    pool: Pool,
+    seed: int,
+    log: Callable,
+    cache: Path | None = None,
+    kept: Path | None = None,
 ) -> dict:
     began = time.perf_counter()
     for p in path.parent.glob(path.name + "*"):
@@ -155,7 +186,7 @@ def fill_sqlite(
     conn = sqlite3.connect(path, isolation_level=None)
     for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -1000000"):
         conn.execute(f"PRAGMA {pragma}")
-    keys = _Keys(path.parent, n, scheme)
+    keys = _Keys(path.parent, n, scheme, kept)
     insert = (
         "INSERT INTO pages (id, url, domain, fingerprint, text_length, sketch, first_seen, "
         "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -231,6 +262,7 @@ def fill_pg(
     seed: int,
     log: Callable,
     cache: Path | None = None,
+    kept: Path | None = None,
 ) -> dict:
     from bench.bench_pg import psycopg_connect
 
@@ -238,7 +270,7 @@ def fill_pg(
     with open_store(url, kind) as store:
         scheme = store.scheme
     now = (datetime.now(UTC) - _PG_EPOCH) // timedelta(microseconds=1)
-    keys = _Keys(workdir, n, scheme)
+    keys = _Keys(workdir, n, scheme, kept)
     with psycopg_connect(url, autocommit=False) as conn:
         # the rows are valid by construction (every band's page exists): the foreign key's
         # per-row check is skipped for this session, as PostgreSQL's bulk-load advice has it
