@@ -259,15 +259,17 @@ def densify(raw: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint16]:
     the next filled bin's value to its right (circularly), mixed with the distance."""
     slots = raw.shape[1]
     filled = raw != _EMPTY
-    pos = np.arange(2 * slots)
-    big = np.where(np.concatenate([filled, filled], axis=1), pos[None, :], 4 * slots)
+    pos = np.arange(2 * slots, dtype=np.int16)
+    big = np.where(np.concatenate([filled, filled], axis=1), pos, np.int16(4 * slots))
     nxt = np.minimum.accumulate(big[:, ::-1], axis=1)[:, ::-1][:, :slots]
-    donor = nxt % slots
-    distance = (nxt - pos[None, :slots]).astype(np.uint64)
-    values = np.take_along_axis(raw, donor, axis=1)
-    with np.errstate(over="ignore"):
-        borrowed = _mix(values ^ (distance * _GOLDEN))
-    out = np.where(filled, raw, borrowed)
+    rows, cols = np.nonzero(~filled)  # only the empty bins borrow
+    out = raw.copy()
+    if len(rows):
+        reach = nxt[rows, cols].astype(np.int64)
+        values = raw[rows, reach % slots]
+        distance = (reach - cols).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            out[rows, cols] = _mix(values ^ (distance * _GOLDEN))
     return (out & _U64(0xFFFF)).astype(np.uint16)
 
 
@@ -279,8 +281,8 @@ def sketch_bytes(slots: npt.NDArray[np.uint16]) -> bytes:
 def chunk_signatures(pool: Pool, seed: int, chunk: int) -> tuple[Any, Any, Any]:
     """(fingerprints, sketch slots, sentence rows) of the pages of one chunk."""
     idx = page_sentences(pool, seed, chunk)
-    fps, slots, _tokens = compose(pool, idx)
-    return fps, slots, idx
+    parts = [compose(pool, idx[s : s + 1000]) for s in range(0, len(idx), 1000)]  # in cache
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), idx
 
 
 def page_text(pool: Pool, row: npt.NDArray[np.int64]) -> str:

@@ -19,6 +19,7 @@ import math
 import os
 import sqlite3
 import struct
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -70,41 +71,6 @@ def probe_keys(scheme: Any, fingerprint: int, sketch: bytes | None) -> list[tupl
         return list(scheme.probe_keys(fingerprint))
 
 
-def _pages(pool: Pool, seed: int, n: int, cache: Path | None = None) -> Iterator[Any]:
-    """(page index, fingerprint, sketch, text length) of fill pages 0..n-1; with ``cache``
-    (a folder), the composed signatures are kept there and read back by the next fill."""
-    lengths = np.array([len(t) for t in pool.texts] + [0])
-    base = None if cache is None else cache / f"signatures-s{seed}-{n}"
-    done = base is not None and base.with_suffix(".done").exists()
-    if base is not None:
-        mode = "r" if done else "w+"
-        fps_all = np.lib.format.open_memmap(
-            base.with_suffix(".fps.npy"), mode=mode, dtype=np.uint64, shape=(n,)
-        )
-        slots_all = np.lib.format.open_memmap(
-            base.with_suffix(".slots.npy"), mode=mode, dtype=np.uint16, shape=(n, 256)
-        )
-        len_all = np.lib.format.open_memmap(
-            base.with_suffix(".len.npy"), mode=mode, dtype=np.int32, shape=(n,)
-        )
-    for chunk in range(math.ceil(n / CHUNK)):
-        lo, hi = chunk * CHUNK, min(n, (chunk + 1) * CHUNK)
-        if done:
-            fps, slots, text_len = fps_all[lo:hi], np.asarray(slots_all[lo:hi]), len_all[lo:hi]
-        else:
-            fps, slots, idx = chunk_signatures(pool, seed, chunk)
-            text_len = lengths[idx].sum(axis=1) + (idx != pool.size).sum(axis=1) - 1
-            if base is not None:
-                fps_all[lo:hi], slots_all[lo:hi] = fps[: hi - lo], slots[: hi - lo]
-                len_all[lo:hi] = text_len[: hi - lo]
-        for j in range(hi - lo):
-            yield lo + j, int(fps[j]), sketch_bytes(slots[j]), int(text_len[j])
-    if base is not None and not done:
-        for array in (fps_all, slots_all, len_all):
-            array.flush()
-        base.with_suffix(".done").touch()
-
-
 class _Keys:
     """Every page's band keys (signed) in a memory-mapped [n, tables] array.
 
@@ -130,24 +96,25 @@ class _Keys:
             self.tables = json.loads(kept.with_suffix(".json").read_text())["tables"]
             self.keys = np.load(kept, mmap_mode="r")
 
-    def add(self, i: int, fingerprint: int, sketch: bytes) -> None:
-        self.fps[i] = to_sql_int(fingerprint)
-        if self.reused and i % 1000:
+    def add_chunk(self, lo: int, fps: list[int], sketches: list[bytes], block: Any) -> None:
+        """The keys of pages lo.. (``block``: their table numbers and [P, tables] signed
+        keys, None when kept keys are reused: every 1000th page is then recomputed)."""
+        self.fps[lo : lo + len(fps)] = [to_sql_int(f) for f in fps]
+        if block is None:
+            for j in range(-lo % 1000, len(fps), 1000):
+                items = index_items(self.scheme, fps[j], sketches[j])
+                if [to_sql_int(k) for _t, k in items] != list(self.keys[lo + j]):
+                    raise SystemExit(f"page {lo + j}: the kept keys differ from index_items'")
             return
-        items = index_items(self.scheme, fingerprint, sketch)
+        tables, keys = block
         if self.tables is None:
-            self.tables = [t for t, _k in items]
+            self.tables = tables
             self.keys = np.lib.format.open_memmap(
-                self.path, mode="w+", dtype=np.int64, shape=(self.n, len(items))
+                self.path, mode="w+", dtype=np.int64, shape=(self.n, len(tables))
             )
-        if [t for t, _k in items] != self.tables:
-            raise SystemExit(f"page {i}: tables {[t for t, _ in items]} != {self.tables}")
-        keys = [to_sql_int(k) for _t, k in items]
-        if self.reused:
-            if list(self.keys[i]) != keys:
-                raise SystemExit(f"page {i}: the kept keys differ from index_items'")
-            return
-        self.keys[i] = keys
+        if tables != self.tables:
+            raise SystemExit(f"pages {lo}..: tables {tables} != {self.tables}")
+        self.keys[lo : lo + len(fps)] = keys
 
     def sorted_tables(self) -> Iterator[tuple[int, Any, Any, Any]]:
         """(table_no, keys, page ids, fingerprints) of each table, in key order."""
@@ -165,6 +132,77 @@ class _Keys:
         self.keys = None
         if self.kept is None:
             self.path.unlink(missing_ok=True)
+
+
+_WORK: dict[str, Any] = {}
+"""What the forked generator processes inherit: the pool, the seed, the scheme, the cache."""
+
+
+def _chunk(chunk: int) -> tuple[Any, ...]:
+    """One chunk of fill pages (in a generator process): lo, fingerprints, slots, sketches,
+    text lengths, and the signed band keys ([P, tables], None when not wanted)."""
+    pool, seed, n, scheme = _WORK["pool"], _WORK["seed"], _WORK["n"], _WORK["scheme"]
+    lo, hi = chunk * CHUNK, min(n, (chunk + 1) * CHUNK)
+    base = _WORK["cache"]
+    if base is not None and base.with_suffix(".done").exists():
+        fps = np.load(base.with_suffix(".fps.npy"), mmap_mode="r")[lo:hi]
+        slots = np.asarray(np.load(base.with_suffix(".slots.npy"), mmap_mode="r")[lo:hi])
+        text_len = np.load(base.with_suffix(".len.npy"), mmap_mode="r")[lo:hi]
+    else:
+        fps, slots, idx = chunk_signatures(pool, seed, chunk)
+        text_len = _WORK["lengths"][idx].sum(axis=1) + (idx != pool.size).sum(axis=1) - 1
+        fps, slots, text_len = fps[: hi - lo], slots[: hi - lo], text_len[: hi - lo]
+    fps_list = [int(f) for f in fps]
+    sketches = [sketch_bytes(slots[j]) for j in range(hi - lo)]
+    keys = None
+    if _WORK["want_keys"]:
+        items = [index_items(scheme, f, sk) for f, sk in zip(fps_list, sketches, strict=True)]
+        tables = [t for t, _k in items[0]]
+        if any([t for t, _k in it] != tables for it in items):
+            raise SystemExit(f"chunk {chunk}: pages stored under different tables")
+        keys = (tables, np.array([[to_sql_int(k) for _t, k in it] for it in items]))
+    return lo, fps_list, slots, sketches, [int(x) for x in text_len], keys
+
+
+def _pages(
+    pool: Pool, seed: int, n: int, cache: Path | None, keys: _Keys, procs: int = 2
+) -> Iterator[Any]:
+    """(page index, fingerprint, sketch, text length) of fill pages 0..n-1, made by
+    ``procs`` forked processes chunk by chunk; their band keys go into ``keys``. With
+    ``cache`` (a folder) the composed signatures are kept there for the next fill."""
+    import multiprocessing
+
+    base = None if cache is None else cache / f"signatures-s{seed}-{n}"
+    done = base is not None and base.with_suffix(".done").exists()
+    arrays = None
+    if base is not None and not done:
+        arrays = [
+            np.lib.format.open_memmap(base.with_suffix(suffix), mode="w+", dtype=dt, shape=sh)
+            for suffix, dt, sh in (
+                (".fps.npy", np.uint64, (n,)),
+                (".slots.npy", np.uint16, (n, 256)),
+                (".len.npy", np.int32, (n,)),
+            )
+        ]
+    _WORK.update(
+        pool=pool, seed=seed, n=n, scheme=keys.scheme, cache=base, want_keys=not keys.reused,
+        lengths=np.array([len(t) for t in pool.texts] + [0]),
+    )  # fmt: skip
+    with multiprocessing.get_context("fork").Pool(procs) as workers:
+        for lo, fps, slots, sketches, text_len, block in workers.imap(
+            _chunk, range(math.ceil(n / CHUNK))
+        ):
+            if arrays is not None:
+                arrays[0][lo : lo + len(fps)] = fps
+                arrays[1][lo : lo + len(fps)] = slots
+                arrays[2][lo : lo + len(fps)] = text_len
+            keys.add_chunk(lo, fps, sketches, block)
+            for j in range(len(fps)):
+                yield lo + j, fps[j], sketches[j], text_len[j]
+    if base is not None and arrays is not None:
+        for array in arrays:
+            array.flush()
+        base.with_suffix(".done").touch()
 
 
 def fill_sqlite(
@@ -193,10 +231,9 @@ def fill_sqlite(
     )
     batch: list[tuple[Any, ...]] = []
     conn.execute("BEGIN")
-    for i, fp, sketch, length in _pages(pool, seed, n, cache):
+    for i, fp, sketch, length in _pages(pool, seed, n, cache, keys):
         url = url_of(i)
         batch.append((i + 1, url, url[7:-1], to_sql_int(fp), length, sketch, now, now))
-        keys.add(i, fp, sketch)
         if len(batch) == 50_000:
             conn.executemany(insert, batch)
             batch = []
@@ -281,12 +318,11 @@ def fill_pg(
         ) as copy:
             copy.write(_PG_HEADER)
             buffer = []
-            for i, fp, sketch, length in _pages(pool, seed, n, cache):
+            for i, fp, sketch, length in _pages(pool, seed, n, cache, keys):
                 url_i = url_of(i).encode()
                 buffer.append(
                     _page_row(i + 1, url_i, url_i[7:-1], to_sql_int(fp), length, sketch, now)
                 )
-                keys.add(i, fp, sketch)
                 if len(buffer) == 10_000:
                     copy.write(b"".join(buffer))
                     buffer = []
@@ -314,10 +350,15 @@ def check_loader(url_a: str, url_b: str, load: Callable[[], Any], kind: str, poo
     from sqlalchemy import create_engine, text
 
     with open_store(url_a, kind) as store:
+        sample = _Keys(Path(tempfile.gettempdir()), count, store.scheme)
         verdicts = store.add_many(
-            [PageRow(url_of(i), fp, length, sk) for i, fp, sk, length in _pages(pool, seed, count)],
+            [
+                PageRow(url_of(i), fp, length, sk)
+                for i, fp, sk, length in _pages(pool, seed, count, None, sample, procs=1)
+            ],
             batch_size=100,
         )
+        sample.close()
     kinds = {v.kind.value for v in verdicts}
     if kinds != {"new"}:
         raise SystemExit(f"add_many did not admit every sample page: {kinds}")
