@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .bands import INDEX_KINDS, IndexScheme, default_index, make_scheme
+from .bands import INDEX_KINDS, MINHASH_LSH, IndexScheme, default_index, make_scheme
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
 from .pool import default_workers
@@ -27,6 +27,9 @@ PREFIX = "SIMHASH_FILTER_"
 _BITS = 64
 _NONE_STRINGS = frozenset({"", "none", "null"})
 _DEFAULT_RULE = MatchRule()
+LSH_CANDIDATE_DISTANCE = 64
+"""k1 under the minhash-lsh index: no simhash condition, the bands and the sketch decide
+(docs/quality.md, "The candidate index")."""
 
 
 def _name(key: str) -> str:
@@ -108,9 +111,9 @@ class Config:
 
     enabled: bool = True
     database_url: str = DEFAULT_DATABASE_URL
-    max_distance: int = _DEFAULT_RULE.candidate_distance  # k1: simhash bits to a candidate
+    max_distance: int | None = None  # k1, simhash bits to a candidate; None: the index's
     min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
-    index: str | None = None  # None: the database's own, else default_index(max_distance)
+    index: str | None = None  # None: the database's own, else minhash-lsh
     blocks: int | None = None  # None: the database's own, else the index kind's default
     text_field: str = "text"
     html_field: str = "html"
@@ -129,10 +132,9 @@ class Config:
     page_timeout: float = 30.0  # seconds of page work in a worker before it is killed
 
     def __post_init__(self) -> None:
-        if not 0 <= self.max_distance < _BITS:
+        if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
             raise ValueError(
-                f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS - 1}, "
-                f"got {self.max_distance}"
+                f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS}, got {self.max_distance}"
             )
         if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(
@@ -148,7 +150,7 @@ class Config:
         except ValueError as exc:
             raise ValueError(
                 f"{_name('BLOCKS')}={self.blocks} does not fit {_name('MAX_DISTANCE')}="
-                f"{self.max_distance} with the {self.effective_index} index: {exc}"
+                f"{self.effective_max_distance} with the {self.effective_index} index: {exc}"
             ) from None
         if not self.database_url:
             raise ValueError(f"{_name('DATABASE_URL')} must not be empty")
@@ -175,7 +177,7 @@ class Config:
         config = cls(
             enabled=_bool(settings, "ENABLED", defaults.enabled),
             database_url=_str(settings, "DATABASE_URL", defaults.database_url),
-            max_distance=_int(settings, "MAX_DISTANCE", defaults.max_distance, minimum=0),
+            max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
             min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
             index=_optional_str(settings, "INDEX"),
             blocks=_optional_int(settings, "BLOCKS", minimum=1),
@@ -200,14 +202,28 @@ class Config:
 
     @property
     def effective_index(self) -> str:
-        """The index kind of a new database (``INDEX``, default
-        :func:`~simhash_filter.bands.default_index` of ``MAX_DISTANCE``)."""
-        return default_index(self.max_distance) if self.index is None else self.index
+        """The index kind of a new database (``INDEX``, default minhash-lsh: the crawl's
+        rule confirms candidates with sketches)."""
+        if self.index is None:
+            return default_index(self.effective_max_distance, sketches=True)
+        return self.index
+
+    @property
+    def effective_max_distance(self) -> int:
+        """k1 (``MAX_DISTANCE``; default: any distance under the minhash-lsh index, whose
+        bands find the candidates, and 9 under the simhash indexes, which need a radius)."""
+        if self.max_distance is not None:
+            return self.max_distance
+        if self.index in (None, MINHASH_LSH):
+            return LSH_CANDIDATE_DISTANCE
+        return _DEFAULT_RULE.candidate_distance
 
     def scheme(self) -> IndexScheme:
         """The band scheme a new database gets from these settings (an existing one keeps
         its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
-        return make_scheme(self.effective_index, max_distance=self.max_distance, blocks=self.blocks)
+        return make_scheme(
+            self.effective_index, max_distance=self.effective_max_distance, blocks=self.blocks
+        )
 
     @property
     def effective_blocks(self) -> int:
@@ -218,7 +234,7 @@ class Config:
         """The match rule: candidates within ``MAX_DISTANCE`` bits, confirmed when the
         sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
         by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
-        return MatchRule.for_distance(self.max_distance, self.min_similarity)
+        return MatchRule.for_distance(self.effective_max_distance, self.min_similarity)
 
     @property
     def effective_workers(self) -> int:

@@ -8,8 +8,8 @@ import pytest
 from scrapy.settings import Settings
 
 from simhash_filter import Fingerprinter, MatchRule
-from simhash_filter.bands import MULTI_INDEX, PERMUTED, default_index
-from simhash_filter.config import Config
+from simhash_filter.bands import MINHASH_LSH, MULTI_INDEX, PERMUTED, default_index
+from simhash_filter.config import LSH_CANDIDATE_DISTANCE, Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.pool import default_workers
 
@@ -19,11 +19,17 @@ def test_defaults() -> None:
     assert config == Config()
     assert config.enabled is True
     assert config.database_url == "sqlite:///dedup.db"
-    assert config.max_distance == MatchRule().candidate_distance
+    assert config.max_distance is None
     assert config.min_similarity == MatchRule().min_similarity
-    assert config.match_rule() == MatchRule()
+    # the minhash-lsh index: no simhash condition, the bands and the sketch decide
+    assert config.effective_max_distance == LSH_CANDIDATE_DISTANCE == 64
+    assert config.match_rule() == MatchRule.for_distance(64)
     assert config.index is None
-    assert config.effective_index == default_index(config.max_distance)
+    assert config.effective_index == default_index(64, sketches=True) == MINHASH_LSH
+    assert (config.scheme().n_blocks, config.scheme().rows) == (18, 8)
+    # a simhash index named without k1 keeps the simhash rule's k1
+    multi = Config.from_settings(Settings({"SIMHASH_FILTER_INDEX": MULTI_INDEX}))
+    assert multi.match_rule() == MatchRule()
     assert config.blocks is None
     assert config.effective_blocks == config.scheme().n_blocks
     assert (config.text_field, config.html_field, config.url_field) == ("text", "html", "url")
@@ -108,7 +114,7 @@ def test_command_line_strings_are_parsed() -> None:
     assert config.enabled is False
     assert config.max_distance == 5
     assert config.blocks is None
-    assert config.effective_blocks == 3  # k=5 takes multi-index hashing: 3 blocks of 21-22 bits
+    assert config.effective_blocks == 18  # the minhash-lsh index's bands, whatever k1
     assert config.debug is True
     assert config.fingerprint_field is None
     assert config.top_n == 64
@@ -125,7 +131,7 @@ def test_command_line_strings_are_parsed() -> None:
         ("MIDDLEWARE", "sometimes"),
         ("MAX_DISTANCE", "three"),
         ("MAX_DISTANCE", -1),
-        ("MAX_DISTANCE", 64),
+        ("MAX_DISTANCE", 65),
         ("MAX_DISTANCE", 2.5),
         ("MAX_DISTANCE", True),
         ("BLOCKS", 0),
@@ -133,7 +139,7 @@ def test_command_line_strings_are_parsed() -> None:
         ("MIN_SIMILARITY", -0.1),
         ("MIN_SIMILARITY", "most"),
         ("INDEX", "lsh"),
-        ("BLOCKS", 65),
+        ("BLOCKS", 257),
         ("BLOCKS", "many"),
         ("MIN_TOKENS", 0),
         ("TOP_N", 0),
@@ -185,7 +191,13 @@ def test_match_rule_and_index_settings() -> None:
     assert config.effective_blocks == 4
     # the paper's rule: the simhash alone within k (every candidate is confirmed)
     paper = Config.from_settings(
-        Settings({"SIMHASH_FILTER_MAX_DISTANCE": 3, "SIMHASH_FILTER_MIN_SIMILARITY": 0})
+        Settings(
+            {
+                "SIMHASH_FILTER_MAX_DISTANCE": 3,
+                "SIMHASH_FILTER_MIN_SIMILARITY": 0,
+                "SIMHASH_FILTER_INDEX": PERMUTED,
+            }
+        )
     )
     assert paper.match_rule().fallback_distance == 3
     assert paper.effective_index == PERMUTED

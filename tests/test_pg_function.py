@@ -13,22 +13,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_filter.bands import BandScheme, MultiIndexScheme, make_scheme
+from simhash_filter.bands import BandScheme, MinHashLshScheme, MultiIndexScheme
 from simhash_filter.signature import MatchRule, encode_sketch
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.pg_function import (
     CHECK_FUNCTION,
-    FUNCTION_VERSION,
+    FUNCTION_DIGEST,
     KeyCut,
+    function_source,
+    function_sql,
     key_cuts,
     rule_parameter,
+    scheme_arrays,
 )
 from simhash_filter.store.schema import to_sql_int
 
 pytestmark = pytest.mark.postgres
 
-V = f"_v{FUNCTION_VERSION}"
+V = f"_{FUNCTION_DIGEST}"
 SCHEMES = [
     BandScheme(max_distance=0, blocks=1),
     BandScheme(max_distance=0, blocks=2),
@@ -84,8 +87,8 @@ def test_key_cuts_give_every_table_key(scheme: BandScheme | MultiIndexScheme, co
     fingerprints = [0, (1 << scheme.bits) - 1, 1 << (scheme.bits - 1)]
     fingerprints += [rng.getrandbits(scheme.bits) for _ in range(200)]
     for fp in fingerprints:
-        assert [key_of(cuts, t, fp) for t in range(scheme.n_tables)] == [
-            to_sql_int(key) for key in scheme.index_keys(fp)
+        assert [(t, key_of(cuts, t, fp)) for t, _ in scheme.index_items(fp)] == [
+            (t, to_sql_int(key)) for t, key in scheme.index_items(fp)
         ]
     rows = conn.execute(
         "SELECT f.n, u.t, bit_or(((f.fp >> u.shift) & u.mask) << u.lft) "
@@ -103,9 +106,62 @@ def test_key_cuts_give_every_table_key(scheme: BandScheme | MultiIndexScheme, co
     expected = [
         (n, t, to_sql_int(key))
         for n, fp in enumerate(fingerprints, 1)
-        for t, key in enumerate(scheme.index_keys(fp))
+        for t, key in scheme.index_items(fp)
     ]
     assert rows == expected
+
+
+LSH_SCHEMES = [
+    MinHashLshScheme(),
+    MinHashLshScheme(blocks=16, rows=8),
+    MinHashLshScheme(blocks=25, rows=10),
+    MinHashLshScheme(blocks=20, rows=6),
+    MinHashLshScheme(blocks=3, rows=1),
+    BandScheme(max_distance=3),
+    MultiIndexScheme(max_distance=9),
+]
+
+
+@pytest.mark.parametrize("scheme", LSH_SCHEMES, ids=lambda s: s.describe())
+def test_sql_index_keys_are_the_schemes(scheme: Any, conn: Any) -> None:
+    """simhash_filter_keys (a stored page's old band rows) gives index_items exactly: band
+    keys of sketches of every size and layout, fallback keys without a usable sketch."""
+    rng = np.random.default_rng(7)
+    pages: list[tuple[int, bytes | None]] = [(0, None), ((1 << 64) - 1, None)]
+    for _ in range(40):
+        fp = int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2))
+        pages.append((fp, _sketch(rng, 256, 64 if rng.random() < 0.5 else None, 0.5)))
+    pages.append((5, _sketch(rng, 64, None, None)))  # too few slots for most schemes
+    pages.append((6, b"\x01\x00\x08"))  # not a sketch
+    pages.append((7, _sketch(rng, 256, None, None)[:-1]))  # truncated
+    arrays = scheme_arrays(scheme)
+    for fp, sketch in pages:
+        rows = conn.execute(
+            f"SELECT t, key FROM simhash_filter_keys{V}(%s, %s, %s::int4[], %s::int2[], "
+            "%s::int4[], %s::int8[], %s::int4[])",
+            (
+                to_sql_int(fp),
+                sketch,
+                arrays.lsh,
+                arrays.cut_tables,
+                arrays.cut_shifts,
+                arrays.cut_masks,
+                arrays.cut_lefts,
+            ),
+        ).fetchall()
+        assert rows == [(t, to_sql_int(key)) for t, key in scheme.index_items(fp, sketch)]
+
+
+def test_the_function_name_is_a_digest_of_its_sql() -> None:
+    """An edited body never runs under an old name: the name is the installed text's digest."""
+    source = function_source()
+    sql, digest = function_sql(source)
+    assert digest == FUNCTION_DIGEST
+    assert f"simhash_filter_check_{digest}" == CHECK_FUNCTION
+    assert f"simhash_filter_check_{digest}(" in sql
+    assert "__V__" not in sql
+    edited = source.replace("p_now", "p_now ", 1)
+    assert function_sql(edited)[1] != digest
 
 
 def _sketch(rng: np.random.Generator, slots: int, page: int | None, share: float | None) -> bytes:
@@ -222,11 +278,6 @@ def test_judge_is_batch_judge(
     else:
         assert matched
         assert (copy, similarity) == (expected.copy, expected.similarity)
-
-
-def test_function_name_carries_its_version() -> None:
-    assert CHECK_FUNCTION.endswith(f"_v{FUNCTION_VERSION}")
-    assert make_scheme(None, max_distance=9).kind == "multi-index"  # the default it serves
 
 
 def test_array_literals_read_back_as_the_values(conn: Any) -> None:

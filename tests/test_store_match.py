@@ -14,7 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_filter.bands import MULTI_INDEX, PERMUTED, BandScheme, MultiIndexScheme, make_scheme
+from simhash_filter.bands import (
+    MINHASH_LSH,
+    MULTI_INDEX,
+    PERMUTED,
+    BandScheme,
+    MultiIndexScheme,
+    make_scheme,
+)
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.signature import MatchRule
 from simhash_filter.store import (
@@ -346,6 +353,10 @@ def test_new_databases_take_the_default_index_of_their_k(tmp_path: Path) -> None
     with FingerprintStore.open(f"sqlite:///{tmp_path / 'k4.db'}", spec=SPEC) as store:
         assert (store.scheme.kind, store.scheme.n_tables) == (PERMUTED, 15)
     with FingerprintStore.open(f"sqlite:///{tmp_path / 'k9.db'}", spec=SPEC, rule=MatchRule()) as s:
+        # a rule that confirms with sketches: bands over the sketch, whatever its k1
+        assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MINHASH_LSH, 18, 9)
+    mi = f"sqlite:///{tmp_path / 'mi.db'}"
+    with FingerprintStore.open(mi, spec=SPEC, rule=MatchRule(), index=MULTI_INDEX) as s:
         # 4 blocks: 3 would probe 2,258 keys a query (bands.MAX_DEFAULT_PROBES)
         assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MULTI_INDEX, 4, 9)
 

@@ -44,9 +44,12 @@ def database_url(value: str) -> str:
 
 
 @contextmanager
-def existing_store(args: argparse.Namespace) -> Iterator[FingerprintStore]:
-    """The database named by ``--db``; never creates one (DatabaseNotFoundError)."""
-    store = FingerprintStore.open_existing(database_url(args.db))
+def existing_store(
+    args: argparse.Namespace, *, convert: bool = False
+) -> Iterator[FingerprintStore]:
+    """The database named by ``--db``; never creates one (DatabaseNotFoundError).
+    ``convert``: one of an older schema too (``reindex`` converts it)."""
+    store = FingerprintStore.open_existing(database_url(args.db), convert=convert)
     try:
         yield store
     finally:

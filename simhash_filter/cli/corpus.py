@@ -79,7 +79,7 @@ def export(args: argparse.Namespace, out: Output) -> int:
 
 def reindex(args: argparse.Namespace, out: Output) -> int:
     """``reindex``: rebuild the band rows for another scheme (blocks b, distance k)."""
-    with existing_store(args) as store:
+    with existing_store(args, convert=True) as store:
         before = store.scheme
         k = before.max_distance if args.max_distance is None else args.max_distance
         try:  # --index, --blocks and --max-distance must fit together (and the rule's reach)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
+from simhash_filter.bands import BandKey
 from simhash_filter.signature import MatchRule
 
 from .records import Match, Verdict, VerdictKind
@@ -50,25 +51,25 @@ class BandHit(NamedTuple):
     fingerprint: int
 
 
-BandKey = tuple[int, int]
-"""(table_no, key): one band key."""
-
-
 @dataclass(slots=True)
 class RowToCheck:
-    """One page to decide: canonical URL, domain, fingerprint, sketch and band keys."""
+    """One page to decide: canonical URL, domain, fingerprint, sketch and index keys."""
 
     url: str
     domain: str
     fingerprint: int
     text_length: int
-    index_keys: list[int]  # stored for the page: table t = position
+    index_keys: list[BandKey]  # stored for the page
     probe_keys: list[BandKey]  # looked up for the page (its near-duplicates share one)
     sketch: bytes | None = None
 
     def index_items(self) -> list[BandKey]:
         """The (table_no, key) pairs the page is stored under."""
-        return list(enumerate(self.index_keys))
+        return list(self.index_keys)
+
+
+IndexItems = Callable[[int, bytes | None], list[BandKey]]
+"""The scheme's ``index_items``: a page's (table_no, key) pairs from its fingerprint and sketch."""
 
 
 class Candidate(NamedTuple):
@@ -193,7 +194,7 @@ def check_batch(
     io: BatchIO,
     *,
     judge: Judge,
-    index_keys: Callable[[int], list[int]],
+    index_items: IndexItems,
     now: datetime,
 ) -> list[Verdict]:
     """Decide ``rows`` in order, write the outcome through ``io``, return the verdicts.
@@ -206,10 +207,10 @@ def check_batch(
     replaced. An admitted page whose only matches were boilerplate names the nearest in
     ``Verdict.boilerplate_of``.
     """
-    batch = _Batch(rows, judge)
+    batch = _Batch(rows, judge, index_items)
     batch.load(io)
     decisions = [batch.decide(row) for row in rows]
-    changes = batch.changes(decisions, index_keys, now)
+    changes = batch.changes(decisions, now)
     ids = io.write(changes)
     return batch.verdicts(decisions, ids)
 
@@ -223,6 +224,7 @@ class _PageState:
     fingerprint: int
     text_length: int
     sketch: bytes | None
+    stored_sketch: bytes | None = None  # the sketch in the database before the batch
     seen: bool = False  # last_seen must be updated
 
 
@@ -239,9 +241,10 @@ class _Decision:
 class _Batch:
     """The state of one batch: pages it touched, its own new pages' keys, candidates."""
 
-    def __init__(self, rows: Sequence[RowToCheck], judge: Judge) -> None:
+    def __init__(self, rows: Sequence[RowToCheck], judge: Judge, index_items: IndexItems) -> None:
         self.rows = rows
         self.judge = judge
+        self.index_items = index_items
         self.k = judge.radius
         self.pages: dict[int, _PageState] = {}  # ref -> state, pages touched by the batch
         self.by_url: dict[str, int] = {}
@@ -249,6 +252,8 @@ class _Batch:
         self.sketches: dict[int, bytes | None] = {}  # page id -> sketch of those stored
         self.index: dict[BandKey, list[int]] = defaultdict(list)  # the batch's new keys
         self.db_candidates: Mapping[BandKey, Sequence[BandHit]] = {}
+        # pages re-keyed by the batch: their keys now (a hit under another is stale)
+        self.rekeyed: dict[int, set[BandKey]] = {}
         self.next_tmp = -1
 
     # -- read
@@ -261,6 +266,7 @@ class _Batch:
                 page.fingerprint,
                 page.fingerprint,
                 page.text_length,
+                page.sketch,
                 page.sketch,
             )
             self.by_url[page.url] = page.page_id
@@ -289,8 +295,9 @@ class _Batch:
             distance = (state.fingerprint ^ row.fingerprint).bit_count()
             if self.judge(distance, row.sketch, state.sketch) is not None:
                 state.seen = True
-                if state.sketch is None:
+                if state.sketch is None and row.sketch is not None:
                     state.sketch = row.sketch
+                    self._rekey(ref, self.index_items(state.fingerprint, state.sketch))
                 return _Decision(VerdictKind.UNCHANGED, row, ref=ref, previous=state.fingerprint)
         boilerplate = None
         for candidate in self._candidates(row, exclude=ref):
@@ -311,7 +318,7 @@ class _Batch:
                 row.sketch,
                 True,
             )
-            self._index(ref, row.index_keys)
+            self._rekey(ref, row.index_keys)
             return _Decision(
                 VerdictKind.CHANGED, row, ref=ref, previous=previous, boilerplate=boilerplate
             )
@@ -329,9 +336,15 @@ class _Batch:
         state = self.pages.get(ref)
         return state.sketch if state is not None else self.sketches.get(ref)
 
-    def _index(self, ref: int, keys: list[int]) -> None:
-        for t, key in enumerate(keys):
-            self.index[(t, key)].append(ref)
+    def _index(self, ref: int, keys: list[BandKey]) -> None:
+        for key in keys:
+            self.index[key].append(ref)
+
+    def _rekey(self, ref: int, keys: list[BandKey]) -> None:
+        """A page now lives under ``keys`` (as the writer will leave it): a hit under
+        another key, from the database or from the batch's earlier rows, is stale."""
+        self.rekeyed[ref] = set(keys)
+        self._index(ref, keys)
 
     def _candidates(self, row: RowToCheck, exclude: int | None) -> list[Candidate]:
         """Every page within the judge's radius of ``row``, nearest first (then by URL):
@@ -342,6 +355,8 @@ class _Batch:
             for page_id, stored in self.db_candidates.get(key, ()):
                 if page_id == exclude or page_id in found:
                     continue
+                if page_id in self.rekeyed and key not in self.rekeyed[page_id]:
+                    continue  # the page moved off this key earlier in the batch
                 state = self.pages.get(page_id)
                 current = stored if state is None else state.fingerprint
                 distance = (current ^ fingerprint).bit_count()
@@ -350,6 +365,8 @@ class _Batch:
             for ref in self.index.get(key, ()):
                 if ref == exclude or ref in found:
                     continue
+                if ref in self.rekeyed and key not in self.rekeyed[ref]:
+                    continue
                 current = self.pages[ref].fingerprint
                 distance = (current ^ fingerprint).bit_count()
                 if distance <= k:
@@ -357,15 +374,10 @@ class _Batch:
         return sorted(found.values(), key=lambda c: (c.distance, self.urls[c.ref]))
 
     # -- write
-    def changes(
-        self,
-        decisions: list[_Decision],
-        index_keys: Callable[[int], list[int]],
-        now: datetime,
-    ) -> Changes:
+    def changes(self, decisions: list[_Decision], now: datetime) -> Changes:
         changes = Changes(now)
         for ref, state in self.pages.items():
-            new_keys = index_keys(state.fingerprint)
+            new_keys = self.index_items(state.fingerprint, state.sketch)
             if state.stored_fp is None:
                 changes.new_pages.append(
                     NewPage(
@@ -378,14 +390,17 @@ class _Batch:
                     )
                 )
                 changes.band_inserts.extend(
-                    BandRow(t, key, ref, state.fingerprint) for t, key in enumerate(new_keys)
+                    BandRow(t, key, ref, state.fingerprint) for t, key in new_keys
                 )
                 continue
-            if state.fingerprint != state.stored_fp:
-                old_keys = index_keys(state.stored_fp)
-                for t, (old, new) in enumerate(zip(old_keys, new_keys, strict=True)):
-                    changes.band_deletes.append(BandRow(t, old, ref, state.stored_fp))
-                    changes.band_inserts.append(BandRow(t, new, ref, state.fingerprint))
+            old_keys = self.index_items(state.stored_fp, state.stored_sketch)
+            if state.fingerprint != state.stored_fp or old_keys != new_keys:
+                changes.band_deletes.extend(
+                    BandRow(t, key, ref, state.stored_fp) for t, key in old_keys
+                )
+                changes.band_inserts.extend(
+                    BandRow(t, key, ref, state.fingerprint) for t, key in new_keys
+                )
             if state.seen:
                 changes.page_updates.append(
                     PageUpdate(ref, state.fingerprint, state.text_length, state.sketch)

@@ -33,7 +33,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE, IndexScheme, make_scheme
+from simhash_filter.bands import DEFAULT_MAX_DISTANCE, IndexScheme, default_index, make_scheme
 from simhash_filter.signature import MatchRule, decode_sketch
 
 from .batch import Judge, RowToCheck, check_batch
@@ -179,7 +179,8 @@ class FingerprintStore:
                 f"max_distance={max_distance} is below the rule's reach "
                 f"({rule.max_distance}): the index would miss candidates"
             )
-        scheme = make_scheme(index, bits=bits, max_distance=max_distance, blocks=blocks)
+        kind = default_index(max_distance, sketches=rule is not None) if index is None else index
+        scheme = make_scheme(kind, bits=bits, max_distance=max_distance, blocks=blocks)
         requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
@@ -217,13 +218,14 @@ class FingerprintStore:
             raise
 
     @classmethod
-    def open_existing(cls, url: str | URL) -> FingerprintStore:
+    def open_existing(cls, url: str | URL, *, convert: bool = False) -> FingerprintStore:
         """Open a database made earlier, with the spec and scheme stored in it; never
-        creates anything (DatabaseNotFoundError when it is not there)."""
+        creates anything (DatabaseNotFoundError when it is not there). ``convert``: a
+        database of an older schema opens too, for :meth:`reindex` to convert it."""
         sa_url = parse_url(url)
         engine = make_engine(sa_url, create=False)
         try:
-            stored = init_schema(engine, sa_url, settings=None, create=False)
+            stored = init_schema(engine, sa_url, settings=None, create=False, convert=convert)
             return cls(engine, url=sa_url, spec=stored.spec, scheme=stored.scheme, rule=stored.rule)
         except BaseException:
             engine.dispose()
@@ -254,8 +256,8 @@ class FingerprintStore:
             url_domain(canonical),
             fingerprint,
             int(text_length),
-            self.scheme.index_keys(fingerprint),
-            self.scheme.probe_keys(fingerprint),
+            self.scheme.index_items(fingerprint, sketch),
+            self.scheme.probe_keys(fingerprint, sketch),
             sketch,
         )
 
@@ -270,7 +272,7 @@ class FingerprintStore:
                 rows,
                 SqlBatchIO(conn, statements),
                 judge=judge,
-                index_keys=scheme.index_keys,
+                index_items=scheme.index_items,
                 now=now,
             )
 
@@ -478,9 +480,8 @@ class FingerprintStore:
             conn.execute(delete(bands_table))
             last = None
             while True:
-                stmt = select(pages_table.c.id, pages_table.c.fingerprint).order_by(
-                    pages_table.c.id
-                )
+                p = pages_table.c
+                stmt = select(p.id, p.fingerprint, p.sketch).order_by(p.id)
                 if last is not None:
                     stmt = stmt.where(pages_table.c.id > last)
                 chunk = conn.execute(stmt.limit(_REINDEX_CHUNK)).all()
@@ -490,8 +491,8 @@ class FingerprintStore:
                     insert(bands_table),
                     [
                         {"table_no": t, "key": key, "page_id": page_id, "fingerprint": fp}
-                        for page_id, fp in chunk
-                        for t, key in enumerate(scheme.index_keys(fp))
+                        for page_id, fp, sketch in chunk
+                        for t, key in scheme.index_items(fp, sketch)
                     ],
                 )
                 last = chunk[-1][0]

@@ -15,11 +15,11 @@ import logging
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from sqlalchemy import Engine, insert, inspect, select, text, update
+from sqlalchemy import Engine, delete, insert, inspect, select, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from simhash_filter.bands import PERMUTED, IndexScheme, make_scheme
+from simhash_filter.bands import MINHASH_LSH, PERMUTED, IndexScheme, MinHashLshScheme, make_scheme
 from simhash_filter.signature import MatchRule
 
 from .engine import WRITE_OPTION, display_url, error_reason
@@ -39,6 +39,9 @@ from .schema import (
 )
 
 log = logging.getLogger(__name__)
+
+MIN_CONVERTIBLE_VERSION = 2
+"""The oldest schema ``reindex`` converts in place (its tables are this version's)."""
 
 _REQUIRED = ("schema_version", "spec", "bits", "max_distance", "blocks", "index", "rule")
 _MOVE = (
@@ -77,6 +80,7 @@ def init_schema(
     *,
     settings: Settings | None,
     create: bool,
+    convert: bool = False,
 ) -> Settings:
     """Make the tables and meta rows if needed (race-safe), return the stored settings."""
     where = display_url(url)
@@ -125,7 +129,7 @@ def init_schema(
         raise StoreError(f"cannot open {where}: {reason}") from None
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {error_reason(exc)}") from None
-    return parse_meta(where, meta)
+    return parse_meta(where, meta, convert=convert)
 
 
 def read_meta(conn: Connection) -> dict[str, str]:
@@ -151,27 +155,38 @@ def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]
         "bits": str(scheme.bits),
         "max_distance": str(scheme.max_distance),
         "blocks": str(scheme.n_blocks),
+        "rows": str(scheme.rows) if isinstance(scheme, MinHashLshScheme) else "",
         "index": scheme.kind,
         "rule": "" if rule is None else rule.describe(),
     }
 
 
 def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) -> None:
-    """Record a new band scheme and rule in meta (in the caller's transaction)."""
-    for key, value in scheme_values(scheme, rule).items():
-        conn.execute(update(meta_table).where(meta_table.c.key == key).values(value=value))
+    """Record a new band scheme and rule in meta, and the schema version this code writes
+    (``reindex`` converts an older database), in the caller's transaction."""
+    values = {"schema_version": str(SCHEMA_VERSION), **scheme_values(scheme, rule)}
+    conn.execute(delete(meta_table).where(meta_table.c.key.in_(list(values))))
+    conn.execute(insert(meta_table), [{"key": k, "value": v} for k, v in values.items()])
 
 
-def parse_meta(where: str, meta: dict[str, str]) -> Settings:
-    """The settings of a database's meta rows, or a StoreError saying what is wrong."""
+def parse_meta(where: str, meta: dict[str, str], *, convert: bool = False) -> Settings:
+    """The settings of a database's meta rows, or a StoreError saying what is wrong.
+    ``convert``: a database of an older schema that ``reindex`` converts is read too."""
     try:
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
-    if version != SCHEMA_VERSION:
+    if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "
             f"{SCHEMA_VERSION} (pages now carry a second signature): {_MOVE}."
+        )
+    if version != SCHEMA_VERSION and not convert:
+        raise StoreError(
+            f"{where} has schema version {version}; this simhash-filter reads version "
+            f"{SCHEMA_VERSION} (a candidate index whose cost does not grow with the "
+            f"database). Convert it in place, keeping every page: `simhash-filter --db "
+            f"{where} reindex --index {MINHASH_LSH}`."
         )
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:
@@ -182,6 +197,7 @@ def parse_meta(where: str, meta: dict[str, str]) -> Settings:
             bits=int(meta["bits"]),
             max_distance=int(meta["max_distance"]),
             blocks=int(meta["blocks"]),
+            rows=int(meta["rows"]) if meta.get("rows") else None,
         )
         rule = MatchRule.parse(meta["rule"]) if meta["rule"] else None
     except ValueError as exc:

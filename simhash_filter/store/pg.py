@@ -38,6 +38,7 @@ prepared statement of the connection).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import defaultdict
@@ -49,13 +50,13 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import IndexScheme
+from simhash_filter.bands import BandKey, IndexScheme
 
 from .batch import (
     BandHit,
-    BandKey,
     BatchIO,
     Changes,
+    IndexItems,
     Judge,
     RowToCheck,
     StoredPage,
@@ -259,7 +260,7 @@ class PgPath:
                         return self._call(conn, rows, locks, judge=judge, scheme=scheme, now=now)
                     return self._transaction(
                         conn, rows, locks, judge=judge,
-                        index_keys=scheme.index_keys, now=now,
+                        index_items=scheme.index_items, now=now,
                     )  # fmt: skip
             except _Retry as retry:
                 if attempt == WRITE_ATTEMPTS:
@@ -319,9 +320,13 @@ class PgPath:
                 int_array([row.fingerprint for row in rows]),
                 int_array([row.text_length for row in rows]),
                 bytea_array([row.sketch for row in rows]),
-                int_array([key for row in rows for key in row.index_keys]),
-                arrays.probe_tables,
+                int_array([t for row in rows for t, _ in row.index_keys]),
+                int_array([key for row in rows for _, key in row.index_keys]),
+                int_array(itertools.accumulate(len(row.index_keys) for row in rows)),
+                int_array([t for row in rows for t, _ in row.probe_keys]),
                 int_array([key for row in rows for _, key in row.probe_keys]),
+                int_array(itertools.accumulate(len(row.probe_keys) for row in rows)),
+                arrays.lsh,
                 arrays.cut_tables,
                 arrays.cut_shifts,
                 arrays.cut_masks,
@@ -345,7 +350,7 @@ class PgPath:
         locks: WriteLocks | None,
         *,
         judge: Judge,
-        index_keys: Callable[[int], list[int]],
+        index_items: IndexItems,
         now: datetime,
     ) -> list[Verdict]:
         types = self._types
@@ -388,7 +393,7 @@ class PgPath:
                 else:
                     hits.append(ProbeRow(t, from_sql_int(key), stored_page(page)))
             io = _PipelinedIO(conn, types, pages, hits, stack)
-            return check_batch(rows, io, judge=judge, index_keys=index_keys, now=now)
+            return check_batch(rows, io, judge=judge, index_items=index_items, now=now)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
     # -- reading

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Select, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import PERMUTED, IndexScheme
+from simhash_filter.bands import PERMUTED, BandKey, IndexScheme
 from simhash_filter.simhash import hamming_distance
 
-from .batch import BandKey, Judge
+from .batch import Judge
 from .engine import error_reason
 from .records import DuplicateRecord, PageRecord, StoreError
 from .schema import bands_table, duplicates_table, from_sql_int, meta_table, pages_table

@@ -32,8 +32,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
-"""1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule."""
+SCHEMA_VERSION = 3
+"""1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
+3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2."""
 
 _TWO_63 = 1 << 63
 _TWO_64 = 1 << 64

@@ -38,7 +38,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.expression import ClauseElement
 
-from .batch import BandHit, BandKey, BatchIO, Changes, StoredPage
+from simhash_filter.bands import BandKey
+
+from .batch import BandHit, BatchIO, Changes, StoredPage
 from .schema import (
     UInt64,
     bands_table,
