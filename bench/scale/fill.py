@@ -51,9 +51,16 @@ def url_of(i: int) -> str:
     return f"http://p{i:09d}.example/"
 
 
+def rule_for(kind: str) -> MatchRule:
+    """The match rule each index is measured under: the simhash indexes under the rule of
+    the multi-index default (k1 = 9); minhash-lsh under its default, no simhash condition
+    (``MatchRule.for_distance(64)``)."""
+    return MatchRule.for_distance(64) if kind == "minhash-lsh" else MatchRule()
+
+
 def open_store(url: str, kind: str, **kw: Any) -> FingerprintStore:
-    """The store under the default match rule with the ``kind`` index."""
-    return FingerprintStore.open(url, spec=SPEC, rule=MatchRule(), index=kind, **kw)
+    """The store under :func:`rule_for` with the ``kind`` index."""
+    return FingerprintStore.open(url, spec=SPEC, rule=rule_for(kind), index=kind, **kw)
 
 
 def index_items(scheme: Any, fingerprint: int, sketch: bytes | None) -> list[tuple[int, int]]:
