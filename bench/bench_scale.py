@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -57,8 +58,8 @@ def pg_url(kind: str, n: int) -> str:
 def loader_check(backend: str, kind: str, pool: corpus.Pool, root: Path) -> dict[str, Any]:
     """The loader's rows equal add_many's for 300 pages (fill.check_loader)."""
     if backend == "sqlite":
-        a, b = root / "loader-check-a.db", root / "loader-check-b.db"
-        for p in [*root.glob("loader-check-*")]:
+        a, b = root / f"loader-check-{os.getpid()}-a.db", root / f"loader-check-{os.getpid()}-b.db"
+        for p in [*root.glob(f"loader-check-{os.getpid()}-*")]:
             p.unlink()
         return fill.check_loader(
             f"sqlite:///{a}",
