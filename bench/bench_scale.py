@@ -207,16 +207,21 @@ def ratios(cells: list[dict[str, Any]]) -> list[str]:
         "| add_many pages/s |",
         "| --- | --- | --- | ---: | ---: | ---: |",
     ]
-    base = {(c["backend"], c["index"]): c for c in cells if c["pages"] == 100_000}
+    # against the 100k cell of the same run where there is one, else of another run
+    base = {(c.get("run"), c["backend"], c["index"]): c for c in cells if c["pages"] == 100_000}
+    other = {(c["backend"], c["index"]): c for c in cells if c["pages"] == 100_000}
     for c in cells:
-        b = base.get((c["backend"], c["index"]))
-        if b is None or c is b:
+        b = base.get((c.get("run"), c["backend"], c["index"]))
+        if b is None and c["pages"] != 100_000:
+            b = other.get((c["backend"], c["index"]))
+        if b is None or c["pages"] == 100_000:
             continue
         server = "–"
         if c["check_1"].get("server_cpu_ms") and b["check_1"].get("server_cpu_ms"):
             server = f"{c['check_1']['server_cpu_ms'] / b['check_1']['server_cpu_ms']:.2f}×"
         out.append(
-            f"| {c['backend']} | {c['index']} | {c['pages']:,} / 100,000 | "
+            f"| {c['backend']} | {c['index']} | {c['pages']:,} / 100,000"
+            f"{'' if b.get('run') == c.get('run') else ' (other run)'} | "
             f"{c['check_1']['p50_ms'] / b['check_1']['p50_ms']:.2f}× | {server} | "
             f"{c['bulk']['per_s'] / b['bulk']['per_s']:.2f}× |"
         )
@@ -246,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.report:
         cells = [
-            c for f in args.report for c in json.loads(Path(f).read_text())["results"]["cells"]
+            {**c, "run": Path(f).name}
+            for f in args.report
+            for c in json.loads(Path(f).read_text())["results"]["cells"]
+            if c["backend"] in args.backends.split(",")
         ]
         cells.sort(key=lambda c: (c["backend"] != "sqlite", c["index"], c["pages"]))
         print("\n".join(table(cells)) + "\n")
