@@ -32,7 +32,7 @@ def main() -> None:
         kinds[store.check_and_add(url, fp, text_length=length, sketch=sketch).kind.value] += 1
 
     def near(page: tuple) -> None:
-        kinds[str(min(len(store.near(page[1])), 2))] += 1
+        kinds[str(min(len(store.near(page[1], sketch=page[3])), 2))] += 1
 
     call = check if kind == "check" else near
     if kind == "bulk":
