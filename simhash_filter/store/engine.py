@@ -160,12 +160,6 @@ def server_connect_args(url: URL) -> dict[str, Any]:
     return {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
-SQLITE_CACHE_KIB = 65536
-"""SQLite's page cache a connection (64 MiB, at most; it grows only as pages are read): the
-interior pages of a 10M-page index's B-trees, so a check's 20-odd seeks read only leaves
-(SQLite's default cache, 2 MiB, is smaller than those at a million pages)."""
-
-
 def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, create: bool) -> None:
     synchronous = "FULL" if durable else "NORMAL"
 
@@ -181,7 +175,6 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, cre
             if create or _has_meta_table(cursor):
                 cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
-            cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         finally:
             cursor.close()
 
