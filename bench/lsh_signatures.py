@@ -21,7 +21,6 @@ from simhash_filter.signature import decode_sketch
 __all__ = ["Signed", "sign_all", "signed"]
 
 _U64 = np.uint64
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
 
 
 @dataclass
@@ -31,30 +30,6 @@ class Signed:
     slots: np.ndarray  # uint16 (pages, 256): the sketch as stored
     wide: np.ndarray  # uint64 (pages, 256): the same bins' full 64-bit values
     shingles: np.ndarray  # distinct 5-grams of the text
-
-
-def _wide_sketch(hashes: np.ndarray, slots: int) -> np.ndarray:
-    """sketch.sketch_of without the final 16-bit truncation (same bins, same borrowing)."""
-    values = np.full(slots, _sketch._EMPTY, dtype=_U64)
-    if not len(hashes):
-        return np.zeros(slots, dtype=_U64)
-    shift = _U64(64 - slots.bit_length() + 1)
-    bins = (hashes >> shift).astype(np.int64)
-    first = np.searchsorted(bins, np.arange(slots), side="left")
-    filled = np.zeros(slots, dtype=bool)
-    filled[bins] = True
-    values[filled] = hashes[first[filled]]
-    if not filled.all():
-        idx = np.nonzero(filled)[0]
-        pos = np.arange(slots)
-        nxt = np.searchsorted(idx, pos, side="left")
-        wrap = nxt == len(idx)
-        donor = idx[np.where(wrap, 0, nxt)]
-        distance = np.where(wrap, donor + slots - pos, donor - pos).astype(_U64)
-        with np.errstate(over="ignore"):
-            borrowed = _sketch._mix(values[donor] ^ (distance * _GOLDEN))
-        values = np.where(filled, values, borrowed)
-    return values
 
 
 def sign_all(texts: list[str]) -> Signed:
@@ -70,7 +45,7 @@ def sign_all(texts: list[str]) -> Signed:
         text = text[: bq.MAX_CHARS]
         sig = fper.sign(text)
         hashes = _sketch.shingle_hashes(normalize(text))
-        out.wide[i] = _wide_sketch(hashes, s)
+        out.wide[i] = _sketch.wide_sketch(hashes, s)
         out.shingles[i] = len(hashes)
         if sig is None:
             out.slots[i] = (out.wide[i] & _U64(0xFFFF)).astype(np.uint16)

@@ -57,18 +57,25 @@ def shingle_hashes(text: str, *, seed: int = SKETCH_SEED) -> npt.NDArray[np.uint
 
 
 def sketch_of(hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
-    """The densified one-permutation MinHash of sorted distinct hashes: ``slots`` 16-bit values.
+    """The densified one-permutation MinHash of sorted distinct hashes: ``slots`` 16-bit values
+    (the low 16 bits of :func:`wide_sketch`'s). An empty input gives all-zero slots (the caller
+    does not sketch empty texts)."""
+    return (wide_sketch(hashes, slots) & _U64(0xFFFF)).astype(np.uint16)
 
-    A bin's value is the low 16 bits of its smallest hash; an empty bin borrows the value
-    of the next non-empty bin to its right (circularly), mixed with the distance it
-    borrowed over, so two texts agree on a borrowed bin only as often as on a real one.
-    An empty input gives all-zero slots (the caller does not sketch empty texts).
+
+def wide_sketch(
+    hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS
+) -> npt.NDArray[np.uint64]:
+    """The sketch's bins at their full 64 bits, before :func:`sketch_of` keeps 16.
+
+    A bin's value is its smallest hash; an empty bin borrows the value of the next non-empty
+    bin to its right (circularly), mixed with the distance it borrowed over, so two texts
+    agree on a borrowed bin only as often as on a real one. An empty input gives zeros.
     """
     if slots < 1 or slots & (slots - 1) or slots > 1 << 16:
         raise ValueError(f"slots must be a power of two between 1 and 65536, got {slots}")
-    out = np.zeros(slots, dtype=np.uint16)
     if not len(hashes):
-        return out
+        return np.zeros(slots, dtype=_U64)
     shift = _U64(64 - slots.bit_length() + 1)
     bins = (hashes >> shift).astype(np.int64) if slots > 1 else np.zeros(len(hashes), np.int64)
     # hashes are sorted, so the first hash of each bin is its smallest
@@ -88,8 +95,7 @@ def sketch_of(hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS) -> npt
         with np.errstate(over="ignore"):
             borrowed = _mix(values[donor] ^ (distance * _GOLDEN))
         values = np.where(filled, values, borrowed)
-    out[:] = (values & _U64(0xFFFF)).astype(np.uint16)
-    return out
+    return values
 
 
 def agreement(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:
