@@ -180,3 +180,18 @@ def test_reindex_converts_a_schema_2_database_in_place(
         assert copy.duplicate_of is not None
         assert copy.duplicate_of.url == "http://old.example/7"
     assert _band_rows(sqlite_url) == [(t, len(sketches)) for t in range(SCHEME.n_blocks)]
+
+
+def test_near_of_a_bare_fingerprint_scans_every_page(sqlite_url: str) -> None:
+    """No sketch, no band: near() reads every stored fingerprint, and names every page
+    within k, however many (more than one IN list of URLs holds)."""
+    n = 6_000
+    rng = np.random.default_rng(5)
+    fps = [int(x) for x in rng.integers(0, 2**63, n, dtype=np.int64)]
+    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+        store.add_many((f"http://scan.example/{i}", fp, 0) for i, fp in enumerate(fps))
+        everything = store.near(0, 64)
+        assert len(everything) == n
+        assert {m.url for m in everything} == {f"http://scan.example/{i}" for i in range(n)}
+        assert [m.distance for m in everything] == sorted(fp.bit_count() for fp in fps)
+        assert [m.url for m in store.near(fps[7], 0)] == ["http://scan.example/7"]

@@ -26,7 +26,6 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,7 +75,7 @@ from .schema import (
     pages_table,
     to_sql_int,
 )
-from .statements import SqlBatchIO, Statements, chunked, cursor_execute
+from .statements import IN_CHUNK, SqlBatchIO, Statements, chunked, cursor_execute
 from .texts import ensure_text_tables, write_texts, write_texts_after
 from .urls import canonical_url, url_domain
 
@@ -430,7 +429,7 @@ class FingerprintStore:
         """Every stored page within ``limit`` of ``fingerprint``, by reading every stored
         fingerprint in chunks (what a bare fingerprint costs under the minhash-lsh index)."""
         p = pages_table.c
-        found: list[Match] = []
+        hits: dict[int, tuple[int, int]] = {}  # page id -> (fingerprint, distance)
         query = np.uint64(fingerprint)
         with self._read() as conn:
             last = None
@@ -446,13 +445,14 @@ class FingerprintStore:
                 distances = np.bitwise_count(fingerprints ^ query)
                 for i in np.flatnonzero(distances <= limit):
                     page_id, stored = chunk[int(i)]
-                    found.append(Match("", stored, int(distances[i]), page_id))
-            if found:
-                ids = [m.page_id for m in found]
-                urls = {i: u for i, u in conn.execute(select(p.id, p.url).where(p.id.in_(ids)))}
-                found = [replace(m, url=urls[m.page_id]) for m in found]
-        found.sort(key=lambda m: (m.distance, m.url))
-        return found
+                    hits[page_id] = (stored, int(distances[i]))
+            matches = [
+                Match(url, *hits[page_id], page_id)
+                for ids in chunked(hits, IN_CHUNK)
+                for page_id, url in conn.execute(select(p.id, p.url).where(p.id.in_(ids)))
+            ]
+        matches.sort(key=lambda m: (m.distance, m.url))
+        return matches
 
     def count_candidates(self, fingerprint: int, sketch: bytes | None = None) -> int:
         """How many band rows one probe for ``fingerprint`` (and ``sketch``) reads: the
