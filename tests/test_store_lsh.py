@@ -195,3 +195,24 @@ def test_near_of_a_bare_fingerprint_scans_every_page(sqlite_url: str) -> None:
         assert {m.url for m in everything} == {f"http://scan.example/{i}" for i in range(n)}
         assert [m.distance for m in everything] == sorted(fp.bit_count() for fp in fps)
         assert [m.url for m in store.near(fps[7], 0)] == ["http://scan.example/7"]
+
+
+def test_the_one_key_probe_reads_the_rows_the_key_list_probe_reads(db_url: str) -> None:
+    """A probe with at most one key a table (minhash-lsh's) runs ``key = ?``; with more it
+    runs the key-list statement: both must read the same band rows."""
+    from simhash_filter.store.statements import Probe, connection_execute
+
+    with FingerprintStore.open(db_url, spec=SPEC, rule=RULE, index=MINHASH_LSH) as store:
+        for i in range(40):
+            sketch = variant(base_slots(7), band=i % SCHEME.n_blocks, who=i % 3)
+            store.check_and_add(f"http://probe.example/{i}", i * 977, sketch=sketch)
+        keys = store.scheme.probe_keys(123, variant(base_slots(7), band=3, who=1))
+        assert all(sum(1 for t, _ in keys if t == table) <= 1 for table in range(22))
+        absent = (keys[0][0], keys[0][1] ^ 1)
+        probe = Probe(store.engine.dialect, store.scheme.n_tables)
+        with store.engine.connect() as conn:
+            execute = connection_execute(conn)
+            one_key = sorted(map(tuple, probe.rows(execute, keys)))
+            key_list = sorted(map(tuple, probe.rows(execute, [*keys, absent])))
+    assert one_key, "the stored variants share bands with the probe"
+    assert one_key == key_list

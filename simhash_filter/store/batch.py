@@ -244,7 +244,9 @@ class _Batch:
     def __init__(self, rows: Sequence[RowToCheck], judge: Judge, index_items: IndexItems) -> None:
         self.rows = rows
         self.judge = judge
-        self.index_items = index_items
+        self._index_items = index_items
+        # the rows' own keys, computed once by the store: a new page is stored under them
+        self._known_keys = {(row.fingerprint, row.sketch): row.index_keys for row in rows}
         self.k = judge.radius
         self.pages: dict[int, _PageState] = {}  # ref -> state, pages touched by the batch
         self.by_url: dict[str, int] = {}
@@ -255,6 +257,11 @@ class _Batch:
         # pages re-keyed by the batch: their keys now (a hit under another is stale)
         self.rekeyed: dict[int, set[BandKey]] = {}
         self.next_tmp = -1
+
+    def index_items(self, fingerprint: int, sketch: bytes | None) -> list[BandKey]:
+        """The scheme's keys of a page (a row's own, without computing them again)."""
+        known = self._known_keys.get((fingerprint, sketch))
+        return list(known) if known is not None else self._index_items(fingerprint, sketch)
 
     # -- read
     def load(self, io: BatchIO) -> None:

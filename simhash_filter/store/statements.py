@@ -129,8 +129,11 @@ class Probe:
 
     ``table_no = t AND key IN (<table t's keys>)`` for each table, joined by UNION ALL;
     each table's keys are one parameter: a typed ``BIGINT[]`` on PostgreSQL
-    (``key = ANY(...)``, prepared once), a JSON array read by ``json_each`` on SQLite
-    (the index on (table_no, key) is searched once per key either way).
+    (``key = ANY(...)``, prepared once), a JSON array read by ``json_each`` elsewhere
+    (the index on (table_no, key) is searched once per key either way). Where no table
+    has more than one key (the minhash-lsh and permuted schemes' probes), SQLite and
+    other non-array dialects run ``table_no = t AND key = ?`` instead: the same rows,
+    without building and parsing a JSON array per table.
     """
 
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
@@ -151,7 +154,17 @@ class Probe:
                     b.table_no == literal_column(str(t)), condition
                 )
             )
-        self._statement = Compiled(union_all(*parts), dialect, [f"k{t}" for t in range(n_tables)])
+        names = [f"k{t}" for t in range(n_tables)]
+        self._statement = Compiled(union_all(*parts), dialect, names)
+        self._single: Compiled | None = None  # one key (or none) a table
+        if not self._arrays:
+            one_key = [
+                select(b.table_no, b.key, b.page_id, b.fingerprint).where(
+                    b.table_no == literal_column(str(t)), b.key == bindparam(f"k{t}")
+                )
+                for t in range(n_tables)
+            ]
+            self._single = Compiled(union_all(*one_key), dialect, names)
 
     def rows(self, execute: Execute, keys: Iterable[BandKey]) -> Sequence[Any]:
         """The raw band rows under ``keys``: (table_no, key, page_id, fingerprint), the
@@ -161,6 +174,10 @@ class Probe:
             per_table[t].append(to_sql_int(key))
         if not any(per_table):
             return []
+        if self._single is not None and all(len(k) <= 1 for k in per_table):
+            # a table without a key binds NULL: key = NULL matches no row
+            single = [k[0] if k else None for k in per_table]
+            return execute(self._single.sql, self._single.bind(single))
         values: list[Any] = per_table if self._arrays else [json.dumps(k) for k in per_table]
         return execute(self._statement.sql, self._statement.bind(values))
 
@@ -259,21 +276,19 @@ class SqlBatchIO(BatchIO):
                 [{"t": r.table_no, "k": r.key, "p": r.page_ref} for r in changes.band_deletes],
             )
         if changes.band_inserts:
+            # in index order: a batch's inserts walk the (table_no, key) B-tree forward
+            # instead of jumping across it, so neighbouring keys share the pages read
             compiled = self._statements.band_insert
-            conn.exec_driver_sql(
-                compiled.sql,
-                [
-                    compiled.bind(
-                        (
-                            r.table_no,
-                            to_sql_int(r.key),
-                            ids.get(r.page_ref, r.page_ref),
-                            to_sql_int(r.fingerprint),
-                        )
-                    )
-                    for r in changes.band_inserts
-                ],
+            rows = sorted(
+                (
+                    r.table_no,
+                    to_sql_int(r.key),
+                    ids.get(r.page_ref, r.page_ref),
+                    to_sql_int(r.fingerprint),
+                )
+                for r in changes.band_inserts
             )
+            conn.exec_driver_sql(compiled.sql, [compiled.bind(row) for row in rows])
         if changes.page_updates:
             conn.execute(
                 update(pages_table)
