@@ -126,6 +126,7 @@ def measure_cell(backend: str, kind: str, n: int, pool: corpus.Pool, args: Any, 
         describe = scheme.describe()
     removed = measure.trim(url, n, scheme)
     verified = measure.verify_keys(url, n, scheme, args.verify)
+    warmed = measure.warm(url) if args.warm else None
     cell: dict[str, Any] = {
         "backend": backend,
         "index": kind,
@@ -134,6 +135,7 @@ def measure_cell(backend: str, kind: str, n: int, pool: corpus.Pool, args: Any, 
         "fill": info,
         "trimmed_before": removed,
         "verified": verified,
+        "warmed": warmed,
     }
     tag = f"{salt}"
     probe = measure.new_pages(pool, SEED, n, args.probes, f"q{tag}", salt)
@@ -247,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=30.0, help="time limit a run")
     parser.add_argument("--bulk-seconds", type=float, default=120.0)
+    parser.add_argument(
+        "--warm", action="store_true", help="read the whole fill before measuring (warm cache)"
+    )
     parser.add_argument("--report", nargs="+", help="tables of these raw results files together")
     args = parser.parse_args(argv)
     if args.report:
