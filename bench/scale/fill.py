@@ -308,7 +308,7 @@ def fill_pg(
     cache: Path | None = None,
     kept: Path | None = None,
 ) -> dict:
-    from bench.bench_pg import psycopg_connect
+    from bench.pg.database import psycopg_connect
 
     began = time.perf_counter()
     with open_store(url, kind) as store:
