@@ -50,7 +50,7 @@ def conn() -> Iterator[Any]:
     """A psycopg connection to a database with the function installed (by a first write)."""
     import psycopg
 
-    from bench._common import create_pg_database, drop_pg_database
+    from crawler.services import create_pg_database, drop_pg_database
 
     try:
         url = create_pg_database("sf_test")

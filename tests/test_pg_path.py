@@ -13,7 +13,7 @@ import pytest
 from scrapy.settings import Settings
 from sqlalchemy import create_engine, text
 
-from bench._common import create_pg_database, drop_pg_database
+from crawler.services import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, PageRow, Verdict
 from simhash_filter.store.locks import write_locks
