@@ -23,6 +23,7 @@ from typing import Any
 from crawler.services import (
     PG_ADMIN_URL,
     REDIS_URL,
+    admin_statement,
     create_pg_database,
     drop_pg_database,
     pg_database,
@@ -35,6 +36,7 @@ __all__ = [
     "REDIS_URL",
     "RESULTS_DIR",
     "ROOT",
+    "admin_statement",
     "create_pg_database",
     "descendants",
     "drop_pg_database",

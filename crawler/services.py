@@ -12,7 +12,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["PG_ADMIN_URL", "REDIS_URL", "create_pg_database", "drop_pg_database", "pg_database"]
+__all__ = [
+    "PG_ADMIN_URL",
+    "REDIS_URL",
+    "admin_statement",
+    "create_pg_database",
+    "drop_pg_database",
+    "pg_database",
+]
 
 PG_ADMIN_URL = os.environ.get(
     "SIMHASH_FILTER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -22,7 +29,7 @@ PG_ADMIN_URL = os.environ.get(
 REDIS_URL = os.environ.get("SIMHASH_FILTER_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
-def _admin(admin_url: str, statement: str) -> None:
+def admin_statement(admin_url: str, statement: str) -> None:
     """Run one statement on the admin database, outside a transaction (CREATE/DROP DATABASE)."""
     from sqlalchemy import create_engine, text
 
@@ -40,7 +47,7 @@ def create_pg_database(prefix: str = "sf_bench", admin_url: str = PG_ADMIN_URL) 
     from sqlalchemy.engine import make_url
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    _admin(admin_url, f'CREATE DATABASE "{name}"')
+    admin_statement(admin_url, f'CREATE DATABASE "{name}"')
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
@@ -48,7 +55,7 @@ def drop_pg_database(url: str, admin_url: str = PG_ADMIN_URL) -> None:
     """Drop the database of ``url``, closing its sessions (``WITH (FORCE)``)."""
     from sqlalchemy.engine import make_url
 
-    _admin(admin_url, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+    admin_statement(admin_url, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
 
 @contextmanager
