@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Cell", "percentile"]
 
 
+@dataclass
 class Cell:
     """One variant at one process count."""
 
