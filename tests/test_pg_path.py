@@ -513,3 +513,33 @@ def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
             engine.dispose()
         assert rows[0] == rows[1]
     assert contents(pg_url) == contents(second_pg_url)
+
+
+def test_a_role_that_may_not_create_the_function_writes_through_the_pipeline(pg_url: str) -> None:
+    """None picks "pg-pipeline" where the function is absent and the role may not create
+    it; asking for "pg-function" there is a ValueError that names it."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    FingerprintStore.open(pg_url, spec=SPEC).close()  # the tables; no write, no function
+    role = f"sf_test_no_create_{os.getpid()}"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+        conn.execute(text(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}"))
+        conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {role}"))
+        conn.execute(text(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"))
+        conn.execute(text(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}"))
+    role_url = make_url(pg_url).set(username=role).render_as_string(hide_password=False)
+    try:
+        with FingerprintStore.open_existing(role_url) as store:
+            assert store.write_path == "pg-pipeline"
+            assert store.check_and_add("http://role.example/", 7).kind.value == "new"
+        with pytest.raises(ValueError, match="write_path='pg-function' cannot run"):
+            FingerprintStore.open_existing(role_url, write_path="pg-function")
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()

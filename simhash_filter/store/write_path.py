@@ -32,10 +32,10 @@ from simhash_filter.bands import BandKey, IndexScheme
 from .batch import Judge, RowToCheck
 from .cursors import RawCursors
 from .locks import WriteLocks, WriteTransactions
-from .pg import psycopg_connection, server_supports
+from .pg import Retry, psycopg_connection, server_supports
 from .pg_function import PgFunctionPath, function_installable
 from .pg_pipeline import PgPipelinePath
-from .records import Match, Verdict
+from .records import Match, StoreError, Verdict
 from .sqlalchemy_path import SqlAlchemyPath
 
 log = logging.getLogger(__name__)
@@ -112,10 +112,13 @@ def open_write_path(
             f"write_path={write_path!r} needs PostgreSQL with psycopg, not "
             f"{dialect.name}+{dialect.driver} ({display_url})"
         )
-    with psycopg_connection(engine, display_url) as conn:
-        bit_count = server_supports(conn)
-        version = conn.info.server_version
-        function = write_path != PG_PIPELINE and bit_count and function_installable(conn)
+    try:
+        with psycopg_connection(engine, display_url) as conn:
+            bit_count = server_supports(conn)
+            version = conn.info.server_version
+            function = write_path != PG_PIPELINE and bit_count and function_installable(conn)
+    except Retry as retry:  # (a lost connection: the store is not open yet, nothing to retry)
+        raise StoreError(f"database error on {display_url}: {retry.reason}") from retry.__cause__
     if write_path == PG_FUNCTION and not function:
         why = "before 14" if not bit_count else "the role may not create the function"
         raise ValueError(
