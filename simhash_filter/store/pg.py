@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.bands import BandKey, IndexScheme
 
-from .batch import Judge, RowToCheck
+from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
@@ -222,9 +222,8 @@ class PgWritePath:
         raise AssertionError("unreachable")
 
 
-def near_matches(pages: Sequence[Any], fingerprint: int, limit: int) -> list[Match]:
-    """The pages (batch.StoredPage) within ``limit`` of ``fingerprint``, nearest first,
-    then by URL."""
+def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:
+    """The pages within ``limit`` of ``fingerprint``, nearest first, then by URL."""
     matches = [
         Match(page.url, page.fingerprint, distance, page.page_id)
         for page in pages
