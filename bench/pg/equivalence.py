@@ -15,7 +15,7 @@ from bench._common import create_pg_database, drop_pg_database
 from bench.pg.database import libpq_url, table_contents
 from bench.pg.floor import FloorClient, install_floor
 from bench.pg.setup import SKETCH_SLOTS, Page, Setup, similar_sketch
-from simhash_filter.store.schema import from_sql_int
+from simhash_filter.store.encoding import from_sql_int
 
 __all__ = ["check_floor_equivalence", "mixed_stream"]
 

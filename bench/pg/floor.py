@@ -18,8 +18,7 @@ from typing import Any
 
 from bench.pg.database import psycopg_connect, sqlalchemy_url
 from bench.pg.setup import Page, Setup
-from simhash_filter.store.pg_function import bool_array, int_array
-from simhash_filter.store.schema import to_sql_int
+from simhash_filter.store.encoding import bool_array, int_array, to_sql_int
 
 __all__ = ["FLOOR_CALL", "FLOOR_SQL", "FloorClient", "install_floor"]
 

@@ -84,7 +84,7 @@ def bulk_load(url: str, setup: Setup, pages: Sequence[Page]) -> None:
     """Make the database and write ``pages`` as ``add_many`` would (all NEW): one page
     row each (ids in order) and one band row per table, by COPY."""
     from simhash_filter.store import canonical_url, url_domain
-    from simhash_filter.store.schema import to_sql_int
+    from simhash_filter.store.encoding import to_sql_int
 
     with setup.open(url) as store:
         scheme = store.scheme

@@ -26,7 +26,7 @@ from bench._common import ROOT
 from bench.pg.cells import percentile
 from bench.pg.cpu import BackendCpu
 from bench.pg.database import database_name, psycopg_connect
-from simhash_filter.store.schema import from_sql_int, to_sql_int
+from simhash_filter.store.encoding import from_sql_int, to_sql_int
 
 from .corpus import CHUNK, Pool, compose, near_copies, page_sentences, sketch_bytes
 from .fill import index_items, open_store, probe_keys, url_of
