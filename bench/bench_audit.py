@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import DATA_DIR, ROOT, machine, pg_database, write_results
-from bench.bench_crawl import load_corpus
+from bench.crawl_site import load_corpus
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.pagework import sign_page
 from simhash_filter.store import FingerprintStore, PageRow

@@ -43,6 +43,8 @@ import numpy as np
 
 from bench import bench_fingerprint as bf
 from bench import bench_quality as bq
+from bench import quality_data as qd
+from bench import quality_pairs as qp
 from bench._common import DATA_DIR, RESULTS_DIR, machine
 from bench.lsh_bands import LAYOUTS, join_pairs, keys_matrix
 from bench.lsh_signatures import Signed, signed
@@ -91,21 +93,21 @@ TODAY = Variant(0, 0, "", MatchRule().candidate_distance)
 class Ctx:
     """Everything the variants are scored on, computed once."""
 
-    sets: list[bq.DataSet]
+    sets: list[qd.DataSet]
     sigs: dict[str, Signed]
-    hay: bq.DataSet
+    hay: qd.DataSet
     hay_idx: np.ndarray  # haystack pages with a signature
     real: np.ndarray  # sorted pair codes i*n+j of high_overlap_pairs (J >= 0.5)
     unrelated: int  # pairs of signed haystack pages, real copies left out
-    today_hay: bq.Haystack
+    today_hay: qp.Haystack
     min_sim: float
 
-    def pairs(self, ds: bq.DataSet) -> tuple[np.ndarray, ...]:
-        return bq.pair_arrays(ds)
+    def pairs(self, ds: qd.DataSet) -> tuple[np.ndarray, ...]:
+        return qp.pair_arrays(ds)
 
 
 def load_ctx(data: Path, cache: Path) -> Ctx:
-    sets = bq.load_sets(data)
+    sets = qd.load_sets(data)
     sigs = {ds.name: signed(ds, cache) for ds in sets}
     hay = next(ds for ds in sets if ds.overlap)
     sig = sigs[hay.name]
@@ -115,7 +117,7 @@ def load_ctx(data: Path, cache: Path) -> Ctx:
     valid_real = int((sig.valid[real // n] & sig.valid[real % n]).sum())
     m = len(hay_idx)
     fps = np.stack([sig.fp, sig.valid.astype(_U64)])
-    today = bq.haystack_pairs(fps, hay)
+    today = qp.haystack_pairs(fps, hay)
     return Ctx(
         sets, sigs, hay, hay_idx, real, m * (m - 1) // 2 - valid_real, today,
         MatchRule().min_similarity,
@@ -129,7 +131,7 @@ def _agree(slots: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def candidates(sig: Signed, v: Variant, a: np.ndarray, b: np.ndarray, wide: bool = False):
     """Is each pair (a[i], b[i]) a candidate under ``v``?"""
     ok = sig.valid[a] & sig.valid[b]
-    d = bq.popcount(sig.fp[a] ^ sig.fp[b])
+    d = qp.popcount(sig.fp[a] ^ sig.fp[b])
     if not v.bands:
         return ok & (d <= v.k)
     keys = keys_matrix(sig.wide if wide else sig.slots, v.bands, v.rows, v.layout)
@@ -161,7 +163,7 @@ def hay_candidates(ctx: Ctx, v: Variant, wide: bool = False) -> np.ndarray:
     codes = join_pairs(keys, ctx.hay_idx, n)
     codes = codes[~np.isin(codes, ctx.real)]
     if v.k is not None:
-        d = bq.popcount(sig.fp[codes // n] ^ sig.fp[codes % n])
+        d = qp.popcount(sig.fp[codes // n] ^ sig.fp[codes % n])
         codes = codes[d <= v.k]
     return codes
 
@@ -177,7 +179,7 @@ def evaluate(ctx: Ctx, v: Variant) -> Result:
         pred = candidates(sig, v, a, b) & (_agree(sig.slots, a, b) >= t)
         for lang in sorted(set(groups)):
             m = groups == lang
-            scores[(ds.name, lang)] = bq.score(pred[m], truth[m])
+            scores[(ds.name, lang)] = qp.score(pred[m], truth[m])
     codes = hay_candidates(ctx, v)
     sig, n = ctx.sigs[ctx.hay.name], len(ctx.hay.texts)
     i, j = codes // n, codes % n
@@ -216,7 +218,7 @@ def curve_pairs(ctx: Ctx, data: Path) -> list[tuple[str, np.ndarray, np.ndarray,
             for n, d in enumerate(ds.ids):
                 if "v" in d:
                     base = index[d.split("v")[0]]
-                    rows.append((base, n, bq.jaccard_c5(ds.texts[base], ds.texts[n])))
+                    rows.append((base, n, qd.jaccard_c5(ds.texts[base], ds.texts[n])))
         a, b, jac = (np.array(c) for c in zip(*rows, strict=True))
         sig = ctx.sigs[ds.name]
         ok = sig.valid[a] & sig.valid[b]

@@ -40,18 +40,14 @@ Signatures are cached in ``bench/results/quality_cache/`` (git-ignored); the rep
 from __future__ import annotations
 
 import argparse
-import csv
 import gzip
 import hashlib
 import json
-import math
 import pickle
-import re
 import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +55,18 @@ import numpy as np
 
 from bench import bench_fingerprint as bf
 from bench._common import DATA_DIR, RESULTS_DIR, machine
+from bench.quality_data import THRESHOLD, DataSet, load_sets
+from bench.quality_pairs import (
+    KMAX,
+    Score,
+    agreements,
+    binomial_tail,
+    fp_distances,
+    haystack_pairs,
+    minhash_haystack,
+    pair_arrays,
+    score,
+)
 from simhash_filter import Fingerprinter
 from simhash_filter import stopwords as sw
 from simhash_filter.sketch import DEFAULT_SLOTS
@@ -68,90 +76,7 @@ DEFAULT_DATA = DATA_DIR
 RESULTS = RESULTS_DIR
 CACHE = RESULTS / "quality_cache"
 MAX_CHARS = 50_000  # every method sees what the filter fingerprints: the first 50,000 chars
-KMAX = 12
-THRESHOLD = 0.8
 SCALES = (1_000_000, 10_000_000, 100_000_000)
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass
-class DataSet:
-    name: str
-    ids: list[str]
-    texts: list[str]
-    langs: list[str]
-    pairs: list[tuple[int, int, bool, str]] = field(default_factory=list)  # a, b, truth, group
-    overlap: set[tuple[int, int]] = field(default_factory=set)  # haystack real copies
-    left_out: int = 0
-
-
-def c5(text: str) -> set[str]:
-    t = re.sub(r"\s+", " ", text).strip()
-    return {t[i : i + 5] for i in range(max(1, len(t) - 4))}
-
-
-def jaccard_c5(a: str, b: str) -> float:
-    x, y = c5(a), c5(b)
-    return len(x & y) / len(x | y) if x or y else 1.0
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
-
-
-def _lineage_set(name: str, base: Path, lang_of: Callable[[dict[str, Any]], str]) -> DataSet:
-    docs = _read_jsonl(base / "docs.jsonl.gz")
-    index = {d["id"]: n for n, d in enumerate(docs)}
-    ds = DataSet(
-        name, [d["id"] for d in docs], [d["text"] for d in docs], [lang_of(d) for d in docs]
-    )
-    with open(base / "pairs.tsv", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            a, b = index[row["id_a"]], index[row["id_b"]]
-            same = row["relation"].startswith("same_doc")
-            if same and float(row["jaccard_c5"]) < THRESHOLD:
-                ds.left_out += 1
-                continue
-            ds.pairs.append((a, b, same, ds.langs[a]))
-    return ds
-
-
-def load_sets(data: Path) -> list[DataSet]:
-    sets = [
-        _lineage_set("neardup_peps_en", data / "neardup_peps_en", lambda d: "en"),
-        _lineage_set(
-            "neardup_mdn_multilingual", data / "neardup_mdn_multilingual", lambda d: d["lang"]
-        ),
-    ]
-    for name, zh, articles in (
-        ("synthetic pages_en", False, bf.load_articles_en(data)),
-        ("synthetic pages_zh", True, bf.load_articles_zh(data)),
-    ):
-        docs, pairs = bf.synthetic_pairs(articles, zh)
-        ids = list(docs)
-        index = {i: n for n, i in enumerate(ids)}
-        ds = DataSet(name, ids, [docs[i] for i in ids], ["zh" if zh else "en"] * len(ids))
-        for a, b, truth, _edit in pairs:
-            if truth and jaccard_c5(docs[a], docs[b]) < THRESHOLD:
-                ds.left_out += 1
-                continue
-            ds.pairs.append((index[a], index[b], truth, ds.langs[0]))
-        sets.append(ds)
-    base = data / "haystack_multilingual"
-    docs = _read_jsonl(base / "docs.jsonl.gz")
-    index = {d["id"]: n for n, d in enumerate(docs)}
-    hay = DataSet(
-        "haystack_multilingual", list(index), [d["text"] for d in docs], [d["lang"] for d in docs]
-    )
-    with open(base / "high_overlap_pairs.tsv", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            a, b = sorted((index[row["id_a"]], index[row["id_b"]]))
-            hay.overlap.add((a, b))
-    sets.append(hay)
-    return sets
 
 
 # --------------------------------------------------------------------------- methods
@@ -242,99 +167,6 @@ def minhash_matrix(texts: Sequence[str]) -> np.ndarray:
 
 def peers() -> dict[str, Callable[[str], int | None]]:
     return {"simhash (PyPI)": bf._peer_1e0ng(), "trafilatura Simhash": bf._peer_trafilatura()}
-
-
-# --------------------------------------------------------------------------- scoring
-
-
-Score = bf.Score
-
-
-def score(predicted: np.ndarray, truth: np.ndarray) -> Score:
-    return Score(
-        int((predicted & truth).sum()),
-        int((predicted & ~truth).sum()),
-        int((~predicted & truth).sum()),
-    )
-
-
-def popcount(x: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(x).astype(np.int16)
-
-
-def pair_arrays(ds: DataSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    a = np.array([p[0] for p in ds.pairs])
-    b = np.array([p[1] for p in ds.pairs])
-    truth = np.array([p[2] for p in ds.pairs])
-    groups = np.array([p[3] for p in ds.pairs])
-    return a, b, truth, groups
-
-
-def fp_distances(fps: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distance of each pair; 99 when either text has no fingerprint."""
-    d = popcount(fps[0][a] ^ fps[0][b])
-    return np.where((fps[1][a] == 1) & (fps[1][b] == 1), d, 99)
-
-
-def agreements(sk: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (sk[a] == sk[b]).mean(axis=1)
-
-
-@dataclass
-class Haystack:
-    """All pairs of the haystack within KMAX bits, and the distance histogram."""
-
-    i: np.ndarray
-    j: np.ndarray
-    d: np.ndarray
-    real: np.ndarray  # listed in high_overlap_pairs.tsv (J >= 0.5)
-    hist_unrelated: np.ndarray  # pairs per distance 0..64, real copies left out
-    pairs_unrelated: int
-
-
-def haystack_pairs(fps: np.ndarray, ds: DataSet) -> Haystack:
-    valid = np.nonzero(fps[1] == 1)[0]
-    f = fps[0][valid]
-    hist = np.zeros(65, dtype=np.int64)
-    found_i, found_j, found_d = [], [], []
-    for start in range(len(f)):
-        d = popcount(f[start + 1 :] ^ f[start])
-        hist += np.bincount(d, minlength=65)
-        close = np.nonzero(d <= KMAX)[0]
-        found_i.append(np.full(len(close), valid[start]))
-        found_j.append(valid[start + 1 + close])
-        found_d.append(d[close])
-    i, j, d = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_d)
-    real = np.array([(int(x), int(y)) in ds.overlap for x, y in zip(i, j, strict=True)], dtype=bool)
-    for x, y in ds.overlap:
-        if fps[1][x] == 1 and fps[1][y] == 1:
-            hist[int(popcount(np.array([fps[0][x] ^ fps[0][y]]))[0])] -= 1
-    n = len(valid)
-    return Haystack(i, j, d, real, hist, n * (n - 1) // 2 - int(real.sum()))
-
-
-def minhash_haystack(mh: np.ndarray, ds: DataSet) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs with estimated Jaccard >= 0.8 (exact over all pairs, in blocks)."""
-    out_i, out_j = [], []
-    need = math.ceil(THRESHOLD * mh.shape[1])
-    block = 64
-    for start in range(0, len(mh), block):
-        rows = mh[start : start + block]
-        eq = (rows[:, None, :] == mh[None, :, :]).sum(axis=2)
-        for r in range(len(rows)):
-            n = start + r
-            js = np.nonzero(eq[r, n + 1 :] >= need)[0] + n + 1
-            out_i += [n] * len(js)
-            out_j += js.tolist()
-    return np.array(out_i, dtype=np.int64), np.array(out_j, dtype=np.int64)
-
-
-def binomial_tail(slots: int, p: float, t: float) -> float:
-    """P[Bin(slots, p) >= ceil(t * slots)]."""
-    need = math.ceil(t * slots - 1e-9)
-    return float(
-        sum(math.comb(slots, x) * p**x * (1 - p) ** (slots - x) for x in range(need, slots + 1))
-    )
 
 
 # --------------------------------------------------------------------------- speed

@@ -32,7 +32,7 @@ import numpy as np
 from bench._common import (
     DATA_DIR,
     PG_ADMIN_URL,
-    _admin,
+    admin_statement,
     create_pg_database,
     drop_pg_database,
     machine,
@@ -100,8 +100,8 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
         info["bytes"] = sum(p.stat().st_size for p in root.glob(path.name + "*"))
     else:
         name = url.rsplit("/", 1)[1]
-        _admin(PG_ADMIN_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        _admin(PG_ADMIN_URL, f'CREATE DATABASE "{name}"')
+        admin_statement(PG_ADMIN_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin_statement(PG_ADMIN_URL, f'CREATE DATABASE "{name}"')
         info = fill.fill_pg(url, root, kind, n, pool, SEED, log, cache, kept)
         conn, _ = measure.connect(url)
         info["bytes"] = int(

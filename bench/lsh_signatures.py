@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import bench_quality as bq
+from bench import quality_data as qd
 from simhash_filter import Fingerprinter
 from simhash_filter import sketch as _sketch
 from simhash_filter.signature import decode_sketch
@@ -57,7 +58,7 @@ def sign_all(texts: list[str]) -> Signed:
     return out
 
 
-def signed(ds: bq.DataSet, cache: Path) -> Signed:
+def signed(ds: qd.DataSet, cache: Path) -> Signed:
     key = f"{Fingerprinter().spec}|{ds.name}|{len(ds.texts)}|{bq.MAX_CHARS}"
     path = cache / f"lsh-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz"
     if path.exists():

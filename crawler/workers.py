@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROJECT_ROOT", "CrawlResult", "Worker", "project_env", "start_worker"]
+__all__ = [
+    "PROJECT_ROOT",
+    "CrawlResult",
+    "Worker",
+    "descendants",
+    "project_env",
+    "start_worker",
+]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The checkout holding the ``crawler`` project (``scrapy.cfg``)."""
@@ -140,3 +147,23 @@ def start_worker(
             stderr=stderr,
         )
     return Worker(name, workdir, process)
+
+
+def descendants(pid: int) -> set[int]:
+    """The pids of every process below ``pid`` (children, their children, ...), read from
+    /proc: the page workers of a crawl process, for RSS sampling and orphan checks."""
+    children: dict[int, set[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, set()).add(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found

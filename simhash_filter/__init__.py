@@ -1,8 +1,8 @@
 """simhash-filter: drop near-duplicate pages at crawl time.
 
-The core (``Fingerprinter``, ``hamming_distance``, ``similarity``) and the store are
-imported eagerly; the Scrapy components load on first use, so the command line and
-library users do not pay for importing Scrapy.
+The core (``Fingerprinter``, ``MatchRule``, ``hamming_distance``, ``similarity``) is
+imported eagerly; everything else (the store, extraction, the Scrapy components) loads on
+first use, so a user of the core pays for neither SQLAlchemy nor Scrapy.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._common import REDIS_URL, create_pg_database, drop_pg_database
+from crawler.services import REDIS_URL, create_pg_database, drop_pg_database
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

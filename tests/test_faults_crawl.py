@@ -24,8 +24,8 @@ from support.distributed import (
 from support.pgserver import PrivateServer
 from support.workers import Worker, WorkerGroup, frozen
 
-from bench._common import create_pg_database
 from crawler.distributed import RedisKeys, seed
+from crawler.services import create_pg_database
 from crawler.testsite import build_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -27,7 +27,7 @@ from support.processes import gone, wait_until
 
 import simhash_filter.extract as extract_module
 import simhash_filter.text as text_module
-from bench.bench_hostile import KINDS, hostile_page
+from crawler.testsite.hostile import KINDS, hostile_page
 from simhash_filter.config import Config
 from simhash_filter.errorlog import RepeatedErrors, error_kind
 from simhash_filter.extract import MAX_ELEMENTS, MAX_VISIBLE_CHARS, extract_page

@@ -18,7 +18,7 @@ from support.cli_corpus import run
 from support.processes import wait_until
 
 import simhash_filter.extract as extract_module
-from bench.bench_hostile import hostile_page
+from crawler.testsite.hostile import hostile_page
 from crawler.workers import project_env
 from simhash_filter.config import Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES, MAX_ELEMENTS

@@ -17,6 +17,7 @@ from simhash_filter.bands import BandScheme, MinHashLshScheme, MultiIndexScheme
 from simhash_filter.signature import MatchRule, encode_sketch
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.batch import Judge
+from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.pg_function import (
     CHECK_FUNCTION,
     FUNCTION_DIGEST,
@@ -27,7 +28,6 @@ from simhash_filter.store.pg_function import (
     rule_parameter,
     scheme_arrays,
 )
-from simhash_filter.store.schema import to_sql_int
 
 pytestmark = pytest.mark.postgres
 
@@ -50,7 +50,7 @@ def conn() -> Iterator[Any]:
     """A psycopg connection to a database with the function installed (by a first write)."""
     import psycopg
 
-    from bench._common import create_pg_database, drop_pg_database
+    from crawler.services import create_pg_database, drop_pg_database
 
     try:
         url = create_pg_database("sf_test")
@@ -60,9 +60,8 @@ def conn() -> Iterator[Any]:
         _unavailable("PostgreSQL", exc)
     try:
         with FingerprintStore.open(url, spec="test;fn") as store:
+            assert store.write_path == "pg-function"
             store.check_and_add("http://install.example/", 1)
-            assert store._pg is not None
-            assert store._pg.server_function
         with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as connection:
             yield connection
     finally:
@@ -285,7 +284,7 @@ def test_array_literals_read_back_as_the_values(conn: Any) -> None:
     server) hold exactly the values: URLs with quotes, backslashes, commas, braces,
     spaces and the word NULL; sketches and None; signed and unsigned 64-bit ints; lock
     modes; the rule's thresholds as doubles."""
-    from simhash_filter.store.pg_function import bool_array, bytea_array, int_array, text_array
+    from simhash_filter.store.encoding import bool_array, bytea_array, int_array, text_array
 
     texts = ['http://a.example/"q"', "x\\y", "a,b", "{c}", " s p ", "NULL", "ü日本", "", "'"]
     blobs = [b"", b"\x00\x01\\\xff", None, bytes(range(256))]

@@ -1,7 +1,7 @@
-"""The PostgreSQL paths (store/pg.py: the server-side function of store/pg_function.py, and
-the two-round-trip path it falls back to) against the generic SQLAlchemy path: same
-verdicts, same rows; prepared statements that live as long as the connection; the
-durability setting; locks held from the read to the commit."""
+"""The PostgreSQL write paths ("pg-function": the server-side function of
+store/pg_function.py; "pg-pipeline": the two round trips of store/pg_pipeline.py) against
+the generic "sqlalchemy" path: same verdicts, same rows; prepared statements that live as
+long as the connection; the durability setting; locks held from the read to the commit."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from scrapy.settings import Settings
 from sqlalchemy import create_engine, text
 
-from bench._common import create_pg_database, drop_pg_database
+from crawler.services import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, PageRow, Verdict
 from simhash_filter.store.locks import write_locks
@@ -32,18 +32,27 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     """Which PostgreSQL write path a test's store takes; "-before-14": as on a server
     without ``bit_count`` (no function, the portable popcount in the probe and near())."""
     if request.param.endswith("-before-14"):
-        from simhash_filter.store import pg
+        from simhash_filter.store import write_path
 
-        monkeypatch.setattr(pg, "server_supports", lambda conn: False)
+        monkeypatch.setattr(write_path, "server_supports", lambda conn: False)
     return str(request.param)
 
 
 def open_on(path: str, url: str, **options: Any) -> FingerprintStore:
-    """A store on ``url`` writing through ``path``."""
-    store = FingerprintStore.open(url, spec=SPEC, **options)
-    assert store._pg is not None
-    if path.startswith("two-round-trips"):
-        store._pg.server_function = False
+    """A store on ``url`` writing through ``path``: the default on this server for
+    "function" (asserted), "pg-pipeline" for the others."""
+    if path == "function":
+        store = FingerprintStore.open(url, spec=SPEC, **options)
+        assert store.write_path == "pg-function"
+        return store
+    return FingerprintStore.open(url, spec=SPEC, write_path="pg-pipeline", **options)
+
+
+def open_generic(url: str, **options: Any) -> FingerprintStore:
+    """A store on ``url`` writing through SQLAlchemy (statements.SqlBatchIO), as on any
+    other driver."""
+    store = FingerprintStore.open(url, spec=SPEC, write_path="sqlalchemy", **options)
+    assert store.write_path == "sqlalchemy"
     return store
 
 
@@ -128,8 +137,7 @@ def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
 ) -> None:
     stream = mixed_stream(11, 450)
     pg_store = open_on(path, pg_url)
-    generic = FingerprintStore.open(second_pg_url, spec=SPEC)
-    generic._pg = None  # the SQLAlchemy path (statements.SqlBatchIO), as on any other driver
+    generic = open_generic(second_pg_url)
     try:
         got, expected = replay(pg_store, stream), replay(generic, stream)
         assert got == expected
@@ -155,8 +163,7 @@ def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
         for fp in (fp for _, fp, _ in stream[::25]):
             assert pg_store.near(fp) == generic.near(fp)
             assert pg_store.near(fp, k=1) == generic.near(fp, k=1)
-        assert pg_store._pg is not None
-        assert pg_store._pg.server_function is (path == "function")
+        assert pg_store.write_path == ("pg-function" if path == "function" else "pg-pipeline")
     finally:
         pg_store.close()
         generic.close()
@@ -182,16 +189,16 @@ def test_rows_of_a_batch_that_probe_one_key(
     two-round-trip path sends the key once with each and filters by distance on the
     server), a stored page near both (found twice), one near only one of them, and
     re-crawls that move a page toward, or away from, a later row of the batch."""
-    from simhash_filter.store import pg
+    from simhash_filter.store import pg_pipeline
 
     fetched: list[list[tuple[int, int, int, int]]] = []  # round trip 1's band rows, per write
 
-    class SpyIO(pg._PipelinedIO):
+    class SpyIO(pg_pipeline._PipelinedIO):
         def __init__(self, conn: Any, types: Any, pages: Any, hits: Any, stack: Any) -> None:
             fetched.append([(h.table_no, h.key, h.page.page_id, h.page.fingerprint) for h in hits])
             super().__init__(conn, types, pages, hits, stack)
 
-    monkeypatch.setattr(pg, "_PipelinedIO", SpyIO)
+    monkeypatch.setattr(pg_pipeline, "_PipelinedIO", SpyIO)
     rng = random.Random(13)
     with FingerprintStore.open(pg_url, spec=SPEC) as opened:
         k = opened.scheme.max_distance
@@ -217,8 +224,7 @@ def test_rows_of_a_batch_that_probe_one_key(
         ("http://one-key.example/r6", _flip_low(e, 1), 2),  # near e's old version only
     ]
     pg_store = open_on(path, pg_url)
-    generic = FingerprintStore.open(second_pg_url, spec=SPEC)
-    generic._pg = None
+    generic = open_generic(second_pg_url)
     try:
         assert (r1 ^ r2).bit_count() <= k < (r1 ^ c).bit_count()
         assert (r2 ^ c).bit_count() <= k < (a ^ c).bit_count()
@@ -373,18 +379,18 @@ def test_locks_are_held_from_the_read_to_the_commit(
     statement) by a trigger that waits for a lock the test holds."""
     import threading
 
-    from simhash_filter.store import pg
+    from simhash_filter.store import pg_pipeline
 
     decided = threading.Event()
     resume = threading.Event()
-    real_check_batch = pg.check_batch
+    real_check_batch = pg_pipeline.check_batch
 
     def paused_check_batch(*args: Any, **kwargs: Any) -> list[Verdict]:
         decided.set()
         assert resume.wait(30)
         return real_check_batch(*args, **kwargs)
 
-    monkeypatch.setattr(pg, "check_batch", paused_check_batch)
+    monkeypatch.setattr(pg_pipeline, "check_batch", paused_check_batch)
     admin = create_engine(pg_url)
     test_lock = 0x7E57
     with open_on(path, pg_url) as store, admin.connect() as holder:
@@ -473,8 +479,7 @@ def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
     rule = MatchRule(candidate_distance=k1, min_similarity=0.7, fallback_distance=3)
     stream = _sketched_stream(12, 450)
     pg_store = open_on(path, pg_url, rule=rule, index=index)
-    generic = FingerprintStore.open(second_pg_url, spec=SPEC, rule=rule, index=index)
-    generic._pg = None
+    generic = open_generic(second_pg_url, rule=rule, index=index)
     try:
         third = len(stream) // 3
         results = []
@@ -508,3 +513,33 @@ def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
             engine.dispose()
         assert rows[0] == rows[1]
     assert contents(pg_url) == contents(second_pg_url)
+
+
+def test_a_role_that_may_not_create_the_function_writes_through_the_pipeline(pg_url: str) -> None:
+    """None picks "pg-pipeline" where the function is absent and the role may not create
+    it; asking for "pg-function" there is a ValueError that names it."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    FingerprintStore.open(pg_url, spec=SPEC).close()  # the tables; no write, no function
+    role = f"sf_test_no_create_{os.getpid()}"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+        conn.execute(text(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}"))
+        conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {role}"))
+        conn.execute(text(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"))
+        conn.execute(text(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}"))
+    role_url = make_url(pg_url).set(username=role).render_as_string(hide_password=False)
+    try:
+        with FingerprintStore.open_existing(role_url) as store:
+            assert store.write_path == "pg-pipeline"
+            assert store.check_and_add("http://role.example/", 7).kind.value == "new"
+        with pytest.raises(ValueError, match="write_path='pg-function' cannot run"):
+            FingerprintStore.open_existing(role_url, write_path="pg-function")
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()

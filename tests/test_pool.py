@@ -20,9 +20,9 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 from support.processes import gone, wait_until
 
-from bench._common import descendants
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template
+from crawler.workers import descendants
 from simhash_filter.config import Config
 from simhash_filter.middlewares import NearDuplicateMiddleware
 from simhash_filter.pagework import sign_page

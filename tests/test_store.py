@@ -438,6 +438,31 @@ def test_open_existing_reads_the_stored_settings(db_url: str) -> None:
     store.close()
 
 
+# ---------------------------------------------------------------- write paths
+
+
+def test_write_path_is_chosen_at_open_and_shown(db_url: str) -> None:
+    """None takes the best the back-end supports; "sqlalchemy" runs anywhere; a name that
+    cannot run here, or is no name, is a ValueError that names it."""
+    best = "sqlalchemy" if db_url.startswith("sqlite") else "pg-function"
+    with FingerprintStore.open(db_url, spec=SPEC) as store:
+        assert store.write_path == best
+    with FingerprintStore.open_existing(db_url, write_path="sqlalchemy") as store:
+        assert store.write_path == "sqlalchemy"
+        assert store.check_and_add("http://w.example/", 5).kind is VerdictKind.NEW
+    with pytest.raises(ValueError, match="'pg-two'"):
+        FingerprintStore.open(db_url, spec=SPEC, write_path="pg-two")
+    if db_url.startswith("sqlite"):
+        for name in ("pg-function", "pg-pipeline"):
+            with pytest.raises(ValueError, match=f"write_path='{name}' needs PostgreSQL"):
+                FingerprintStore.open(db_url, spec=SPEC, write_path=name)
+            with pytest.raises(ValueError, match=f"'{name}'"):
+                FingerprintStore.open_existing(db_url, write_path=name)
+    else:
+        with FingerprintStore.open(db_url, spec=SPEC, write_path="pg-pipeline") as store:
+            assert store.write_path == "pg-pipeline"
+
+
 # ---------------------------------------------------------------- missing and broken databases
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from simhash_filter import Fingerprinter
 from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, PageRow, canonical_url, url_domain
-from simhash_filter.store.schema import to_sql_int
+from simhash_filter.store.encoding import to_sql_int
 
 from .corpus import CHUNK, Pool, chunk_signatures, sketch_bytes
 
@@ -308,7 +308,7 @@ def fill_pg(
     cache: Path | None = None,
     kept: Path | None = None,
 ) -> dict:
-    from bench.bench_pg import psycopg_connect
+    from bench.pg.database import psycopg_connect
 
     began = time.perf_counter()
     with open_store(url, kind) as store:

@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from bench._common import ROOT
-from bench.bench_pg import BackendCpu, database_name, percentile, psycopg_connect
-from simhash_filter.store.schema import from_sql_int, to_sql_int
+from bench.pg.cells import percentile
+from bench.pg.cpu import BackendCpu
+from bench.pg.database import database_name, psycopg_connect
+from simhash_filter.store.encoding import from_sql_int, to_sql_int
 
 from .corpus import CHUNK, Pool, compose, near_copies, page_sentences, sketch_bytes
 from .fill import index_items, open_store, probe_keys, url_of

@@ -7,7 +7,7 @@ verdict = store.check_and_add(url, fingerprint, text_length=len(text))
 
 from __future__ import annotations
 
-from .index import FingerprintStore
+from .fingerprint_store import FingerprintStore
 from .meta import spec_difference
 from .records import (
     DatabaseNotFoundError,

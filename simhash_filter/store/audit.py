@@ -2,7 +2,7 @@
 the database's size: aggregates computed by the database (one scan each), a capped list
 of domains and clusters, and a sample of drops.
 
-Every function takes an open :class:`FingerprintStore` and only reads.
+Every function takes an open store (:class:`~.reading.ReadableStore`) and only reads.
 """
 
 from __future__ import annotations
@@ -11,16 +11,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import and_, case, func, select
 
+from .reading import ReadableStore, drops_select, reading
 from .records import DuplicateRecord
-from .reports import _reading, drops_select
 from .schema import duplicates_table, pages_table
-
-if TYPE_CHECKING:
-    from .index import FingerprintStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +37,11 @@ class Timeline:
     buckets: list[TimeBucket]
 
 
-def timeline(store: FingerprintStore, buckets: int = 48) -> Timeline | None:
+def timeline(store: ReadableStore, buckets: int = 48) -> Timeline | None:
     """Pages kept (by first_seen) and dropped (by seen_at) in ``buckets`` equal spans of
     the crawl's time; None for an empty database. Three scans, whatever the size."""
     p, d = pages_table.c, duplicates_table.c
-    with _reading(store) as conn:
+    with reading(store) as conn:
         kept_span = conn.execute(select(func.min(p.first_seen), func.max(p.first_seen))).one()
         drop_span = conn.execute(select(func.min(d.seen_at), func.max(d.seen_at))).one()
         moments = [t for t in (*kept_span, *drop_span) if t is not None]
@@ -90,7 +87,7 @@ class Histogram:
     without_similarity: int
 
 
-def similarity_histogram(store: FingerprintStore, bins: int = 20) -> Histogram:
+def similarity_histogram(store: ReadableStore, bins: int = 20) -> Histogram:
     """The similarity of every drop, binned in one scan (1.0 in the last bin)."""
     sim = duplicates_table.c.similarity
     columns = [
@@ -111,15 +108,15 @@ def similarity_histogram(store: FingerprintStore, bins: int = 20) -> Histogram:
         for n in range(bins)
     ]
     columns.append(func.coalesce(func.sum(case((sim.is_(None), 1), else_=0)), 0))
-    with _reading(store) as conn:
+    with reading(store) as conn:
         values = [int(v) for v in conn.execute(select(*columns)).one()]
     return Histogram(values[:-1], values[-1])
 
 
-def distance_counts(store: FingerprintStore) -> dict[int, int]:
+def distance_counts(store: ReadableStore) -> dict[int, int]:
     """Drops per Hamming distance."""
     d = duplicates_table.c
-    with _reading(store) as conn:
+    with reading(store) as conn:
         rows = conn.execute(select(d.distance, func.count()).group_by(d.distance)).all()
     return {int(distance): int(n) for distance, n in rows}
 
@@ -135,7 +132,7 @@ class DropGroup:
     drop_domains: int
 
 
-def largest_drop_groups(store: FingerprintStore, limit: int = 10) -> list[DropGroup]:
+def largest_drop_groups(store: ReadableStore, limit: int = 10) -> list[DropGroup]:
     """The ``limit`` kept pages with the most drops against them, most first."""
     d, p = duplicates_table.c, pages_table.c
     n = func.count().label("n")
@@ -151,7 +148,7 @@ def largest_drop_groups(store: FingerprintStore, limit: int = 10) -> list[DropGr
         .join(top, top.c.duplicate_of == p.id)
         .order_by(top.c.n.desc(), p.id)
     )
-    with _reading(store) as conn:
+    with reading(store) as conn:
         return [DropGroup(*row) for row in conn.execute(stmt)]
 
 
@@ -165,13 +162,13 @@ class SampledDrop:
 
 
 def sample_drops(
-    store: FingerprintStore, size: int, *, seed: int = 20
+    store: ReadableStore, size: int, *, seed: int = 20
 ) -> tuple[list[SampledDrop], int]:
     """Up to ``size`` drops: half the ones nearest the match rule's line (lowest
     similarity, or largest distance without sketches), the rest drawn at random by id;
     and the number of drops there are."""
     d = duplicates_table.c
-    with _reading(store) as conn:
+    with reading(store) as conn:
         total, low, high = conn.execute(select(func.count(), func.min(d.id), func.max(d.id))).one()
         if not total or size <= 0:
             return [], int(total or 0)

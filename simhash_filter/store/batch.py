@@ -1,22 +1,18 @@
-"""The check-and-add decision: this is where a page is judged NEW, DUPLICATE, UNCHANGED
-or CHANGED.
+"""The check-and-add decision in Python: this is where a page is judged NEW, DUPLICATE,
+UNCHANGED or CHANGED on the "sqlalchemy" and "pg-pipeline" write paths (write_path.py).
 
 :func:`check_batch` decides a batch of rows against the database *and* against the
 batch's own earlier rows (the paper's batch mode), so ``add_many(rows)`` returns exactly
 the verdicts ``check_and_add`` would have returned row by row; ``check_and_add`` is a
-batch of one. Both back-ends use this one function.
+batch of one. The "pg-function" path makes the same decision in SQL
+(check_function.sql); the equivalence tests (tests/test_pg_path.py,
+tests/test_pg_function.py) pin that the two agree.
 
-It never touches SQL: it works on what a :class:`BatchIO` (statements.py's
-``SqlBatchIO`` for SQLAlchemy connections) reads for it, and hands it the
-:class:`Changes` to write. The caller runs it inside a write transaction that holds the
-locks of locks.py, so nothing changes between the reads and the writes.
-
-Seams for a back-end of its own (e.g. a PostgreSQL path with fewer round trips): take
-the :class:`RowToCheck` records ``FingerprintStore._row`` builds, implement the four
-methods of :class:`BatchIO` (the reads may be served from rows prefetched in one round
-trip: the row's page by URL, the band rows under its probe keys, and the pages those
-hits name; the write may be one statement), and call :func:`check_batch` in the
-transaction with the store's :class:`Judge`.
+It never touches SQL: it works on what a :class:`BatchIO` reads for it
+(statements.py's ``SqlBatchIO`` on a SQLAlchemy connection, pg_pipeline.py's
+``_PipelinedIO`` on rows prefetched in one round trip), and hands it the :class:`Changes`
+to write. The caller runs it inside a write transaction that holds the locks of
+locks.py, so nothing changes between the reads and the writes.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@
   it shared.
 
 :class:`WriteTransactions` runs one unit of work in such a transaction, committed on
-return, retried on deadlocks, serialization failures and lost insert races. A
-PostgreSQL write path of its own takes the same locks (:func:`write_locks`).
+return, retried on deadlocks, serialization failures and lost insert races (the
+"sqlalchemy" write path). The PostgreSQL write paths take the same locks
+(:func:`write_locks`): pg_pipeline.py in its first round trip, check_function.sql first.
 """
 
 from __future__ import annotations

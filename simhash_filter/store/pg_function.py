@@ -1,4 +1,4 @@
-"""check-and-add as one server-side function: the PostgreSQL write path in one round trip.
+"""The "pg-function" write path: check-and-add as one server-side function, one round trip.
 
 The PL/pgSQL lives in ``check_function.sql``: the advisory locks, then for each row in
 order the page under its URL, the probe, the judgement of each candidate (nearest first,
@@ -12,29 +12,36 @@ equivalence tests pin the two.
 The match rule and the band scheme travel as parameters, so one function serves every
 rule and scheme. The functions' names carry a digest of the SQL as installed
 (:data:`FUNCTION_DIGEST`): an edited body can never run under an old name, and crawlers of
-two releases sharing one database each call their own. They are installed on first use,
-under the schema lock; a server where they cannot be (PostgreSQL before 14, or a role
-without CREATE) keeps the two-round-trip path of :mod:`.pg`.
+two releases sharing one database each call their own. The store's first write installs
+them, under the schema lock; the store takes this path only where the server has
+``bit_count`` (PostgreSQL 14) and the functions are there or the role may create them
+(write_path.py).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable
+import itertools
+import logging
+from collections.abc import Sequence
+from datetime import datetime
 from importlib import resources
 from typing import Any, NamedTuple
+
+from sqlalchemy import Engine
 
 from simhash_filter.bands import FALLBACK_SCHEME, BandScheme, IndexScheme, MinHashLshScheme
 from simhash_filter.signature import MatchRule
 
-from .locks import TAKE_LOCKS
+from .batch import Judge, RowToCheck
+from .encoding import bool_array, bytea_array, float_array, from_sql_int, int_array, text_array
+from .locks import GLOBAL_LOCK, SCHEMA_LOCK, TAKE_LOCKS, WriteLocks
+from .pg import PgWritePath
+from .records import Match, Verdict, VerdictKind
 
-MIN_SERVER_VERSION = 140000
-"""``bit_count(bit)`` and ``bit_xor`` arrived in PostgreSQL 14."""
+log = logging.getLogger(__name__)
 
-_TWO_63 = 1 << 63
-_TWO_64 = 1 << 64
 _SOURCE = "check_function.sql"
 _VERSION_MARK = "__V__"
 _LOCKS_MARK = "__TAKE_LOCKS__"
@@ -100,33 +107,6 @@ def key_cuts(scheme: IndexScheme) -> list[KeyCut]:
     return cuts
 
 
-def int_array(values: Iterable[int]) -> str:
-    """Ints as the text of an ``int8[]`` literal, an unsigned 64-bit one at or above 2**63
-    as the negative ``to_sql_int`` makes of it. Sent as one string and cast on the server, a row's
-    hundreds of probe keys cost the client one ``join`` rather than a typed wrapper and
-    a quoting check per element."""
-    return "{" + ",".join([str(v - _TWO_64 if v >= _TWO_63 else v) for v in values]) + "}"
-
-
-def bool_array(values: Iterable[bool]) -> str:
-    """Booleans as the text of a ``bool[]`` literal (one string, as :func:`int_array`)."""
-    return "{" + ",".join(["t" if value else "f" for value in values]) + "}"
-
-
-def text_array(values: Iterable[str]) -> str:
-    """Strings as the text of a ``text[]`` literal: each element double-quoted, its
-    backslashes and double quotes escaped (so commas, braces, spaces and the word NULL
-    stay text)."""
-    quoted = ['"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values]
-    return "{" + ",".join(quoted) + "}"
-
-
-def bytea_array(values: Iterable[bytes | None]) -> str:
-    """Byte strings (or None) as the text of a ``bytea[]`` literal, each element in
-    bytea's hex form (its one backslash escaped inside the array literal)."""
-    return "{" + ",".join(["NULL" if v is None else '"\\\\x' + v.hex() + '"' for v in values]) + "}"
-
-
 class SchemeArrays(NamedTuple):
     """The function's parameters that depend on the band scheme alone, made once."""
 
@@ -156,7 +136,8 @@ def scheme_arrays(scheme: IndexScheme) -> SchemeArrays:
 def rule_parameter(rule: MatchRule | None) -> str | None:
     """The match rule as the function's ``p_rule``, a ``float8[]`` literal (None: judged
     by distance alone). ``repr`` of a float is the shortest text that reads back as the
-    same double, so the server compares with exactly the Python thresholds."""
+    same double (encoding.float_array), so the server compares with exactly the Python
+    thresholds."""
     if rule is None:
         return None
     values = (
@@ -166,9 +147,112 @@ def rule_parameter(rule: MatchRule | None) -> str | None:
         rule.min_page_similarity,
         rule.max_text_share,
     )
-    return "{" + ",".join(repr(float(value)) for value in values) + "}"
+    return float_array(values)
 
 
-def server_supports(conn: Any) -> bool:
-    """True when the server is new enough for the function (``bit_count``)."""
-    return int(conn.info.server_version) >= MIN_SERVER_VERSION
+def function_installable(conn: Any) -> bool:
+    """Whether the function is installed in the current schema, or the role may create
+    it there (the server's version is checked apart: pg.server_supports)."""
+    (present,) = conn.execute(INSTALLED_SQL, (CHECK_FUNCTION,)).fetchone()
+    if present:
+        return True
+    (may_create,) = conn.execute(
+        "SELECT coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
+    ).fetchone()
+    return bool(may_create)
+
+
+class PgFunctionPath(PgWritePath):
+    """The "pg-function" write path: each write one call of the function (installed by
+    the store's first write); ``near()`` as pg.py's."""
+
+    name = "pg-function"
+
+    def __init__(
+        self, engine: Engine, *, display_url: str, durable: bool | None, bit_count: bool
+    ) -> None:
+        super().__init__(engine, display_url=display_url, durable=durable, bit_count=bit_count)
+        self._installed = False
+
+    def _install(self, conn: Any) -> None:
+        """Install the function unless it is there, under the schema lock (so concurrent
+        first writers do not race)."""
+        conn.autocommit = True
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._types.int8(SCHEMA_LOCK),))
+            (present,) = conn.execute(INSTALLED_SQL, (CHECK_FUNCTION,)).fetchone()
+            if not present:
+                conn.execute(FUNCTION_SQL)
+                log.info("installed %s on %s", CHECK_FUNCTION, self._display_url)
+        self._installed = True
+
+    def _write(
+        self,
+        conn: Any,
+        rows: Sequence[RowToCheck],
+        locks: WriteLocks | None,
+        *,
+        judge: Judge,
+        scheme: IndexScheme,
+        now: datetime,
+    ) -> list[Verdict]:
+        """One call of the function in autocommit: one round trip (the first write of
+        the store installs the function first)."""
+        if not self._installed:
+            self._install(conn)
+        if not rows:
+            return []
+        t = self._types
+        arrays = scheme_arrays(scheme)
+        conn.autocommit = True
+        result = conn.execute(
+            CALL_SQL,
+            (
+                text_array([row.url for row in rows]),
+                text_array([row.domain for row in rows]),
+                int_array([row.fingerprint for row in rows]),
+                int_array([row.text_length for row in rows]),
+                bytea_array([row.sketch for row in rows]),
+                int_array([t for row in rows for t, _ in row.index_keys]),
+                int_array([key for row in rows for _, key in row.index_keys]),
+                int_array(itertools.accumulate(len(row.index_keys) for row in rows)),
+                int_array([t for row in rows for t, _ in row.probe_keys]),
+                int_array([key for row in rows for _, key in row.probe_keys]),
+                int_array(itertools.accumulate(len(row.probe_keys) for row in rows)),
+                arrays.lsh,
+                arrays.cut_tables,
+                arrays.cut_shifts,
+                arrays.cut_masks,
+                arrays.cut_lefts,
+                None if locks is None else int_array(locks.ids),
+                None if locks is None else bool_array(locks.shared),
+                t.int8(GLOBAL_LOCK),
+                self._async,
+                now,
+                t.int4(judge.radius),
+                rule_parameter(judge.rule),
+            ),
+            prepare=True,
+        ).fetchall()
+        return [_verdict(row, result_row) for row, result_row in zip(rows, result, strict=True)]
+
+
+def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
+    """A row's verdict from the function's result row (kind, previous fingerprint, the
+    match's and the boilerplate match's id, URL, fingerprint, distance, similarity)."""
+    kind, previous = result[0], result[1]
+    return Verdict(
+        kind=VerdictKind(kind),
+        url=row.url,
+        fingerprint=row.fingerprint,
+        duplicate_of=_match(result[2:7]),
+        previous_fingerprint=None if previous is None else from_sql_int(previous),
+        boilerplate_of=_match(result[7:12]),
+    )
+
+
+def _match(columns: Sequence[Any]) -> Match | None:
+    page_id, url, fingerprint, distance, similarity = columns
+    if page_id is None:
+        return None
+    return Match(url, from_sql_int(fingerprint), distance, page_id, similarity)

@@ -1,40 +1,28 @@
 """Read-only reports for the command line: domains, sizes, drops, clusters, exports.
 
-Every function takes an open :class:`FingerprintStore` and only reads, through
-schema.py's tables and the store's engine; database errors become a StoreError that
-names the (password-free) database URL.
+Every function takes an open store (:class:`~.reading.ReadableStore`) and only reads,
+through schema.py's tables and the store's engine; database errors become a StoreError
+that names the (password-free) database URL.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Select, func, select, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import func, select, text
 
 from simhash_filter.bands import PERMUTED, BandKey, IndexScheme
 from simhash_filter.simhash import hamming_distance
 
 from .batch import Judge
-from .engine import error_reason
-from .records import DuplicateRecord, PageRecord, StoreError
-from .schema import (
-    TEXT_TABLES,
-    bands_table,
-    duplicates_table,
-    from_sql_int,
-    meta_table,
-    pages_table,
-)
-from .statements import Probe, connection_execute
+from .encoding import from_sql_int
+from .reading import ReadableStore, drops_select, page_record_columns, reading
+from .records import DuplicateRecord, PageRecord
+from .schema import TEXT_TABLES, bands_table, duplicates_table, meta_table, pages_table
+from .statements import Probe, chunked, connection_execute
 from .urls import canonical_url
-
-if TYPE_CHECKING:
-    from .index import FingerprintStore
 
 _IN_CHUNK = 500  # ids per IN (...) list: well under SQLite's bound-parameter limit
 _PROBE_CHUNK = 200  # pages whose probe keys one statement looks up (probed_pairs)
@@ -49,25 +37,11 @@ class DomainCount:
     duplicates: int
 
 
-@contextmanager
-def _reading(store: FingerprintStore) -> Iterator[Connection]:
-    try:
-        with store.engine.connect() as conn, conn.begin():
-            yield conn
-    except SQLAlchemyError as exc:
-        raise StoreError(f"database error on {store.display_url}: {error_reason(exc)}") from exc
-
-
-def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
-    for start in range(0, len(ids), _IN_CHUNK):
-        yield ids[start : start + _IN_CHUNK]
-
-
-def domain_counts(store: FingerprintStore) -> list[DomainCount]:
+def domain_counts(store: ReadableStore) -> list[DomainCount]:
     """Every domain with its kept and dropped page counts, most dropped first (then most
     kept, then name)."""
     p, d = pages_table.c, duplicates_table.c
-    with _reading(store) as conn:
+    with reading(store) as conn:
         kept = {
             domain: n
             for domain, n in conn.execute(select(p.domain, func.count()).group_by(p.domain))
@@ -84,10 +58,10 @@ def domain_counts(store: FingerprintStore) -> list[DomainCount]:
     return counts
 
 
-def database_size(store: FingerprintStore) -> int | None:
+def database_size(store: ReadableStore) -> int | None:
     """Bytes the database takes: the whole SQLite file, or on PostgreSQL the four
     tables (and the stored texts) with their indexes and TOAST. None for other back-ends."""
-    with _reading(store) as conn:
+    with reading(store) as conn:
         if store.dialect == "sqlite":
             pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
             page_size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
@@ -105,59 +79,46 @@ def database_size(store: FingerprintStore) -> int | None:
     return None
 
 
-def drops_select() -> Select[Any]:
-    """Drops joined with the page each duplicates, newest first: the columns of a
-    :class:`DuplicateRecord`, in order (add ``where``/``limit`` to it)."""
-    d, p = duplicates_table.c, pages_table.c
-    return (
-        select(
-            d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at, d.similarity
-        )
-        .join(pages_table, p.id == d.duplicate_of)
-        .order_by(d.seen_at.desc(), d.id.desc())
-    )
-
-
 def drops_of_url(
-    store: FingerprintStore, url: str, *, limit: int | None = None
+    store: ReadableStore, url: str, *, limit: int | None = None
 ) -> list[DuplicateRecord]:
     """Every time ``url`` (canonicalized) was dropped, newest first."""
     stmt = drops_select().where(duplicates_table.c.url == canonical_url(url))
     if limit is not None:
         stmt = stmt.limit(limit)
-    with _reading(store) as conn:
+    with reading(store) as conn:
         return [DuplicateRecord(*row) for row in conn.execute(stmt)]
 
 
-def drops_of_page(store: FingerprintStore, page_id: int) -> list[DuplicateRecord]:
+def drops_of_page(store: ReadableStore, page_id: int) -> list[DuplicateRecord]:
     """The drops logged against one kept page, newest first."""
     return drops_of_pages(store, [page_id]).get(page_id, [])
 
 
 def drops_of_pages(
-    store: FingerprintStore, page_ids: Iterable[int]
+    store: ReadableStore, page_ids: Iterable[int]
 ) -> dict[int, list[DuplicateRecord]]:
     """The drops logged against each of these kept pages, newest first."""
     ids = sorted(set(page_ids))
     found: dict[int, list[DuplicateRecord]] = {}
     d = duplicates_table.c
-    with _reading(store) as conn:
-        for chunk in _chunks(ids):
+    with reading(store) as conn:
+        for chunk in chunked(ids, _IN_CHUNK):
             stmt = drops_select().add_columns(d.duplicate_of).where(d.duplicate_of.in_(chunk))
             for *row, page_id in conn.execute(stmt):
                 found.setdefault(page_id, []).append(DuplicateRecord(*row))
     return found
 
 
-def duplicate_counts(store: FingerprintStore) -> dict[int, int]:
+def duplicate_counts(store: ReadableStore) -> dict[int, int]:
     """Kept page id → how many distinct URLs were dropped as its near-duplicates."""
     d = duplicates_table.c
     stmt = select(d.duplicate_of, func.count(d.url.distinct())).group_by(d.duplicate_of)
-    with _reading(store) as conn:
+    with reading(store) as conn:
         return {page_id: n for page_id, n in conn.execute(stmt)}
 
 
-def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
+def band_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
     """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a band
     key (``page_a < page_b``), streamed; a pair sharing keys in several tables comes once
     per table. Every pair within max_distance is among them only when each page's probe
@@ -167,12 +128,12 @@ def band_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
         b,
         (a.c.table_no == b.c.table_no) & (a.c.key == b.c.key) & (a.c.page_id < b.c.page_id),
     )
-    with _reading(store) as conn:
+    with reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield row[0], row[1], row[2], row[3]
 
 
-def probed_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]:
+def probed_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
     """``(page_a, fingerprint_a, page_b, fingerprint_b)`` (``page_a < page_b``) for every
     kept page and each page its probe finds: the probe ``check_and_add`` runs, over
     :data:`_PROBE_CHUNK` pages per statement, so every pair within the scheme's
@@ -181,7 +142,7 @@ def probed_pairs(store: FingerprintStore) -> Iterator[tuple[int, int, int, int]]
     probe = Probe(store.engine.dialect, scheme.n_tables)
     p = pages_table.c
     last = 0
-    with _reading(store) as conn:
+    with reading(store) as conn:
         execute = connection_execute(conn)
         while True:
             chunk = conn.execute(
@@ -208,7 +169,7 @@ def _shared_key_is_complete(scheme: IndexScheme) -> bool:
     return scheme.sketch_keyed or scheme.kind == PERMUTED or scheme.n_probes <= scheme.n_tables
 
 
-def near_pairs(store: FingerprintStore, k: int) -> Iterator[tuple[int, int, int]]:
+def near_pairs(store: ReadableStore, k: int) -> Iterator[tuple[int, int, int]]:
     """``(page_a, page_b, distance)`` once for every two kept pages within ``k`` bits
     (``page_a < page_b``, ``k`` at most the scheme's max_distance): the band keys'
     self-join where that is complete, else a probe per page (:func:`probed_pairs`)."""
@@ -258,7 +219,7 @@ class Cluster:
         return len(self.page_ids) + self.dropped
 
 
-def clusters(store: FingerprintStore, k: int, *, min_size: int = 2) -> list[Cluster]:
+def clusters(store: ReadableStore, k: int, *, min_size: int = 2) -> list[Cluster]:
     """Every cluster of ``min_size`` pages or more, largest first (then oldest).
 
     A kept page with drops against it is a cluster; two kept pages (possible after k
@@ -291,40 +252,35 @@ def clusters(store: FingerprintStore, k: int, *, min_size: int = 2) -> list[Clus
     return found
 
 
-def _page_columns() -> tuple[Any, ...]:
-    p = pages_table.c
-    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen)
-
-
-def pages_by_id(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, PageRecord]:
+def pages_by_id(store: ReadableStore, page_ids: Iterable[int]) -> dict[int, PageRecord]:
     """The kept pages with these ids."""
     ids = sorted(set(page_ids))
     found: dict[int, PageRecord] = {}
-    with _reading(store) as conn:
-        for chunk in _chunks(ids):
-            stmt = select(*_page_columns()).where(pages_table.c.id.in_(chunk))
+    with reading(store) as conn:
+        for chunk in chunked(ids, _IN_CHUNK):
+            stmt = select(*page_record_columns()).where(pages_table.c.id.in_(chunk))
             for row in conn.execute(stmt):
                 found[row[0]] = PageRecord(*row)
     return found
 
 
-def page_sketches(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, bytes]:
+def page_sketches(store: ReadableStore, page_ids: Iterable[int]) -> dict[int, bytes]:
     """The stored sketches (second signatures) of these kept pages; a page stored from a
     fingerprint alone has none and is left out."""
     ids = sorted(set(page_ids))
     found: dict[int, bytes] = {}
     p = pages_table.c
-    with _reading(store) as conn:
-        for chunk in _chunks(ids):
+    with reading(store) as conn:
+        for chunk in chunked(ids, _IN_CHUNK):
             stmt = select(p.id, p.sketch).where(p.id.in_(chunk), p.sketch.is_not(None))
             for page_id, sketch in conn.execute(stmt):
                 found[page_id] = bytes(sketch)
     return found
 
 
-def iter_pages(store: FingerprintStore) -> Iterator[PageRecord]:
+def iter_pages(store: ReadableStore) -> Iterator[PageRecord]:
     """Every kept page in admission order, streamed."""
-    stmt = select(*_page_columns()).order_by(pages_table.c.id)
-    with _reading(store) as conn:
+    stmt = select(*page_record_columns()).order_by(pages_table.c.id)
+    with reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield PageRecord(*row)

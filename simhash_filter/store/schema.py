@@ -1,13 +1,12 @@
 """SQLAlchemy 2 models of the fingerprint database (the tables docs/design.md describes).
 
-:func:`to_sql_int` / :func:`from_sql_int` (and ``UInt64``, the column type built on
-them) are the one place where Python's unsigned 64-bit ints become SQL's signed BIGINT
-and back. ``bands`` is a covering index: its primary key ``(table_no, key, page_id)``
-plus the fingerprint answer a probe without touching ``pages`` (on SQLite it is a WITHOUT
-ROWID table, so the primary key *is* the table; on PostgreSQL the key's index INCLUDEs the
-fingerprint, so a probe reads the index alone). A page's band rows are found by
-recomputing its keys from its fingerprint, so ``bands`` needs no second index on
-``page_id``.
+``UInt64`` is the column type that stores Python's unsigned 64-bit ints as SQL's signed
+BIGINT, converted by encoding.py (the one place that converts). ``bands`` is a covering
+index: its primary key ``(table_no, key, page_id)`` plus the fingerprint answer a probe
+without touching ``pages`` (on SQLite it is a WITHOUT ROWID table, so the primary key *is*
+the table; on PostgreSQL the key's index INCLUDEs the fingerprint, so a probe reads the
+index alone). A page's band rows are found by recomputing its keys from its fingerprint,
+so ``bands`` needs no second index on ``page_id``.
 """
 
 from __future__ import annotations
@@ -32,28 +31,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from .encoding import from_sql_int as from_sql_int  # re-exported for the benches
+from .encoding import to_sql_int as to_sql_int
+
 SCHEMA_VERSION = 3
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2."""
 
-_TWO_63 = 1 << 63
-_TWO_64 = 1 << 64
-
 # INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
 PageId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-def to_sql_int(value: int) -> int:
-    """An unsigned 64-bit int as the signed BIGINT that stores it (two's complement)."""
-    if not 0 <= value < _TWO_64:
-        raise ValueError(f"not an unsigned 64-bit int: {value!r}")
-    return value - _TWO_64 if value >= _TWO_63 else value
-
-
-def from_sql_int(value: Any) -> int:
-    """A stored signed BIGINT back as the unsigned 64-bit int it holds."""
-    number = int(value)
-    return number + _TWO_64 if number < 0 else number
 
 
 class UInt64(TypeDecorator[int]):

@@ -1,19 +1,22 @@
-"""The store's SQL: statements compiled once per dialect, and :class:`SqlBatchIO`, the
-reader/writer through which batch.py's decision sees a database.
+"""The store's generic SQL: statements compiled once per dialect, and :class:`SqlBatchIO`,
+the reader/writer through which batch.py's decision sees a database on the SQLAlchemy
+write path.
 
 Hot statements (the probe, a page by URL or id, band inserts) are compiled once and run
 on the driver (``exec_driver_sql`` or a DB-API cursor), skipping SQLAlchemy's per-call
 statement processing; :class:`Compiled` binds their values, given in the order the
 statement names them, for positional and named drivers alike. Values cross into SQL
-through schema.py's :func:`~simhash_filter.store.schema.to_sql_int` and back through
-:func:`~simhash_filter.store.schema.from_sql_int` (unsigned in Python, signed in SQL).
+through encoding.py (unsigned in Python, signed in SQL).
 
-:class:`Probe` is the one probe: any set of (table_no, key) band keys, on a cursor or a
-connection, for ``near()``, ``check_and_add`` and bulk loads alike.
+:class:`Probe` reads the band rows under any set of (table_no, key) keys on any
+back-end: for the SQLAlchemy write path, its ``near()``, ``count_candidates`` and the
+reports. The PostgreSQL paths probe in SQL of their own (pg.py, pg_pipeline.py,
+check_function.sql).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -41,14 +44,8 @@ from sqlalchemy.sql.expression import ClauseElement
 from simhash_filter.bands import BandKey
 
 from .batch import BandHit, BatchIO, Changes, StoredPage
-from .schema import (
-    UInt64,
-    bands_table,
-    duplicates_table,
-    from_sql_int,
-    pages_table,
-    to_sql_int,
-)
+from .encoding import from_sql_int, to_sql_int
+from .schema import UInt64, bands_table, duplicates_table, pages_table
 
 T = TypeVar("T")
 
@@ -60,7 +57,8 @@ connection, see :func:`cursor_execute` and :func:`connection_execute`)."""
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of at most ``size``."""
+    """``items`` in lists of at most ``size`` (the package's one chunker: IN lists, write
+    batches)."""
     chunk: list[T] = []
     for item in items:
         chunk.append(item)
@@ -189,9 +187,16 @@ class Probe:
         return found
 
 
-def _page_columns() -> tuple[Any, ...]:
+def _stored_page_columns() -> tuple[Any, ...]:
+    """The columns of a :class:`~.batch.StoredPage`, in order (see :func:`stored_page`)."""
     p = pages_table.c
     return (p.id, p.url, p.domain, p.fingerprint, p.text_length, p.sketch)
+
+
+@functools.lru_cache(maxsize=16)
+def statements_for(dialect: Dialect, n_tables: int) -> Statements:
+    """The :class:`Statements` of a dialect and a table count, compiled once."""
+    return Statements(dialect, n_tables)
 
 
 class Statements:
@@ -202,7 +207,7 @@ class Statements:
         self.probe = Probe(dialect, n_tables)
         p = pages_table.c
         self.page_by_url = Compiled(
-            select(*_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
+            select(*_stored_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
         )
         self.url_by_id = Compiled(select(p.url).where(p.id == bindparam("p")), dialect, ["p"])
         band_columns = ["table_no", "key", "page_id", "fingerprint"]
@@ -230,7 +235,7 @@ class SqlBatchIO(BatchIO):
                 row
                 for chunk in chunked(urls, IN_CHUNK)
                 for row in self._conn.execute(
-                    select(*_page_columns()).where(pages_table.c.url.in_(chunk))
+                    select(*_stored_page_columns()).where(pages_table.c.url.in_(chunk))
                 )
             )
         return [stored_page(row) for row in rows]
@@ -241,7 +246,7 @@ class SqlBatchIO(BatchIO):
     def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
         found: list[StoredPage] = []
         for chunk in chunked(page_ids, IN_CHUNK):
-            stmt = select(*_page_columns()).where(pages_table.c.id.in_(chunk))
+            stmt = select(*_stored_page_columns()).where(pages_table.c.id.in_(chunk))
             found.extend(stored_page(row) for row in self._conn.execute(stmt))
         return found
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     Connection,
@@ -38,8 +38,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
+from .reading import ReadableStore, reading
 from .records import StoreError, Verdict, VerdictKind
-from .reports import _reading
 from .schema import (
     TEXT_TABLES,
     Base,
@@ -48,17 +48,9 @@ from .schema import (
     page_texts_table,
     pages_table,
 )
-from .statements import Compiled
-
-if TYPE_CHECKING:
-    from .index import FingerprintStore
+from .statements import Compiled, chunked
 
 _IN_CHUNK = 500  # ids or URLs per IN (...) list
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), _IN_CHUNK):
-        yield items[start : start + _IN_CHUNK]
 
 
 def ensure_text_tables(engine: Engine) -> None:
@@ -160,7 +152,7 @@ def write_texts(
     wanted = sorted(url for url, blobs in dropped.items() if any(b is not None for b in blobs))
     if wanted:
         drop_ids: dict[str, list[int]] = defaultdict(list)
-        for chunk in _chunks(wanted):
+        for chunk in chunked(wanted, _IN_CHUNK):
             stmt = select(d.id, d.url).where(d.url.in_(chunk), d.seen_at == now).order_by(d.id)
             for duplicate_id, url in conn.execute(stmt):
                 drop_ids[url].append(duplicate_id)
@@ -185,34 +177,34 @@ def write_texts_after(
 # -- reading
 
 
-def _by_id(store: FingerprintStore, table: Any, key: str, ids: Iterable[int]) -> dict[int, bytes]:
+def _by_id(store: ReadableStore, table: Any, key: str, ids: Iterable[int]) -> dict[int, bytes]:
     wanted = sorted(set(ids))
     found: dict[int, bytes] = {}
     if not wanted:
         return found
     column = table.c[key]
-    with _reading(store) as conn:
+    with reading(store) as conn:
         if not has_text_tables(conn):
             return found
-        for chunk in _chunks(wanted):
+        for chunk in chunked(wanted, _IN_CHUNK):
             for row_id, blob in conn.execute(select(column, table.c.text).where(column.in_(chunk))):
                 found[row_id] = bytes(blob)
     return found
 
 
-def page_texts(store: FingerprintStore, page_ids: Iterable[int]) -> dict[int, bytes]:
+def page_texts(store: ReadableStore, page_ids: Iterable[int]) -> dict[int, bytes]:
     """The stored texts of these kept pages (a page without one is left out)."""
     return _by_id(store, page_texts_table, "page_id", page_ids)
 
 
-def drop_texts(store: FingerprintStore, duplicate_ids: Iterable[int]) -> dict[int, bytes]:
+def drop_texts(store: ReadableStore, duplicate_ids: Iterable[int]) -> dict[int, bytes]:
     """The stored texts of these drops (``duplicates`` ids; one without is left out)."""
     return _by_id(store, drop_texts_table, "duplicate_id", duplicate_ids)
 
 
-def text_counts(store: FingerprintStore) -> tuple[int, int]:
+def text_counts(store: ReadableStore) -> tuple[int, int]:
     """How many kept pages and how many drops have a stored text."""
-    with _reading(store) as conn:
+    with reading(store) as conn:
         if not has_text_tables(conn):
             return 0, 0
         pages = conn.execute(select(func.count()).select_from(page_texts_table)).scalar_one()
@@ -220,10 +212,10 @@ def text_counts(store: FingerprintStore) -> tuple[int, int]:
     return int(pages), int(drops)
 
 
-def domain_text_counts(store: FingerprintStore) -> dict[str, int]:
+def domain_text_counts(store: ReadableStore) -> dict[str, int]:
     """Kept pages with a stored text, per domain."""
     p, t = pages_table.c, page_texts_table.c
-    with _reading(store) as conn:
+    with reading(store) as conn:
         if not has_text_tables(conn):
             return {}
         stmt = (

@@ -2,37 +2,34 @@
 
 Where things are (one module per concern):
 
-- **the check-and-add decision**: :func:`simhash_filter.store.batch.check_batch`
-  (``check_and_add`` is a batch of one; ``add_many`` runs batches);
-- the SQL it reads and writes through: ``statements.SqlBatchIO``, with the one probe
-  (``statements.Probe``) that ``near()`` uses too; on PostgreSQL with psycopg, ``pg.py``
-  carries the same decision in two round trips;
+- **check-and-add**: :meth:`FingerprintStore.check_and_add` (a batch of one;
+  ``add_many`` runs batches) builds the rows and their locks and hands them to the store's
+  **write path**, chosen at open (write_path.py): "sqlalchemy" (sqlalchemy_path.py:
+  :func:`~simhash_filter.store.batch.check_batch` decides in Python), "pg-function"
+  (pg_function.py: check_function.sql decides on the server, one round trip) or
+  "pg-pipeline" (pg_pipeline.py: ``check_batch`` between two round trips);
 - who is a near-duplicate: ``batch.Judge`` (the distance alone, or a ``MatchRule``:
   candidates within k1 confirmed by the sketches); the band schemes: ``simhash_filter.bands``;
 - write transactions, retries and locks (SQLite writer queue, PostgreSQL advisory
-  locks): ``locks.py``;
-- making the tables and checking spec and scheme against ``meta``: ``meta.py``.
+  locks): ``locks.py``; making the tables and checking spec and scheme against ``meta``:
+  ``meta.py``; unsigned ints and PostgreSQL literals: ``encoding.py``.
 
 Every write is one transaction that decides and records together (so two near-duplicates
 are never both admitted) and is committed before the method returns (so nothing admitted
-is lost; docs/design.md, Concurrency). Nothing is
-cached in memory but the scheme and compiled statements: memory does not grow with
-the database.
+is lost; docs/design.md, Concurrency). Nothing is cached in memory but the scheme and
+compiled statements: memory does not grow with the database.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.bands import (
     DEFAULT_MAX_DISTANCE,
@@ -43,12 +40,12 @@ from simhash_filter.bands import (
 )
 from simhash_filter.signature import MatchRule, decode_sketch
 
-from .batch import Judge, RowToCheck, check_batch
+from .batch import Judge, RowToCheck
+from .cursors import RawCursors, database_errors
 from .engine import (
     WriterQueue,
     busy_timeout,
     display_url,
-    error_reason,
     is_sqlite,
     make_engine,
     parse_url,
@@ -56,33 +53,23 @@ from .engine import (
 )
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
-from .pg import PgPath, near_matches
+from .reading import drops_select, page_record_columns
 from .records import (
     DuplicateRecord,
     Match,
     PageRecord,
     PageRow,
-    StoreError,
     StoreStats,
     Verdict,
 )
-from .reports import drops_select
-from .schema import (
-    SCHEMA_VERSION,
-    bands_table,
-    duplicates_table,
-    from_sql_int,
-    pages_table,
-    to_sql_int,
-)
-from .statements import IN_CHUNK, SqlBatchIO, Statements, chunked, cursor_execute
-from .texts import ensure_text_tables, write_texts, write_texts_after
+from .schema import SCHEMA_VERSION, bands_table, duplicates_table, pages_table
+from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
+from .texts import ensure_text_tables
 from .urls import canonical_url, url_domain
+from .write_path import WritePath, check_write_path, open_write_path
 
 log = logging.getLogger(__name__)
 
-_U64 = (1 << 64) - 1
-_KEPT_READERS = 4  # SQLite connections near() keeps between calls (see _raw_cursor)
 _REINDEX_CHUNK = 10_000  # pages per read while re-indexing
 _SCAN_CHUNK = 100_000  # fingerprints per read of near()'s scan
 
@@ -119,6 +106,7 @@ class FingerprintStore:
         rule: MatchRule | None = None,
         writer_queue: WriterQueue | None = None,
         durable: bool | None = None,
+        write_path: str | None = None,
     ) -> None:
         self._engine = engine
         self._url = url
@@ -133,13 +121,15 @@ class FingerprintStore:
         self._transactions = WriteTransactions(
             engine, display_url=self.display_url, writer_queue=writer_queue, busy_timeout=timeout
         )
-        self._readers: deque[Any] = deque()  # see _raw_cursor
-        self._closed = False
-        # PostgreSQL with psycopg 3: check-and-add in two round trips, near() in one (pg.py);
-        # any other driver goes through SQLAlchemy (statements.py)
-        self._pg: PgPath | None = None
-        if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
-            self._pg = PgPath(engine, display_url=self.display_url, durable=durable)
+        self._cursors = RawCursors(engine, display_url=self.display_url)
+        self._write_path: WritePath = open_write_path(
+            write_path,
+            engine=engine,
+            display_url=self.display_url,
+            durable=durable,
+            transactions=self._transactions,
+            cursors=self._cursors,
+        )
         self._set_scheme(scheme, rule)
 
     # -- opening
@@ -156,6 +146,7 @@ class FingerprintStore:
         durable: bool | None = None,
         rule: MatchRule | None = None,
         index: str | None = None,
+        write_path: str | None = None,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
@@ -198,6 +189,7 @@ class FingerprintStore:
         scheme = make_scheme(kind, bits=bits, max_distance=max_distance, blocks=blocks)
         requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
+        check_write_path(write_path, sa_url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
         queue = (
             WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
@@ -227,6 +219,7 @@ class FingerprintStore:
                 rule=stored.rule,
                 writer_queue=queue,
                 durable=durable,
+                write_path=write_path,
             )
         except BaseException:
             engine.dispose()
@@ -235,15 +228,26 @@ class FingerprintStore:
             raise
 
     @classmethod
-    def open_existing(cls, url: str | URL, *, convert: bool = False) -> FingerprintStore:
+    def open_existing(
+        cls, url: str | URL, *, convert: bool = False, write_path: str | None = None
+    ) -> FingerprintStore:
         """Open a database made earlier, with the spec and scheme stored in it; never
         creates anything (DatabaseNotFoundError when it is not there). ``convert``: a
-        database of an older schema opens too, for :meth:`reindex` to convert it."""
+        database of an older schema opens too, for :meth:`reindex` to convert it.
+        ``write_path``: as for :meth:`open`."""
         sa_url = parse_url(url)
+        check_write_path(write_path, sa_url)
         engine = make_engine(sa_url, create=False)
         try:
             stored = init_schema(engine, sa_url, settings=None, create=False, convert=convert)
-            return cls(engine, url=sa_url, spec=stored.spec, scheme=stored.scheme, rule=stored.rule)
+            return cls(
+                engine,
+                url=sa_url,
+                spec=stored.spec,
+                scheme=stored.scheme,
+                rule=stored.rule,
+                write_path=write_path,
+            )
         except BaseException:
             engine.dispose()
             raise
@@ -253,7 +257,13 @@ class FingerprintStore:
         self.rule = rule
         """The match rule (None: a page within ``scheme.max_distance`` is a duplicate)."""
         self._judge = Judge(scheme.max_distance, rule)
-        self._statements = Statements(self._engine.dialect, scheme.n_tables)
+        self._statements = statements_for(self._engine.dialect, scheme.n_tables)
+
+    @property
+    def write_path(self) -> str:
+        """How check-and-add reaches the database, chosen at open: ``"sqlalchemy"``,
+        ``"pg-function"`` or ``"pg-pipeline"`` (see :meth:`open`)."""
+        return self._write_path.name
 
     # -- writing
     def _row(
@@ -284,37 +294,18 @@ class FingerprintStore:
         locks: WriteLocks | None,
         texts: Sequence[bytes | None] = (),
     ) -> list[Verdict]:
-        """Decide and record ``rows`` in one write transaction (batch.check_batch), on
-        PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide lock.
-        ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
-        verdicts: in the same transaction, or on PostgreSQL's one-round-trip path in the
-        next one (texts.py)."""
-        now = datetime.now(UTC)
-        scheme, statements, judge = self.scheme, self._statements, self._judge
-        with_texts = any(blob is not None for blob in texts)
-
-        def work(conn: Connection) -> list[Verdict]:
-            verdicts = check_batch(
-                rows,
-                SqlBatchIO(conn, statements),
-                judge=judge,
-                index_items=scheme.index_items,
-                now=now,
-            )
-            if with_texts:
-                write_texts(conn, verdicts, texts, now)
-            return verdicts
-
-        if self._pg is None:
-            return self._transactions.run(work, locks=locks)
-        verdicts = self._pg.check(rows, locks=locks, judge=judge, scheme=scheme, now=now)
-        if with_texts:
-            try:
-                with self._errors():
-                    write_texts_after(self._engine, verdicts, texts, now)
-            except StoreError:  # the verdicts are committed: a lost text must not undo them
-                log.warning("could not store the texts of %d pages", len(rows), exc_info=True)
-        return verdicts
+        """Decide and record ``rows`` in one write transaction of the store's write path,
+        on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
+        lock; ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
+        verdicts."""
+        return self._write_path.check(
+            rows,
+            locks,
+            judge=self._judge,
+            scheme=self.scheme,
+            now=datetime.now(UTC),
+            texts=texts,
+        )
 
     def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
         """``rows`` as the transactions that write them, each with its advisory locks: one
@@ -346,7 +337,7 @@ class FingerprintStore:
         another stored page matches, the drop is logged and nothing else changes.
         UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
         CHANGED: the URL is stored, neither its old version nor any other page matches:
-        updated. The decision itself is :func:`simhash_filter.store.batch.check_batch`.
+        updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.stored_text.pack_text` made it,
         stored with the page or with its drop.
         """
@@ -399,31 +390,7 @@ class FingerprintStore:
         if isinstance(self.scheme, MinHashLshScheme) and self.scheme.band_keys(sketch) is None:
             return self._scan_near(fingerprint, limit)
         probe_keys = self.scheme.probe_keys(fingerprint, sketch)
-        if self._pg is not None:
-            pages = self._pg.near(probe_keys, fingerprint, limit)
-            return near_matches(pages, fingerprint, limit)
-        hits: dict[int, tuple[int, int]] = {}
-        urls: dict[int, str] = {}
-        statements = self._statements
-        with self._raw_cursor() as cursor:
-            execute = cursor_execute(cursor)
-            signed = to_sql_int(fingerprint)
-            for _t, _key, page_id, stored in statements.probe.rows(execute, probe_keys):
-                distance = ((stored ^ signed) & _U64).bit_count()  # two's complement alike
-                if distance <= limit:
-                    hits[page_id] = (from_sql_int(stored), distance)
-            for page_id in hits:  # usually none or one; pages are never deleted
-                for (url,) in execute(
-                    statements.url_by_id.sql, statements.url_by_id.bind([page_id])
-                ):
-                    urls[page_id] = url
-        matches = [
-            Match(urls[page_id], stored, distance, page_id)
-            for page_id, (stored, distance) in hits.items()
-            if page_id in urls
-        ]
-        matches.sort(key=lambda m: (m.distance, m.url))
-        return matches
+        return self._write_path.near(probe_keys, fingerprint, limit, scheme=self.scheme)
 
     def _scan_near(self, fingerprint: int, limit: int) -> list[Match]:
         """Every stored page within ``limit`` of ``fingerprint``, by reading every stored
@@ -458,7 +425,7 @@ class FingerprintStore:
         """How many band rows one probe for ``fingerprint`` (and ``sketch``) reads: the
         rows a check reads, a cost diagnostic."""
         _check_fingerprint(fingerprint, self.scheme.bits)
-        with self._raw_cursor() as cursor:
+        with self._cursors.cursor() as cursor:
             rows = self._statements.probe.rows(
                 cursor_execute(cursor), self.scheme.probe_keys(fingerprint, sketch)
             )
@@ -469,10 +436,7 @@ class FingerprintStore:
         canonical = canonical_url(url)
         p = pages_table.c
         with self._read() as conn:
-            row = conn.execute(
-                select(p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen)
-                .where(p.url == canonical)
-            ).first()  # fmt: skip
+            row = conn.execute(select(*page_record_columns()).where(p.url == canonical)).first()
         if row is None:
             return None
         return PageRecord(*row)
@@ -589,9 +553,7 @@ class FingerprintStore:
 
     def close(self) -> None:
         """Release every connection."""
-        self._closed = True
-        while self._readers:
-            self._readers.pop().close()
+        self._cursors.close()
         self._engine.dispose()
         if self._writer_queue is not None:
             self._writer_queue.close()
@@ -612,42 +574,5 @@ class FingerprintStore:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        try:
+        with database_errors(self.display_url):
             yield
-        except StoreError:
-            raise
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error on {self.display_url}: {error_reason(exc)}") from exc
-
-    @contextmanager
-    def _raw_cursor(self) -> Iterator[Any]:
-        """A DB-API cursor on a pooled connection (autocommit reads on SQLite).
-
-        On SQLite up to :data:`_KEPT_READERS` connections stay checked out between calls
-        (a pool checkout and reset cost about as much as a probe's SQL); they hold no
-        transaction, so they block no writer and no checkpoint.
-        """
-        with self._errors():
-            try:
-                raw = self._readers.pop()
-            except IndexError:
-                raw = self._engine.raw_connection()
-            healthy = False
-            try:
-                cursor = raw.cursor()
-                try:
-                    yield cursor
-                finally:
-                    cursor.close()
-                healthy = True
-            except self._engine.dialect.loaded_dbapi.Error as exc:
-                raise StoreError(
-                    f"database error on {self.display_url}: {error_reason(exc)}"
-                ) from exc
-            finally:
-                if not healthy:
-                    raw.invalidate()
-                elif self._sqlite and not self._closed and len(self._readers) < _KEPT_READERS:
-                    self._readers.append(raw)
-                else:
-                    raw.close()

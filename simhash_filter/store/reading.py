@@ -1,0 +1,72 @@
+"""What every reader of the database shares: a read transaction that turns database
+errors into a :class:`StoreError` naming the database, and the selects whose columns make
+the store's records (one definition each).
+
+Readers take a :class:`ReadableStore` (what they need of a ``FingerprintStore``), so the
+read-only modules (reports, audit, texts) never import the store class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import Connection, Engine, Select, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from .engine import error_reason
+from .records import StoreError
+from .schema import duplicates_table, pages_table
+
+if TYPE_CHECKING:
+    from simhash_filter.bands import IndexScheme
+    from simhash_filter.signature import MatchRule
+
+
+class ReadableStore(Protocol):
+    """What a read-only report needs of an open store (``FingerprintStore`` is one)."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def display_url(self) -> str: ...
+
+    @property
+    def dialect(self) -> str: ...
+
+    @property
+    def scheme(self) -> IndexScheme: ...
+
+    @property
+    def rule(self) -> MatchRule | None: ...
+
+
+@contextmanager
+def reading(store: ReadableStore) -> Iterator[Connection]:
+    """A connection in a read transaction on ``store``'s database."""
+    try:
+        with store.engine.connect() as conn, conn.begin():
+            yield conn
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database error on {store.display_url}: {error_reason(exc)}") from exc
+
+
+def page_record_columns() -> tuple[Any, ...]:
+    """The columns of a :class:`~.records.PageRecord`, in order."""
+    p = pages_table.c
+    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen)
+
+
+def drops_select() -> Select[Any]:
+    """Drops joined with the page each duplicates, newest first: the columns of a
+    :class:`~.records.DuplicateRecord`, in order (add ``where``/``limit`` to it)."""
+    d, p = duplicates_table.c, pages_table.c
+    return (
+        select(
+            d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at, d.similarity
+        )
+        .join(pages_table, p.id == d.duplicate_of)
+        .order_by(d.seen_at.desc(), d.id.desc())
+    )
