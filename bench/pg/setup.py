@@ -29,6 +29,11 @@ __all__ = [
 
 SPEC = "bench;random-fingerprints"
 SKETCH_SLOTS = 256
+SIMHASH_K1 = 9
+"""``default``'s candidate distance: the simhash rule this bench's floor models (the
+project's default before the minhash-lsh index; bench_scale measures that one)."""
+SIMHASH_INDEX = "multi-index"
+"""The index ``default`` opens: a simhash-radius probe, as the floor's SQL is."""
 """Text slots of the bench's sketches (the default of simhash_filter.sketch)."""
 
 
@@ -61,13 +66,11 @@ class Setup:
 
     @property
     def rule(self) -> MatchRule | None:
-        from simhash_filter.config import Config
         from simhash_filter.signature import MatchRule
 
         if not self.sketches:
             return None
-        k1 = self._options().get("k1")
-        return Config().match_rule() if k1 is None else MatchRule.for_distance(k1)
+        return MatchRule.for_distance(self._options().get("k1", SIMHASH_K1))
 
     @property
     def blocks(self) -> int | None:
@@ -93,6 +96,7 @@ class Setup:
             url,
             spec=SPEC,
             rule=self.rule,
+            index=SIMHASH_INDEX if self.sketches else None,
             blocks=self.blocks,
             create=create,
             durable=durable,
@@ -105,7 +109,7 @@ class Setup:
 
         rule = self.rule
         return make_scheme(
-            None,
+            SIMHASH_INDEX if self.sketches else None,
             max_distance=DEFAULT_MAX_DISTANCE if rule is None else rule.max_distance,
             blocks=self.blocks,
         )
