@@ -210,6 +210,7 @@ class GatedSite:
         self.asked: queue.Queue[str] = queue.Queue()
         self._go: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        self._open = False
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -234,8 +235,17 @@ class GatedSite:
     def _gate(self, path: str) -> threading.Event:
         with self._lock:
             event = self._go[path] = threading.Event()
+            if self._open:
+                event.set()
         self.asked.put(path)
         return event
+
+    def open(self) -> None:
+        """Answer every request from now on without waiting (the crawl's last links)."""
+        with self._lock:
+            self._open = True
+            for event in self._go.values():
+                event.set()
 
     def answer(self, path: str) -> None:
         with self._lock:
@@ -248,9 +258,7 @@ class GatedSite:
         try:
             yield self
         finally:
-            with self._lock:
-                for event in self._go.values():
-                    event.set()
+            self.open()
             self._httpd.shutdown()
             self._httpd.server_close()
 
@@ -360,7 +368,8 @@ def crawl_costs(pages: Mapping[str, bytes], workers: int, workdir: Path) -> dict
                 while _next(done, crawl) != path:
                     pass
                 costs[path] = _settled(crawl.pid) - before
-            crawl.wait(timeout=120)
+            site.open()  # links found on the pages (breadth-first: asked for last)
+            crawl.wait(timeout=600)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             crawl.kill()
             crawl.wait()
