@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["META_KEY", "PRIORITY", "SKIP_META_KEY", "NearDuplicateMiddleware"]
 
-
 PRIORITY = 575
 """Below HttpCompressionMiddleware (590) and RedirectMiddleware (600), so the middleware sees
 decompressed final responses, and above RetryMiddleware (550)."""
