@@ -55,6 +55,7 @@ from .config import Config
 from .errorlog import RepeatedErrors
 from .pagework import PageWork, has_text, work_page
 from .pool import PageJob, PagePool, PageResult
+from .startfailure import report_start_failure
 from .store.records import PageRow, Verdict, VerdictKind
 
 if TYPE_CHECKING:
@@ -340,7 +341,11 @@ class PageFilter:
         really opens them)."""
         with self._lock:
             if self._store is None:
-                self._store = self._store_factory()
+                try:
+                    self._store = self._store_factory()
+                except Exception as exc:  # the crawl stops: one clear line, no tracebacks
+                    report_start_failure(exc)
+                    raise
                 self._pool = self._start_pool()
             self._users += 1
 

@@ -22,7 +22,6 @@ Enable it in ``DOWNLOADER_MIDDLEWARES`` (see :data:`PRIORITY`); a request with
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
     from scrapy.http import Request, Response
 
 __all__ = ["META_KEY", "PRIORITY", "SKIP_META_KEY", "NearDuplicateMiddleware"]
-
-logger = logging.getLogger(__name__)
 
 PRIORITY = 575
 """Below HttpCompressionMiddleware (590) and RedirectMiddleware (600), so the middleware sees
@@ -70,8 +67,7 @@ class NearDuplicateMiddleware:
     async def spider_opened(self) -> None:
         try:
             await run_in_thread(self.filter.open)
-        except Exception as exc:
-            logger.error("Could not open the near-duplicate index: %s", exc, exc_info=True)
+        except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
             raise CloseSpider("simhash_filter_store_unavailable") from exc
 
     async def spider_closed(self) -> None:

@@ -137,6 +137,7 @@ def test_sqlite_locked_when_the_crawl_starts(tmp_path: Path, locker: Any) -> Non
     pipeline = make_pipeline(f"sqlite:///{tmp_path / 'dedup.db'}?timeout=0.2", open_=False)
     with pytest.raises(StoreError, match=r"cannot open sqlite:///.*: database is locked"):
         run(pipeline.open_spider())
+    assert (tmp_path / "dedup.db").exists()  # empty, but not made by this crawl: it stays
 
 
 def test_sqlite_busy_timeout_must_be_a_number(tmp_path: Path) -> None:
@@ -217,8 +218,58 @@ def test_other_spec_database_stops_a_real_crawl_before_any_page(tmp_path: Path) 
     assert result.returncode != 0
     assert "SchemeMismatchError" in result.log
     assert "holds fingerprints made with another spec" in result.log
+    for noise in ("AssertionError", "Task exception was never retrieved"):
+        assert noise not in result.log
     assert requested == []  # not one page fetched, none let through unchecked
     assert result.items == []
+
+
+# -- a full disk when the crawl starts -------------------------------------------------
+
+FULL_DISK = """
+mount -t tmpfs -o size=64k simhash-filter-full "$1" || exit 97
+head -c 1M /dev/zero > "$1/filler" 2>/dev/null
+[ "$(df --output=avail "$1" | tail -n 1 | tr -d ' ')" = 0 ] || exit 98
+shift
+"$@"
+status=$?
+ls -A /full > /listing/after
+exit $status
+"""
+
+
+def full_disk_wrapper(folder: Path, listing: Path) -> list[str]:
+    """A command that runs the command appended to it with ``folder`` on a full file
+    system: a 64 KB tmpfs filled up, mounted in a mount namespace of the command's own (as
+    root, or as a user through a user namespace), so nothing is left mounted; it writes
+    the names in ``folder`` when the command has ended to ``listing``."""
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    script = FULL_DISK.replace("/full", str(folder)).replace("/listing/after", str(listing))
+    return ["unshare", *user, "--mount", "sh", "-c", script, "sh", str(folder)]
+
+
+@pytest.mark.slow
+def test_full_disk_at_start_stops_the_crawl_with_one_clear_error(tmp_path: Path) -> None:
+    full, listing = tmp_path / "full", tmp_path / "listing"
+    full.mkdir()
+    url = f"sqlite:///{full / 'dedup.db'}"
+    with SiteServer(build_site(huge_page_bytes=1000)) as site:
+        result = run_scrapy(
+            ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+            cwd=tmp_path,
+            settings={"SIMHASH_FILTER_DATABASE_URL": url},
+            wrapper=full_disk_wrapper(full, listing),
+        )
+        requested = list(site.requested)
+    assert result.returncode == 1, result.log  # as for a database of another spec
+    errors = [line for line in result.log.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, result.log
+    assert f"cannot open {url}: database or disk is full" in errors[0]
+    for noise in ("Traceback", "AssertionError", "Task exception was never retrieved"):
+        assert noise not in result.log
+    assert requested == []  # not one page fetched, none let through unchecked
+    assert result.items == []
+    assert "dedup.db" not in listing.read_text().split()  # no empty database left behind
 
 
 # -- passwords in database URLs -------------------------------------------------------

@@ -85,6 +85,25 @@ def sqlite_path(url: URL) -> Path | None:
     return Path(database)
 
 
+def new_sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite URL when it does not exist yet (connecting will
+    create it), else None."""
+    path = sqlite_path(url) if is_sqlite(url) else None
+    return path if path is not None and not path.exists() else None
+
+
+def remove_if_empty(path: Path) -> None:
+    """Remove a database file that connecting created and nothing was written to (on a full
+    disk SQLite creates the file, then fails to write its header), so no empty file is left
+    for the next run to take for a database. Called with the writer lock held, only for a
+    file that did not exist before, so another process's database is never removed."""
+    try:
+        if path.stat().st_size == 0:
+            path.unlink()
+    except OSError as exc:
+        log.debug("cannot remove the empty database file %s: %s", path, exc)
+
+
 def busy_timeout(url: URL) -> float:
     """How long (seconds) a SQLite writer waits for another process's write lock: the URL's
     ``?timeout=`` (pysqlite's own parameter), else :data:`BUSY_TIMEOUT_S`."""

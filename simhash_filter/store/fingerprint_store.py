@@ -48,7 +48,9 @@ from .engine import (
     display_url,
     is_sqlite,
     make_engine,
+    new_sqlite_file,
     parse_url,
+    remove_if_empty,
     sqlite_path,
 )
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
@@ -200,9 +202,16 @@ class FingerprintStore:
             # answers one of them "database is locked" at once, without the busy timeout:
             # creators queue behind the file's writer lock.
             with queue if queue is not None and create else nullcontext():
-                stored = init_schema(engine, sa_url, settings=requested, create=create)
-                if create:
-                    ensure_text_tables(engine)
+                new_file = new_sqlite_file(sa_url) if create else None
+                try:
+                    stored = init_schema(engine, sa_url, settings=requested, create=create)
+                    if create:
+                        ensure_text_tables(engine)
+                except BaseException:
+                    if new_file is not None:  # made empty by this call (a full disk, say)
+                        engine.dispose()
+                        remove_if_empty(new_file)
+                    raise
             compare(
                 sa_url,
                 stored,

@@ -21,17 +21,19 @@ def run_scrapy(
     settings_module: str | None = "crawler.settings",
     pythonpath: Sequence[Path] = (),
     timeout: float = 300,
+    wrapper: Sequence[str] = (),
 ) -> CrawlResult:
     """``scrapy <args>`` in ``cwd`` with the repository (and ``pythonpath``) on ``PYTHONPATH``.
 
     Items go to ``cwd/items.jsonl`` and the final stats to ``cwd/stats.json`` (through the
     crawler project's ``StatsFile`` extension, enabled here with ``-s`` for other projects).
+    ``wrapper``: a command the ``scrapy`` command line is appended to (``unshare ...``).
     """
     items_path = cwd / "items.jsonl"
     stats_path = cwd / "stats.json"
     for path in (items_path, stats_path):
         path.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "scrapy", *args, "-O", str(items_path)]
+    command = [*wrapper, sys.executable, "-m", "scrapy", *args, "-O", str(items_path)]
     command += ["-s", f"STATS_FILE={stats_path}"]
     command += ["-s", 'EXTENSIONS={"crawler.extensions.StatsFile": 500}']
     for key, value in settings.items():
