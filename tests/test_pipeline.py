@@ -21,8 +21,10 @@ from scrapy.utils.test import get_crawler
 import simhash_filter
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
+from simhash_filter.checks import Check, Outcome
 from simhash_filter.config import Config
-from simhash_filter.filter import Check, GroupCommit, Outcome, PageFilter
+from simhash_filter.filter import PageFilter
+from simhash_filter.group_commit import GroupCommit
 from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
 from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, StoreError
