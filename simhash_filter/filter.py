@@ -101,16 +101,7 @@ class PageFilter:
         return page_filter
 
     def _open_store(self) -> StoreLike:
-        from .store import FingerprintStore
-
-        return FingerprintStore.open(
-            self.config.database_url,
-            spec=self.fingerprinter.spec,
-            rule=self.config.match_rule(),
-            index=self.config.index,
-            blocks=self.config.blocks,
-            durable=self.config.durable,
-        )
+        return self.config.open_store(self.fingerprinter.spec)
 
     def _open_store_or_raise(self) -> StoreLike:
         store = self._store

@@ -16,8 +16,9 @@ from .text import long_runs
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
+    from .worker import PageJob
 
-__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_page"]
+__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
 
 
 def has_text(value: object) -> bool:
@@ -83,3 +84,11 @@ def work_page(
     if signature is not None and keep_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     return PageWork(signature, capped)
+
+
+def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:
+    """:func:`work_page` on a :class:`~simhash_filter.worker.PageJob` (what a page worker
+    receives, and what ``import`` runs in-process with ``--jobs 1``)."""
+    return work_page(
+        fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text
+    )

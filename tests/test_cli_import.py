@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scrapy.utils.test import get_crawler
 from support.cli_corpus import (
     ARTICLE_A,
     ARTICLE_A1,
@@ -40,6 +41,7 @@ from support.cli_corpus import (
 
 from simhash_filter.cli.importing import _Progress
 from simhash_filter.config import Config
+from simhash_filter.filter import PageFilter
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 
@@ -215,6 +217,33 @@ def test_import_from_stdin_in_worker_processes(
         "tables": 22,
     }
     assert document["rule"] == dataclasses.asdict(Config().match_rule())
+
+
+@pytest.mark.parametrize("max_distance", [None, 0, 4])
+def test_a_new_database_gets_the_same_defaults_from_import_and_the_crawl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], max_distance: int | None
+) -> None:
+    """Both open a new database through Config.open_store: the same index, blocks and rule."""
+    source = write_jsonl(tmp_path / "items.jsonl")
+    imported = f"sqlite:///{tmp_path / 'imported.db'}"
+    option = [] if max_distance is None else ["--max-distance", str(max_distance)]
+    assert run(capsys, "import", str(source), *option, "--db", imported)[0] == 0
+    crawled = f"sqlite:///{tmp_path / 'crawled.db'}"
+    settings: dict[str, object] = {
+        "SIMHASH_FILTER_DATABASE_URL": crawled,
+        "SIMHASH_FILTER_WORKERS": 0,
+        "SIMHASH_FILTER_MAX_DISTANCE": max_distance,
+    }
+    page_filter = PageFilter.for_crawler(get_crawler(settings_dict=settings))
+    page_filter.open()
+    page_filter.close()
+    with (
+        FingerprintStore.open_existing(imported) as by_import,
+        FingerprintStore.open_existing(crawled) as by_crawl,
+    ):
+        assert by_import.scheme == by_crawl.scheme
+        assert by_import.rule == by_crawl.rule
+        assert by_import.spec == by_crawl.spec
 
 
 def test_import_makes_a_database_with_the_scheme_asked_for(
