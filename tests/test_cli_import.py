@@ -453,24 +453,26 @@ def test_export_round_trips_through_import(
 
 
 def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def near(url: str) -> str:
+        return run(capsys, "near", "--nl", url, "--db", db_url)[1]
+
+    def near_a(distance: int) -> str:
+        found = {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": distance}
+        return compact({**found, "similarity": None}) + "\n"
+
+    def reindexed(*options: str) -> str:
+        code, out, err = run(capsys, "reindex", *options, "--db", db_url)
+        assert (code, err) == (0, "")
+        return out
+
     fill(db_url, max_distance=3)  # the paper's scheme: 4 blocks, 4 tables
-    code, out, err = run(capsys, "reindex", "--blocks", "6", "--db", db_url)
-    assert (code, err) == (0, "")
-    assert out == lines(
+    assert reindexed("--blocks", "6") == lines(
         "before  k=3 blocks=4 tables=4",
         "after   k=3 blocks=6 tables=20",
         "pages   3",
     )
-    code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert (
-        out
-        == compact(
-            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
-        )
-        + "\n"
-    )
-    code, out, _ = run(capsys, "reindex", "--json", "--max-distance", "0", "--db", db_url)
-    document = json.loads(out)
+    assert near(URL_A1) == near_a(D_A1)
+    document = json.loads(reindexed("--json", "--max-distance", "0"))
     assert document.pop("seconds") >= 0
     assert document == {
         "before": {"index": "permuted", "max_distance": 3, "blocks": 6, "tables": 20},
@@ -479,28 +481,14 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     }
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
     assert (code, out) == (0, "")  # D_A1 bits away: beyond the new k
-    code, out, _ = run(capsys, "near", "--nl", URL_A2, "--db", db_url)
-    assert (
-        out
-        == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0, "similarity": None})
-        + "\n"
-    )
+    assert near(URL_A2) == near_a(0)
     # --max-distance alone takes that k's default blocks: k=4 -> 6 blocks, 15 tables
-    code, out, err = run(capsys, "reindex", "--max-distance", "4", "--db", db_url)
-    assert (code, err) == (0, "")
-    assert out == lines(
+    assert reindexed("--max-distance", "4") == lines(
         "before  k=0 blocks=1 tables=1",
         "after   k=4 blocks=6 tables=15",
         "pages   3",
     )
-    code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert (
-        out
-        == compact(
-            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
-        )
-        + "\n"
-    )
+    assert near(URL_A1) == near_a(D_A1)
 
     # Another index kind: multi-index hashing, blocks probed within a radius.
     code, out, err = run(
