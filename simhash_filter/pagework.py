@@ -1,7 +1,8 @@
 """The page work: a page's text or HTML → its signature (extraction + tokenization + simhash).
 
-One pure function, :func:`sign_page`, that the thread path and the worker pool both run:
-the pool's workers import this module (and so trafilatura and jieba) and nothing of Scrapy.
+One pure function, :func:`work_page` (:func:`sign_page` when only the signature matters),
+that the crawl's thread path, the page pool's workers and ``import`` all run: the workers
+import this module (and so trafilatura and jieba) and nothing of Scrapy.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 trafilatura and jieba are pure Python for the most part: in threads of the crawler process
 they share its GIL with the reactor, so a CPU-bound crawl that fingerprints raw HTML uses
-one core. The pool runs :func:`~simhash_filter.pagework.sign_page` in ``size`` worker
+one core. The pool runs :func:`~simhash_filter.pagework.work_page` in ``size`` worker
 processes instead (:mod:`simhash_filter.worker`); the store and its transactions stay in
-the crawler process.
+the crawler process. ``simhash-filter import --jobs N`` uses the same pool.
 
 - Workers are fresh interpreters (``python -m simhash_filter.worker``, as the ``spawn``
   start method starts them, never a ``fork`` of a process running the Twisted reactor and
