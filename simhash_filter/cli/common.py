@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from simhash_filter.cli.errors import CommandError, UsageError
 from simhash_filter.cli.output import Column, Output, Record, hex64, iso_time
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.signature import MatchRule
@@ -22,15 +23,8 @@ from simhash_filter.store.records import (
 )
 from simhash_filter.store.urls import display_url, redact
 
-__all__ = ["display_url"]  # re-exported: the one way the CLI prints a database URL
-
-
-class CommandError(Exception):
-    """A problem with what was asked (unknown URL, unreadable file): exit 1, one line."""
-
-
-class UsageError(Exception):
-    """The arguments do not fit together: exit 2 with the command's usage."""
+# re-exported: the one way the CLI prints a database URL, and the errors every command raises
+__all__ = ["CommandError", "UsageError", "display_url"]
 
 
 # --- database and errors ---------------------------------------------------------------

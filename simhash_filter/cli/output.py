@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from simhash_filter.cli.errors import CommandError
+
 Record = Mapping[str, Any]
 
 
@@ -142,8 +144,6 @@ class Output:
         """stdout, or a CommandError when the command was started with it closed (Python
         then has no ``sys.stdout`` at all)."""
         if self.stdout is None:
-            from .common import CommandError
-
             raise CommandError("stdout is closed: nothing can be written to it (use -o FILE)")
         return self.stdout
 
