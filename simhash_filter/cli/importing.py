@@ -114,7 +114,7 @@ def _answer(record: SourceRecord, future: Future[PageResult]) -> Fingerprinted:
 def _fingerprinted(
     records: Iterable[SourceRecord],
     fingerprinter: Fingerprinter,
-    pool: PagePool | None,
+    pool: _LazyPool | None,
     keep_text: bool = False,
 ) -> Iterator[Fingerprinted]:
     """The page work on each record, in order; with a pool, a bounded window of pages in
@@ -128,7 +128,7 @@ def _fingerprinted(
     pending: deque[tuple[SourceRecord, Future[PageResult]]] = deque()
     try:
         for record in records:
-            pending.append((record, pool.submit(record.page_job(keep_text))))
+            pending.append((record, pool.started().submit(record.page_job(keep_text))))
             if len(pending) >= window:
                 yield _answer(*pending[0])
                 pending.popleft()
@@ -152,19 +152,42 @@ def _ctrl_c_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class _LazyPool:
+    """The crawl's page pool, started when the first page needs it: an input with no
+    records starts no worker (each is an interpreter that loads trafilatura and jieba)."""
+
+    def __init__(self, size: int, fingerprinter: Fingerprinter) -> None:
+        self.size = size
+        self._fingerprinter = fingerprinter
+        self._pool: PagePool | None = None
+
+    def started(self) -> PagePool:
+        if self._pool is None:
+            pool = PagePool(
+                self.size,
+                self._fingerprinter,
+                max_bytes=DEFAULT_MAX_BYTES,
+                page_timeout=DEFAULT_PAGE_TIMEOUT,
+            )
+            # Ctrl-C reaches the whole process group: the workers, started with it ignored,
+            # never die of it while they start (then they ignore it themselves).
+            with _ctrl_c_ignored():
+                pool.start()
+            self._pool = pool
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
 @contextmanager
-def _page_pool(jobs: int, fingerprinter: Fingerprinter) -> Iterator[PagePool | None]:
-    """The crawl's page pool with ``jobs`` workers, or None (``--jobs 1``: in this process)."""
+def _page_pool(jobs: int, fingerprinter: Fingerprinter) -> Iterator[_LazyPool | None]:
+    """The page pool with ``jobs`` workers, or None (``--jobs 1``: in this process)."""
     if jobs == 1:
         yield None
         return
-    pool = PagePool(
-        jobs, fingerprinter, max_bytes=DEFAULT_MAX_BYTES, page_timeout=DEFAULT_PAGE_TIMEOUT
-    )
-    # Ctrl-C reaches the whole process group: the workers, started with it ignored, never
-    # die of it while they start (then they ignore it themselves); this process decides.
-    with _ctrl_c_ignored():
-        pool.start()
+    pool = _LazyPool(jobs, fingerprinter)
     try:
         yield pool
     finally:
