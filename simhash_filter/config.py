@@ -21,12 +21,14 @@ from .bands import (
 )
 from .extract import DEFAULT_MAX_BYTES
 from .fingerprint import Fingerprinter
-from .pool import default_workers
+from .pool import DEFAULT_PAGE_TIMEOUT, default_workers
 from .signature import MatchRule
 from .store.urls import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+    from .store import FingerprintStore
 
 __all__ = ["PREFIX", "Config"]
 
@@ -133,7 +135,7 @@ class Config:
     middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
     segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
-    page_timeout: float = 30.0  # seconds of page work in a worker before it is killed
+    page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
 
     def __post_init__(self) -> None:
@@ -241,6 +243,23 @@ class Config:
         sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
         by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
         return MatchRule.for_distance(self.effective_max_distance, self.min_similarity)
+
+    def open_store(self, spec: str) -> FingerprintStore:
+        """The store at ``DATABASE_URL`` for fingerprints made under ``spec``, made when it is
+        not there. A new database gets :meth:`match_rule` and the index and blocks of
+        :meth:`scheme`; an existing one keeps its own index and blocks unless ``INDEX`` or
+        ``BLOCKS`` name others. The crawl and ``simhash-filter import`` both open through
+        here, so a new database gets the same defaults either way."""
+        from .store import FingerprintStore
+
+        return FingerprintStore.open(
+            self.database_url,
+            spec=spec,
+            rule=self.match_rule(),
+            index=self.index,
+            blocks=self.blocks,
+            durable=self.durable,
+        )
 
     @property
     def effective_workers(self) -> int:

@@ -1,62 +1,35 @@
 """``PageFilter``: the near-duplicate check shared by the pipeline and the middleware.
 
-Page text → signature (:mod:`~simhash_filter.pagework`) → ``FingerprintStore.check_and_add``
-(grouped into shared transactions by :class:`GroupCommit`), then stats and logs. There is
-one ``PageFilter`` (and one store) per crawler, whichever components use it
-(:meth:`PageFilter.for_crawler`); the pipeline and the middleware are thin Scrapy adapters
-around it. A response checked by the middleware is handed on to the pipeline
-(:class:`Handoff`), so its item is not checked twice.
-
-Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
-
-- ``kept``: a new page, admitted to the index; the item passes.
-- ``dropped``: a near-duplicate of a page already kept: within ``MAX_DISTANCE`` bits of it
-  and confirmed by the sketches (``MIN_SIMILARITY``; the store's match rule).
-- ``unchanged`` / ``changed``: a URL already in the index, re-crawled, matching / not
-  matching its stored version under the same rule (a changed page that became a
-  near-duplicate of *another* page is ``dropped``); the item passes.
-- ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
-  item passes unfingerprinted (an empty page must not collide with every other empty page).
-- ``too_deep``: no text because the page is nested deeper than even the ``huge_tree`` parser
-  reads (2,048 elements: its text is lost in the parser); the item passes unfingerprinted,
-  counted apart from ``no_text`` so that a page hiding its text this way is seen.
-- ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
-  main text matched a stored page's, but the visible pages around them differ, so it is an
-  extraction failure rather than a copy, and the page was admitted.
-- ``errors``: the store (or anything else) failed for this page. The error is logged with
-  its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
-  (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
-  a later crawl checks it again). One bad page never stops a crawl. The first error of each
-  kind is logged with its traceback, the next ones as one line per kind with a count
-  (:class:`~simhash_filter.errorlog.RepeatedErrors`): a full disk does not flood the log.
-
-Caps a page met on the way (``capped/<cap>``, not disjoint; :mod:`simhash_filter.extract`,
-:mod:`simhash_filter.text`): ``bytes`` (``MAX_BYTES``), ``elements`` (the tree cut after
-``MAX_ELEMENTS``), ``deep`` (flattened), ``too_deep``, ``marks`` (a run of combining marks
-cut), ``han`` (a Han run segmented in pieces).
+Page text → signature (:mod:`~simhash_filter.pagework`, in the page pool or a thread) →
+``FingerprintStore.check_and_add`` (grouped into shared transactions by
+:class:`~simhash_filter.group_commit.GroupCommit`), then stats and logs (the outcomes:
+:mod:`simhash_filter.checks`). There is one ``PageFilter`` (and one store) per crawler,
+kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever components use it;
+the pipeline and the middleware are thin Scrapy adapters around it. A response checked by
+the middleware is handed on to the pipeline (:class:`~simhash_filter.handoff.Handoff`), so
+its item is not checked twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
+from .checks import STATS_PREFIX, Check, Outcome
 from .config import Config
 from .errorlog import RepeatedErrors
+from .group_commit import GroupCommit, StoreFactory, StoreLike
+from .handoff import Handoff
 from .pagework import PageWork, has_text, work_page
 from .pool import PageJob, PagePool, PageResult
 from .startfailure import report_start_failure
-from .store.records import PageRow, Verdict, VerdictKind
+from .store.records import PageRow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -64,23 +37,12 @@ if TYPE_CHECKING:
 
     from .fingerprint import Fingerprinter
 
-__all__ = [
-    "STATS_PREFIX",
-    "Check",
-    "GroupCommit",
-    "Handoff",
-    "Outcome",
-    "PageFilter",
-    "StoreLike",
-]
+__all__ = ["CRAWLER_ATTRIBUTE", "WORKER_STATS", "PageFilter"]
 
 logger = logging.getLogger(__name__)
 
-STATS_PREFIX = "simhash_filter/"
-HANDOFF_SIZE = 10_000
-"""Responses checked by the middleware whose item has not come yet, kept at most."""
-MAX_BATCH = 64
-"""Pages in one check-and-add transaction at most."""
+CRAWLER_ATTRIBUTE = "_simhash_filter_page_filter"
+"""The crawler attribute that holds its one :class:`PageFilter` (:meth:`PageFilter.for_crawler`)."""
 WORKER_STATS = STATS_PREFIX + "workers/"
 """Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
 in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
@@ -97,191 +59,12 @@ async def _result(future: Future[_T]) -> _T:
     return await run_in_thread(future.result)  # another Twisted reactor
 
 
-class StoreLike(Protocol):
-    """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`."""
-
-    def check_and_add(
-        self,
-        url: str,
-        fingerprint: int,
-        *,
-        text_length: int = 0,
-        sketch: bytes | None = None,
-        text: bytes | None = None,
-    ) -> Verdict: ...
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
-
-    def close(self) -> None: ...
-
-
-StoreFactory = Callable[[], StoreLike]
-
-
-class Outcome(enum.Enum):
-    """What the filter did with one page; each value is also its stat name."""
-
-    KEPT = "kept"
-    DROPPED = "dropped"
-    UNCHANGED = "unchanged"
-    CHANGED = "changed"
-    NO_TEXT = "no_text"
-    TOO_DEEP = "too_deep"
-    ERROR = "errors"
-
-    @property
-    def passes(self) -> bool:
-        """True when the page was admitted (or already stored) under this outcome."""
-        return self in {Outcome.KEPT, Outcome.UNCHANGED, Outcome.CHANGED}
-
-    @classmethod
-    def of(cls, verdict: Verdict) -> Outcome:
-        """The outcome a store verdict means."""
-        return _OUTCOME_OF[verdict.kind]
-
-
-_OUTCOME_OF = {
-    VerdictKind.NEW: Outcome.KEPT,
-    VerdictKind.DUPLICATE: Outcome.DROPPED,
-    VerdictKind.UNCHANGED: Outcome.UNCHANGED,
-    VerdictKind.CHANGED: Outcome.CHANGED,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """The result of checking one page."""
-
-    outcome: Outcome
-    url: str
-    fingerprint: int | None = None
-    verdict: Verdict | None = None
-    error: BaseException | None = None
-    capped: tuple[str, ...] = ()
-    """The caps the page met (:class:`~simhash_filter.pagework.PageWork`)."""
-
-    @property
-    def hex_fingerprint(self) -> str | None:
-        """The fingerprint as 16 hex digits, or None."""
-        return None if self.fingerprint is None else f"{self.fingerprint:016x}"
-
-
-class GroupCommit:
-    """Check-and-add with group commit: while one transaction runs in a worker thread, the
-    pages that arrive wait and go into the next one together (``add_many``: the same
-    verdicts as one call each, and far less time per page)."""
-
-    def __init__(self, store: Callable[[], StoreLike]) -> None:
-        self._store = store
-        self._queue: list[tuple[PageRow, asyncio.Future[Verdict]]] = []
-        self._flusher: asyncio.Future[None] | None = None
-
-    async def check_and_add(self, row: PageRow) -> Verdict:
-        """The store's verdict on ``row``, committed on return."""
-        if not is_asyncio_available():  # another Twisted reactor: one transaction a page
-            return await run_in_thread(self.add_rows_or_raise, [row])
-        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        self._queue.append((row, future))
-        if self._flusher is None:
-            self._flusher = asyncio.ensure_future(self._flush())
-        return await future
-
-    def add_rows_or_raise(self, rows: list[PageRow]) -> Verdict:
-        """Blocking: one row's verdict (its error raised)."""
-        (result,) = self.add_rows(rows)
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    async def _flush(self) -> None:
-        try:
-            while self._queue:
-                batch = self._queue[:MAX_BATCH]
-                del self._queue[:MAX_BATCH]
-                try:
-                    verdicts = await run_in_thread(self.add_rows, [row for row, _ in batch])
-                except Exception as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                for (_, future), result in zip(batch, verdicts, strict=True):
-                    if future.done():
-                        continue
-                    if isinstance(result, BaseException):
-                        future.set_exception(result)
-                    else:
-                        future.set_result(result)
-        finally:
-            self._flusher = None
-
-    def add_rows(self, rows: list[PageRow]) -> list[Verdict | BaseException]:
-        """Blocking: each row's verdict, or the error that row alone met."""
-        store = self._store()
-        if len(rows) > 1:
-            try:
-                return list(store.add_many(rows))
-            except Exception:  # find the page at fault: the others still get their verdicts
-                pass
-        results: list[Verdict | BaseException] = []
-        for row in rows:
-            try:
-                results.append(
-                    store.check_and_add(
-                        row.url,
-                        row.fingerprint,
-                        text_length=row.text_length,
-                        sketch=row.sketch,
-                        text=row.text,
-                    )
-                )
-            except Exception as exc:
-                results.append(exc)
-        return results
-
-
-def _canonical(url: str) -> str:
-    from .store import canonical_url  # the one place URLs are canonicalized
-
-    return str(canonical_url(url))
-
-
-class Handoff:
-    """The middleware → pipeline hand-off: a response checked once is not checked again.
-
-    Keyed by canonical URL, bounded (the oldest go first), thread-safe."""
-
-    def __init__(self, size: int = HANDOFF_SIZE) -> None:
-        self._size = size
-        self._checks: OrderedDict[str, Check] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, check: Check) -> None:
-        """Keep a response's check (not a drop) for the item the spider will make of it."""
-        key = _canonical(check.url)
-        with self._lock:
-            self._checks[key] = check
-            self._checks.move_to_end(key)
-            while len(self._checks) > self._size:
-                self._checks.popitem(last=False)
-
-    def recall(self, url: str) -> Check | None:
-        """The middleware's check of ``url`` (once), or None when there is none."""
-        if not self._checks:
-            return None
-        key = _canonical(url)
-        with self._lock:
-            return self._checks.pop(key, None)
-
-
-_SHARED: weakref.WeakKeyDictionary[Crawler, PageFilter] = weakref.WeakKeyDictionary()
-
-
 class PageFilter:
     """Checks pages against the fingerprint store; shared by the pipeline and the middleware.
 
-    :meth:`check` runs the page work in a worker thread, then the check-and-add (group
-    commit); :meth:`record` updates stats and logs in the reactor thread.
+    :meth:`check` runs the page work in the page pool (or a thread when there is none),
+    then the check-and-add (group commit); :meth:`record` updates stats and logs in the
+    reactor thread.
     """
 
     def __init__(
@@ -308,25 +91,18 @@ class PageFilter:
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> PageFilter:
-        """The crawler's one filter (created on first use), shared by every component."""
-        page_filter = _SHARED.get(crawler)
+        """The crawler's one filter, shared by every component: made by the first component
+        that asks and kept on the crawler (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies
+        with the crawler and two crawlers in one process never share one."""
+        page_filter: PageFilter | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
         if page_filter is None:
             assert crawler.stats is not None
             page_filter = cls(config or Config.from_settings(crawler.settings), crawler.stats)
-            _SHARED[crawler] = page_filter
+            setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
         return page_filter
 
     def _open_store(self) -> StoreLike:
-        from .store import FingerprintStore
-
-        return FingerprintStore.open(
-            self.config.database_url,
-            spec=self.fingerprinter.spec,
-            rule=self.config.match_rule(),
-            index=self.config.index,
-            blocks=self.config.blocks,
-            durable=self.config.durable,
-        )
+        return self.config.open_store(self.fingerprinter.spec)
 
     def _open_store_or_raise(self) -> StoreLike:
         store = self._store

@@ -1,10 +1,9 @@
 """Readers for an existing corpus: JSON Lines, a folder of HTML files, WARC archives.
 
-Each reader yields :class:`Record` s — a URL and either plain text or raw HTML — and
-:func:`record_text` turns a record into the text to fingerprint (HTML through
-:func:`simhash_filter.extract.extract_text`, the crawl's own extraction). Reading is
-kept apart from extraction so the (CPU-bound) extraction can run in worker processes.
-:func:`documents` chains both and yields ``(url, text)`` pairs.
+Each reader yields :class:`Record` s — a URL and either plain text or raw HTML. Reading
+is kept apart from extraction and fingerprinting, which are the crawl's own page work
+(:meth:`Record.page_job`), so that CPU-bound part can run in the page pool while the
+records are read here.
 
 Records that cannot be read (a line that is not JSON or not UTF-8, a line without a
 URL) are reported through ``on_skip`` and reading carries on. A source that cannot be
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 from urllib.parse import quote, urljoin
+
+from .worker import PageJob
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +68,14 @@ class Record(NamedTuple):
     is_html: bool
     origin: str  # where it came from, for messages: ``file:line`` or ``file@offset``
 
-
-class Document(NamedTuple):
-    """A page ready to fingerprint; ``text`` is None when extraction found no main text."""
-
-    url: str
-    text: str | None
+    def page_job(self, keep_text: bool = False) -> PageJob:
+        """The page work this record asks for (the crawl's: the main text of its HTML, or
+        its plain text), as the page pool takes it."""
+        if self.is_html:
+            return PageJob(self.url, None, self.body, keep_text)
+        body = self.body
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        return PageJob(self.url, text, None, keep_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,39 +489,3 @@ def read_source(
             html_field=options.html_field,
             on_skip=on_skip,
         )
-
-
-def read_sources(
-    sources: Iterable[str],
-    options: ReaderOptions = ReaderOptions(),
-    *,
-    on_skip: SkipHandler = _log_skip,
-) -> Iterator[Record]:
-    """The records of several sources, one after the other; a source that cannot be read
-    on is reported through ``on_skip`` and the next one is read."""
-    for source in sources:
-        try:
-            yield from read_source(source, options, on_skip=on_skip)
-        except SourceError as exc:
-            on_skip(str(exc))
-
-
-def record_text(record: Record) -> str | None:
-    """The text to fingerprint: plain text as is, HTML through the crawl's extraction."""
-    if not record.is_html:
-        body = record.body
-        return body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    from simhash_filter.extract import extract_text
-
-    return extract_text(record.body, url=record.url)
-
-
-def documents(
-    sources: Iterable[str],
-    options: ReaderOptions = ReaderOptions(),
-    *,
-    on_skip: SkipHandler = _log_skip,
-) -> Iterator[Document]:
-    """``(url, text)`` for every page of the sources, HTML already extracted."""
-    for record in read_sources(sources, options, on_skip=on_skip):
-        yield Document(record.url, record_text(record))

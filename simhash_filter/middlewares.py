@@ -29,8 +29,9 @@ from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 
+from .checks import Outcome
 from .config import Config
-from .filter import Outcome, PageFilter
+from .filter import PageFilter
 
 if TYPE_CHECKING:
     from typing import Self

@@ -1,7 +1,8 @@
 """The page work: a page's text or HTML → its signature (extraction + tokenization + simhash).
 
-One pure function, :func:`sign_page`, that the thread path and the worker pool both run:
-the pool's workers import this module (and so trafilatura and jieba) and nothing of Scrapy.
+One pure function, :func:`work_page` (:func:`sign_page` when only the signature matters),
+that the crawl's thread path, the page pool's workers and ``import`` all run: the workers
+import this module (and so trafilatura and jieba) and nothing of Scrapy.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from .text import long_runs
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
+    from .worker import PageJob
 
-__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_page"]
+__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
 
 
 def has_text(value: object) -> bool:
@@ -83,3 +85,11 @@ def work_page(
     if signature is not None and keep_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     return PageWork(signature, capped)
+
+
+def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:
+    """:func:`work_page` on a :class:`~simhash_filter.worker.PageJob` (what a page worker
+    receives, and what ``import`` runs in-process with ``--jobs 1``)."""
+    return work_page(
+        fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text
+    )

@@ -2,7 +2,7 @@
 
 A thin Scrapy adapter: it reads the item's fields and turns the
 :class:`~simhash_filter.filter.PageFilter`'s outcome into a ``DropItem`` or a pass (the
-outcomes and their stats are described in :mod:`simhash_filter.filter`). A near-duplicate
+outcomes and their stats are described in :mod:`simhash_filter.checks`). A near-duplicate
 raises :class:`NearDuplicate` (so Scrapy also counts
 ``item_dropped_reasons_count/NearDuplicate``); a page that could not be checked raises
 :class:`FilterUnavailable` when ``SIMHASH_FILTER_FAIL_OPEN`` is False.
@@ -17,9 +17,10 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from .checks import STATS_PREFIX, Check, Outcome
 from .config import Config
 from .errorlog import first_line
-from .filter import STATS_PREFIX, Check, Outcome, PageFilter
+from .filter import PageFilter
 from .pagework import has_text
 
 if TYPE_CHECKING:

@@ -2,9 +2,9 @@
 
 trafilatura and jieba are pure Python for the most part: in threads of the crawler process
 they share its GIL with the reactor, so a CPU-bound crawl that fingerprints raw HTML uses
-one core. The pool runs :func:`~simhash_filter.pagework.sign_page` in ``size`` worker
+one core. The pool runs :func:`~simhash_filter.pagework.work_page` in ``size`` worker
 processes instead (:mod:`simhash_filter.worker`); the store and its transactions stay in
-the crawler process.
+the crawler process. ``simhash-filter import --jobs N`` uses the same pool.
 
 - Workers are fresh interpreters (``python -m simhash_filter.worker``, as the ``spawn``
   start method starts them, never a ``fork`` of a process running the Twisted reactor and
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from .signature import PageSignature
 
 __all__ = [
+    "DEFAULT_PAGE_TIMEOUT",
+    "PageFailed",
     "PageJob",
     "PagePool",
     "PageResult",
@@ -64,6 +66,8 @@ MAX_DEFAULT_WORKERS = 6
 """One crawl process feeds about 3-5 busy workers before it is itself the limit (its share of
 a page, Scrapy's included, against the page work: see bench/README.md); more would sit idle
 holding ~125 MB each."""
+DEFAULT_PAGE_TIMEOUT = 30.0
+"""Seconds of page work in a worker before it is killed (``SIMHASH_FILTER_PAGE_TIMEOUT``)."""
 READY_TIMEOUT = 120.0
 """Seconds a new worker may take to import trafilatura and load jieba's dictionary."""
 STOP_TIMEOUT = 10.0
@@ -89,6 +93,15 @@ def default_workers(cpus: int | None = None) -> int:
 
 class PageWorkError(Exception):
     """The page work failed for one page (the message says why)."""
+
+
+class PageFailed(PageWorkError):
+    """The page work raised in the worker (the message holds the worker's traceback)."""
+
+    def __init__(self, reason: str, traceback: str) -> None:
+        super().__init__(f"the page work failed in a worker:\n{traceback}")
+        self.reason = reason
+        """``Type: message`` of the exception (one line)."""
 
 
 class WorkerDied(PageWorkError):
@@ -376,7 +389,7 @@ class PagePool:
             with contextlib.suppress(EOFError, OSError):
                 reply: WorkerReply = worker.conn.recv()
                 if reply.error is not None:
-                    raise PageWorkError(f"the page work failed in a worker:\n{reply.error}")
+                    raise PageFailed(reply.reason or "the page work failed", reply.error)
                 return PageResult(
                     reply.signature,
                     reply.cpu_seconds,

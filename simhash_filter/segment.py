@@ -1,5 +1,9 @@
 """Chinese word segmentation of Han runs: jieba (the default), or jieba-rs (opt-in).
 
+jieba's tokenizer is made and its dictionary loaded once per dictionary, on first use
+(:func:`jieba_tokenizer`); :mod:`simhash_filter.text` segments each Han run with
+:func:`segment_function`; this module imports nothing of the package.
+
 ``rjieba`` is the Python binding of jieba-rs, a Rust port of jieba with the same dictionary
 and HMM: on the Han runs this project segments it gave the same words as jieba on every
 Chinese text of the public data measured (see bench/README.md), several times faster. It is
@@ -10,13 +14,19 @@ is not a proof of identical output on every text.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 __all__ = [
     "DEFAULT_SEGMENTER",
     "SEGMENTERS",
     "check_segmenter",
+    "jieba_tokenizer",
+    "jieba_version",
     "segment_function",
     "segmenter_spec",
 ]
@@ -25,6 +35,8 @@ DEFAULT_SEGMENTER = "jieba"
 SEGMENTERS = ("jieba", "rjieba")
 
 Segment = Callable[[str], list[str]]
+
+_jieba_lock = threading.Lock()
 
 
 def check_segmenter(name: str, dictionary: str | None = None) -> None:
@@ -47,8 +59,6 @@ def segmenter_spec(name: str) -> str:
     """The segmenter's name and version, as the fingerprint spec records it."""
     check_segmenter(name)
     if name == "jieba":
-        from .text import jieba_version
-
         return f"jieba-{jieba_version()}"
     try:
         return f"rjieba-{version('rjieba')}"
@@ -65,11 +75,43 @@ def segment_function(name: str, dictionary: str | None, hmm: bool) -> Segment:
             return list(rjieba.cut(run, hmm))
 
         return segment
-    from .text import jieba_tokenizer  # jieba's dictionary loads on first use
-
-    lcut = jieba_tokenizer(dictionary).lcut
+    lcut = jieba_tokenizer(dictionary).lcut  # the dictionary loads on first use
 
     def segment_with_jieba(run: str) -> list[str]:
         return list(lcut(run, HMM=hmm))
 
     return segment_with_jieba
+
+
+@cache
+def jieba_tokenizer(dictionary: str | None = None) -> Any:
+    """The jieba tokenizer for a dictionary, initialized once (thread-safe).
+
+    A memo of an immutable resource, not mutable state: every caller gets the same
+    ready tokenizer, and the dictionary is loaded only when Chinese text first appears.
+    """
+    # functools.cache runs the body once per concurrent first caller; the memo read
+    # under the lock makes every one of them get the same, single tokenizer.
+    with _jieba_lock:
+        return _initialized_jieba_tokenizer(dictionary)
+
+
+@cache
+def _initialized_jieba_tokenizer(dictionary: str | None) -> Any:
+    import jieba
+
+    tokenizer = jieba.Tokenizer() if dictionary is None else jieba.Tokenizer(dictionary)
+    quiet = logging.getLogger("jieba")
+    previous = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        tokenizer.initialize()
+    finally:
+        quiet.setLevel(previous)
+    return tokenizer
+
+
+def jieba_version() -> str:
+    import jieba
+
+    return str(getattr(jieba, "__version__", "unknown"))

@@ -1,8 +1,8 @@
 """Text normalization and script-aware tokenization (pure; no I/O of its own).
 
-Runs of Han characters are segmented into words with jieba (one ``jieba.Tokenizer``
-per dictionary, created lazily under a lock); Japanese kana and Korean hangul become
-character bigrams; every other script is split into words by a regular expression.
+Runs of Han characters are segmented into words (:mod:`simhash_filter.segment`: jieba by
+default); Japanese kana and Korean hangul become character bigrams; every other script is
+split into words by a regular expression.
 
 Two steps are quadratic in the length of a run, so runs are bounded before them: NFKC sorts
 each run of combining marks (an insertion sort), so a run longer than
@@ -14,15 +14,29 @@ that form no dictionary word, so a Han run is segmented in pieces of at most
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
-from .segment import check_segmenter, segment_function
+from .segment import check_segmenter, jieba_tokenizer, segment_function
+
+__all__ = [
+    "HAN",
+    "KANA_HANGUL",
+    "MAX_HAN_RUN",
+    "MAX_NON_STARTERS",
+    "Tokenizer",
+    "cap_non_starters",
+    "collapse_white_space",
+    "fold",
+    "jieba_tokenizer",  # re-exported from simhash_filter.segment, where it lives
+    "long_runs",
+    "non_starter_run_re",
+    "normalize",
+    "strip_machine_text",
+]
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -73,7 +87,6 @@ _CJK_RE = re.compile(f"[{HAN}{KANA_HANGUL}]")
 _WORD_RE = re.compile(_word(_LETTER))  # the fast path, for text with no CJK
 _SPACE_RE = re.compile(r"\s+")
 
-_jieba_lock = threading.Lock()
 
 _URL_CHARS = r"[^\s<>()\[\]{}\"'`]"
 
@@ -197,40 +210,6 @@ def collapse_white_space(text: str) -> str:
     """Runs of white space as one space, none at the ends (:func:`normalize` after
     :func:`fold`, for a caller that has the folded text already)."""
     return _SPACE_RE.sub(" ", text).strip()
-
-
-@cache
-def jieba_tokenizer(dictionary: str | None = None) -> Any:
-    """The jieba tokenizer for a dictionary, initialized once (thread-safe).
-
-    A memo of an immutable resource, not mutable state: every caller gets the same
-    ready tokenizer, and the dictionary is loaded only when Chinese text first appears.
-    """
-    # functools.cache runs the body once per concurrent first caller; the memo read
-    # under the lock makes every one of them get the same, single tokenizer.
-    with _jieba_lock:
-        return _initialized_jieba_tokenizer(dictionary)
-
-
-@cache
-def _initialized_jieba_tokenizer(dictionary: str | None) -> Any:
-    import jieba
-
-    tokenizer = jieba.Tokenizer() if dictionary is None else jieba.Tokenizer(dictionary)
-    quiet = logging.getLogger("jieba")
-    previous = quiet.level
-    quiet.setLevel(logging.WARNING)
-    try:
-        tokenizer.initialize()
-    finally:
-        quiet.setLevel(previous)
-    return tokenizer
-
-
-def jieba_version() -> str:
-    import jieba
-
-    return str(getattr(jieba, "__version__", "unknown"))
 
 
 class Tokenizer:

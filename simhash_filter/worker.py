@@ -70,6 +70,8 @@ class WorkerReply(NamedTuple):
     cpu_seconds: float
     capped: tuple[str, ...] = ()
     """The caps the page met (:class:`~simhash_filter.pagework.PageWork`)."""
+    reason: str | None = None
+    """``Type: message`` of the exception when the page work raised (one line)."""
 
 
 _PR_SET_DUMPABLE = 4
@@ -127,7 +129,7 @@ def serve(conn: Connection) -> None:
         fingerprinter, max_bytes, page_budget = conn.recv()
     except (EOFError, OSError):
         return
-    from .pagework import work_page
+    from .pagework import work_job
 
     _warm_up(fingerprinter, max_bytes)
     try:
@@ -144,17 +146,15 @@ def serve(conn: Connection) -> None:
         limit_page_cpu(page_budget)
         started = time.process_time()
         try:
-            work = work_page(
-                fingerprinter,
-                job.url,
-                job.text,
-                job.html,
-                max_bytes=max_bytes,
-                keep_text=job.keep_text,
-            )
+            work = work_job(fingerprinter, job, max_bytes=max_bytes)
             reply = WorkerReply(work.signature, None, time.process_time() - started, work.capped)
-        except Exception:
-            reply = WorkerReply(None, traceback.format_exc(), time.process_time() - started)
+        except Exception as exc:
+            reply = WorkerReply(
+                None,
+                traceback.format_exc(),
+                time.process_time() - started,
+                reason=f"{type(exc).__name__}: {exc}",
+            )
         del job
         try:
             conn.send(reply)

@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import flip
 
 from simhash_filter.bands import (
     DEFAULT_MAX_DISTANCE,
@@ -17,12 +18,6 @@ from simhash_filter.bands import (
 )
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
-
-
-def flip(fingerprint: int, positions: set[int]) -> int:
-    for bit in positions:
-        fingerprint ^= 1 << bit
-    return fingerprint
 
 
 def test_default_is_k4_with_six_blocks_of_20_to_22_bit_keys() -> None:

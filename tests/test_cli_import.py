@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scrapy.utils.test import get_crawler
 from support.cli_corpus import (
     ARTICLE_A,
     ARTICLE_A1,
@@ -40,6 +41,7 @@ from support.cli_corpus import (
 
 from simhash_filter.cli.importing import _Progress
 from simhash_filter.config import Config
+from simhash_filter.filter import PageFilter
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 
@@ -215,6 +217,33 @@ def test_import_from_stdin_in_worker_processes(
         "tables": 22,
     }
     assert document["rule"] == dataclasses.asdict(Config().match_rule())
+
+
+@pytest.mark.parametrize("max_distance", [None, 0, 4])
+def test_a_new_database_gets_the_same_defaults_from_import_and_the_crawl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], max_distance: int | None
+) -> None:
+    """Both open a new database through Config.open_store: the same index, blocks and rule."""
+    source = write_jsonl(tmp_path / "items.jsonl")
+    imported = f"sqlite:///{tmp_path / 'imported.db'}"
+    option = [] if max_distance is None else ["--max-distance", str(max_distance)]
+    assert run(capsys, "import", str(source), *option, "--db", imported)[0] == 0
+    crawled = f"sqlite:///{tmp_path / 'crawled.db'}"
+    settings: dict[str, object] = {
+        "SIMHASH_FILTER_DATABASE_URL": crawled,
+        "SIMHASH_FILTER_WORKERS": 0,
+        "SIMHASH_FILTER_MAX_DISTANCE": max_distance,
+    }
+    page_filter = PageFilter.for_crawler(get_crawler(settings_dict=settings))
+    page_filter.open()
+    page_filter.close()
+    with (
+        FingerprintStore.open_existing(imported) as by_import,
+        FingerprintStore.open_existing(crawled) as by_crawl,
+    ):
+        assert by_import.scheme == by_crawl.scheme
+        assert by_import.rule == by_crawl.rule
+        assert by_import.spec == by_crawl.spec
 
 
 def test_import_makes_a_database_with_the_scheme_asked_for(
@@ -424,24 +453,26 @@ def test_export_round_trips_through_import(
 
 
 def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def near(url: str) -> str:
+        return run(capsys, "near", "--nl", url, "--db", db_url)[1]
+
+    def near_a(distance: int) -> str:
+        found = {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": distance}
+        return compact({**found, "similarity": None}) + "\n"
+
+    def reindexed(*options: str) -> str:
+        code, out, err = run(capsys, "reindex", *options, "--db", db_url)
+        assert (code, err) == (0, "")
+        return out
+
     fill(db_url, max_distance=3)  # the paper's scheme: 4 blocks, 4 tables
-    code, out, err = run(capsys, "reindex", "--blocks", "6", "--db", db_url)
-    assert (code, err) == (0, "")
-    assert out == lines(
+    assert reindexed("--blocks", "6") == lines(
         "before  k=3 blocks=4 tables=4",
         "after   k=3 blocks=6 tables=20",
         "pages   3",
     )
-    code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert (
-        out
-        == compact(
-            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
-        )
-        + "\n"
-    )
-    code, out, _ = run(capsys, "reindex", "--json", "--max-distance", "0", "--db", db_url)
-    document = json.loads(out)
+    assert near(URL_A1) == near_a(D_A1)
+    document = json.loads(reindexed("--json", "--max-distance", "0"))
     assert document.pop("seconds") >= 0
     assert document == {
         "before": {"index": "permuted", "max_distance": 3, "blocks": 6, "tables": 20},
@@ -450,28 +481,14 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     }
     code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
     assert (code, out) == (0, "")  # D_A1 bits away: beyond the new k
-    code, out, _ = run(capsys, "near", "--nl", URL_A2, "--db", db_url)
-    assert (
-        out
-        == compact({"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": 0, "similarity": None})
-        + "\n"
-    )
+    assert near(URL_A2) == near_a(0)
     # --max-distance alone takes that k's default blocks: k=4 -> 6 blocks, 15 tables
-    code, out, err = run(capsys, "reindex", "--max-distance", "4", "--db", db_url)
-    assert (code, err) == (0, "")
-    assert out == lines(
+    assert reindexed("--max-distance", "4") == lines(
         "before  k=0 blocks=1 tables=1",
         "after   k=4 blocks=6 tables=15",
         "pages   3",
     )
-    code, out, _ = run(capsys, "near", "--nl", URL_A1, "--db", db_url)
-    assert (
-        out
-        == compact(
-            {"url": URL_A, "fingerprint": hx(ARTICLE_A), "distance": D_A1, "similarity": None}
-        )
-        + "\n"
-    )
+    assert near(URL_A1) == near_a(D_A1)
 
     # Another index kind: multi-index hashing, blocks probed within a radius.
     code, out, err = run(

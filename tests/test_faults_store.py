@@ -9,7 +9,6 @@ that cannot be used at all stops the crawl at start with a message that says why
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import subprocess
@@ -19,37 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.test import get_crawler
 from support import SiteServer, build_site, run_scrapy
+from support.helpers import make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
-from simhash_filter.pipelines import FilterUnavailable, NearDuplicatePipeline
+from simhash_filter.pipelines import FilterUnavailable
 from simhash_filter.store import FingerprintStore, SchemeMismatchError, StoreError
 
 TEXTS = ["\n\n".join(a.paragraphs) for a in (HARBOUR_BRIDGE, URBAN_BEES, NIGHT_TRAINS, LIBRARY)]
 PASSWORD = "s3cr3t-Pa55"
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
-
-
-def make_pipeline(url: str, *, open_: bool = True, **settings: Any) -> NearDuplicatePipeline:
-    crawler = get_crawler(
-        settings_dict={
-            "SIMHASH_FILTER_DATABASE_URL": url,
-            **{f"SIMHASH_FILTER_{k}": v for k, v in settings.items()},
-        }
-    )
-    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
-    if open_:
-        run(pipeline.open_spider())
-    return pipeline
-
-
-def stats(pipeline: NearDuplicatePipeline) -> dict[str, Any]:
-    return dict(pipeline.filter.stats.get_stats())
 
 
 def item(n: int) -> dict[str, str]:
@@ -104,14 +81,14 @@ def test_sqlite_locked_past_the_busy_timeout_fail_open(
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         passed = run(pipeline.process_item(item(1)))  # waits 0.3 s once, then gives up
     assert passed["url"] == item(1)["url"]
-    assert stats(pipeline)["simhash_filter/errors"] == 1
+    assert stat(pipeline, "errors") == 1
     message = caplog.text
     assert "Could not check https://faults.example/1" in message
     assert "database is locked" in message
     assert "?timeout=<seconds>" in message  # ...and how to wait longer
     locker.release()
     run(pipeline.process_item(item(2)))  # the lock is gone: checked and kept again
-    assert stats(pipeline)["simhash_filter/kept"] == 2
+    assert stat(pipeline, "kept") == 2
     run(pipeline.close_spider())
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
         assert store.lookup(item(1)["url"]) is None  # unchecked, so a later crawl checks it
@@ -124,8 +101,8 @@ def test_sqlite_locked_past_the_busy_timeout_fail_closed(tmp_path: Path, locker:
     locker()
     with pytest.raises(FilterUnavailable, match="database is locked"):
         run(pipeline.process_item(item(0)))
-    assert stats(pipeline)["simhash_filter/errors"] == 1
-    assert stats(pipeline).get("simhash_filter/kept", 0) == 0
+    assert stat(pipeline, "errors") == 1
+    assert stat(pipeline, "kept") == 0
     run(pipeline.close_spider())
 
 
@@ -158,7 +135,7 @@ def test_read_only_database_pages_pass_counted_and_logged(
     reader = make_pipeline(f"sqlite:///file:{path}?mode=ro&uri=true")  # opens: it can read
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         assert run(reader.process_item(item(1)))["url"] == item(1)["url"]
-    assert stats(reader)["simhash_filter/errors"] == 1
+    assert stat(reader, "errors") == 1
     assert "attempt to write a readonly database" in caplog.text
     run(reader.close_spider())
 
@@ -182,7 +159,7 @@ def test_read_only_database_file(tmp_path: Path, caplog: pytest.LogCaptureFixtur
             return
         with caplog.at_level(logging.WARNING, logger="simhash_filter"):
             run(pipeline.process_item(item(1)))
-        assert stats(pipeline)["simhash_filter/errors"] == 1
+        assert stat(pipeline, "errors") == 1
         assert "readonly" in caplog.text
         run(pipeline.close_spider())
     finally:

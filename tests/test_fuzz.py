@@ -10,7 +10,6 @@ No exception escapes but the filter's own drops (``NearDuplicate``, ``FilterUnav
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request
-from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.test import get_crawler
+from support import helpers
+from support.helpers import run, stat
 
 import simhash_filter.extract as extract_module
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
@@ -56,10 +55,6 @@ SQL_INJECTIONS = [
     "\\'; SELECT pg_sleep(10); --",
     "$$; TRUNCATE duplicates; $$",
 ]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 # -- what reaches extraction and tokenization --------------------------------------------
@@ -105,30 +100,14 @@ def db_file() -> Iterator[str]:
 
 
 def make_pipeline(url: str) -> NearDuplicatePipeline:
-    crawler = get_crawler(
-        settings_dict={
-            "SIMHASH_FILTER_DATABASE_URL": url,
-            "SIMHASH_FILTER_MAX_BYTES": MAX_BYTES,
-            "SIMHASH_FILTER_FINGERPRINT_FIELD": "fingerprint",
-            "SIMHASH_FILTER_WORKERS": 0,  # the spies on extraction and tokenization are here
-        }
+    # WORKERS=0: the spies on extraction and tokenization are in this process
+    return helpers.make_pipeline(
+        url, MAX_BYTES=MAX_BYTES, FINGERPRINT_FIELD="fingerprint", WORKERS=0
     )
-    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
-    run(pipeline.open_spider())
-    return pipeline
 
 
 def make_middleware(url: str) -> NearDuplicateMiddleware:
-    crawler = get_crawler(
-        settings_dict={
-            "SIMHASH_FILTER_DATABASE_URL": url,
-            "SIMHASH_FILTER_MAX_BYTES": MAX_BYTES,
-            "SIMHASH_FILTER_WORKERS": 0,  # the spies on extraction and tokenization are here
-        }
-    )
-    middleware = build_from_crawler(NearDuplicateMiddleware, crawler)
-    run(middleware.spider_opened())
-    return middleware
+    return helpers.make_middleware(url, MAX_BYTES=MAX_BYTES, WORKERS=0)
 
 
 def process(pipeline: NearDuplicatePipeline, item: dict[str, Any]) -> str:
@@ -149,10 +128,6 @@ def respond(middleware: NearDuplicateMiddleware, response: HtmlResponse) -> str:
         return "dropped"
     assert result is response
     return "passed"
-
-
-def errors(stats_owner: NearDuplicatePipeline | NearDuplicateMiddleware) -> int:
-    return int(stats_owner.filter.stats.get_value("simhash_filter/errors", 0))
 
 
 # -- strategies ----------------------------------------------------------------------------
@@ -277,7 +252,7 @@ def test_middleware_survives_any_response(
     url = "https://fuzz.example/page"
     response = HtmlResponse(url, body=body, status=status, headers=headers, request=Request(url))
     respond(middleware, response)
-    assert errors(middleware) == 0  # bad pages are no_text or fingerprinted, never errors
+    assert stat(middleware, "errors") == 0  # bad pages are no_text or fingerprinted, never errors
     caps.assert_within(MAX_BYTES)
 
 
@@ -327,7 +302,7 @@ def test_strange_pages_meet_the_caps(db_file: str, caps: Caps, name: str) -> Non
         "https://strange.example/m", body=body, request=Request("https://strange.example/m")
     )
     respond(middleware, response)
-    assert errors(pipeline) == errors(middleware) == 0
+    assert stat(pipeline, "errors") == stat(middleware, "errors") == 0
     caps.assert_within(MAX_BYTES)
     assert caps.extracted or b"\x00" in body[:4096]  # binary-looking pages are not parsed
 
@@ -348,7 +323,7 @@ def test_huge_text_fields_are_capped_before_tokenization(
     pipeline = make_pipeline(db_file)
     process(pipeline, {"url": "https://huge.example/", "text": text})
     assert caps.tokenized == [MAX_TEXT_CHARS]
-    assert errors(pipeline) == 0
+    assert stat(pipeline, "errors") == 0
 
 
 # -- SQL metacharacters and control characters, stored and read back verbatim ---------------

@@ -11,9 +11,6 @@ import contextlib
 import logging
 import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 import unicodedata
 from collections.abc import Iterable
 from multiprocessing.connection import wait
@@ -22,8 +19,9 @@ from typing import Any
 
 import pytest
 from scrapy.utils.test import get_crawler
+from support.helpers import run
 from support.hostile import SPIN, SpinningFingerprinter
-from support.processes import gone, wait_until
+from support.processes import gone, killed_script, wait_until
 
 import simhash_filter.extract as extract_module
 import simhash_filter.text as text_module
@@ -43,10 +41,6 @@ MAX_BYTES = 2 * 1024 * 1024
 FP = Fingerprinter()
 WORDS = "the harbour bridge opened in march after nine years of work on its steel arch "
 MARKS = "\u0301\u0316\u0334\u0345\u05b0\u0323\u0300\u0327"
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def _longest_mark_run(text: str) -> int:
@@ -258,35 +252,23 @@ def test_the_thread_path_keeps_the_loop_ticking(kind: str, sqlite_url: str) -> N
 def test_a_busy_worker_ends_when_its_crawl_is_sigkilled(tmp_path: Path) -> None:
     """The worker spins in C code holding the GIL (it never reads its socket again); the
     crawl process is SIGKILLed; the kernel ends the worker (its lifeline pipe closed)."""
-    script = tmp_path / "crawl.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import sys, time
-            sys.path[:0] = {[str(Path(__file__).parent), str(Path(__file__).parent.parent)]!r}
-            from simhash_filter.pool import PageJob, PagePool
-            from support.hostile import SPIN, SpinningFingerprinter
+    source = f"""
+        import sys, time
+        sys.path[:0] = {[str(Path(__file__).parent), str(Path(__file__).parent.parent)]!r}
+        from simhash_filter.pool import PageJob, PagePool
+        from support.hostile import SPIN, SpinningFingerprinter
 
-            pool = PagePool(1, SpinningFingerprinter(), max_bytes=1000, page_timeout=600)
-            pool.start()
-            pool.submit(PageJob("https://h.example/spin", SPIN, None))
-            while pool.in_work == 0:
-                time.sleep(0.01)
-            print(*pool.pids, flush=True)
-            sys.stdin.read()  # until killed
-            """
-        )
-    )
-    crawl = subprocess.Popen(
-        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert crawl.stdout is not None
-        (pid,) = (int(p) for p in crawl.stdout.readline().split())
+        pool = PagePool(1, SpinningFingerprinter(), max_bytes=1000, page_timeout=600)
+        pool.start()
+        pool.submit(PageJob("https://h.example/spin", SPIN, None))
+        while pool.in_work == 0:
+            time.sleep(0.01)
+        print(*pool.pids, flush=True)
+        sys.stdin.read()  # until killed
+        """
+    with killed_script(tmp_path / "crawl.py", source) as (_, pids):
+        (pid,) = pids
         assert not gone(pid)
-    finally:
-        crawl.kill()
-        crawl.wait()
     wait_until(lambda: gone(pid), "the busy worker ended with its crawl")
 
 

@@ -10,19 +10,20 @@ from pathlib import Path
 import pytest
 from support.cli_corpus import ARTICLE_A, ARTICLE_C, HTML_A, HTML_B, write_warc
 
-from simhash_filter.extract import extract_text
+from simhash_filter.extract import DEFAULT_MAX_BYTES
+from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.importers import (
-    Document,
     ReaderOptions,
     Record,
     detect_format,
-    documents,
     read_html_files,
     read_jsonl,
     read_source,
     read_warc,
-    record_text,
 )
+from simhash_filter.pagework import work_job
+from simhash_filter.pool import PageJob
+from simhash_filter.stored_text import unpack_text
 
 
 @pytest.mark.parametrize(
@@ -131,16 +132,29 @@ def test_read_warc(tmp_path: Path, gzip_records: bool) -> None:
     assert skipped == []
 
 
-def test_record_text_and_documents(tmp_path: Path) -> None:
-    assert record_text(Record("u", "plain", False, "o")) == "plain"
-    assert record_text(Record("u", "bytes é".encode(), False, "o")) == "bytes é"
-    assert record_text(Record("u", HTML_A.encode(), True, "o")) == extract_text(HTML_A.encode())
-    assert record_text(Record("u", "<html></html>", True, "o")) is None
-    path = write_warc(tmp_path / "crawl.warc.gz")
-    found = list(documents([str(path)], ReaderOptions()))
-    assert found[0] == Document("https://news.example.com/river", ARTICLE_A)
-    assert found[3] == Document("https://bread.example.net/rye.txt", ARTICLE_C)
-    assert all(isinstance(d, tuple) and len(d) == 2 for d in found)
+def test_a_record_asks_for_the_crawls_page_work(tmp_path: Path) -> None:
+    """Plain text is signed as it is, HTML through the crawl's extraction: the text import
+    fingerprints (and keeps, with --store-text) is the article."""
+    assert Record("u", "plain", False, "o").page_job() == PageJob("u", "plain", None)
+    assert Record("u", "bytes é".encode(), False, "o").page_job() == PageJob("u", "bytes é", None)
+    html = HTML_A.encode()
+    assert Record("u", html, True, "o").page_job(True) == PageJob("u", None, html, True)
+    fingerprinter = Fingerprinter()
+
+    def main_text(record: Record) -> str | None:
+        job = record.page_job(keep_text=True)
+        signature = work_job(fingerprinter, job, max_bytes=DEFAULT_MAX_BYTES).signature
+        if signature is None:
+            return None
+        assert signature.stored_text is not None
+        return unpack_text(signature.stored_text).text
+
+    assert main_text(Record("u", "<html></html>", True, "o")) is None
+    records = list(read_source(str(write_warc(tmp_path / "crawl.warc.gz")), ReaderOptions()))
+    assert records[0].url == "https://news.example.com/river"
+    assert main_text(records[0]) == ARTICLE_A
+    assert records[3].url == "https://bread.example.net/rye.txt"
+    assert main_text(records[3]) == ARTICLE_C
 
 
 def test_read_source_rejects_html_on_stdin_and_unknown_formats() -> None:

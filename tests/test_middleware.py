@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Request, TextResponse
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
+from support.helpers import filter_stats, open_middleware, run
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from crawler.testsite import blog_template, news_template, portal_template
@@ -22,21 +22,9 @@ BLOG = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
 BEES = portal_template(URBAN_BEES, date="5 April 2024").encode()
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
-
-
 def html(url: str, body: bytes, status: int = 200, **meta: Any) -> HtmlResponse:
     request = Request(url, meta=meta)
     return HtmlResponse(url, body=body, status=status, request=request, encoding="utf-8")
-
-
-def stats(crawler: Any) -> dict[str, int]:
-    return {
-        k.removeprefix("simhash_filter/"): v
-        for k, v in crawler.stats.get_stats().items()
-        if k.startswith("simhash_filter/") and not k.startswith("simhash_filter/workers/")
-    }
 
 
 @pytest.fixture
@@ -45,12 +33,6 @@ def crawler(sqlite_url: str) -> Any:
     return get_crawler(
         settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url, "SIMHASH_FILTER_WORKERS": 0}
     )
-
-
-def open_middleware(crawler: Any) -> NearDuplicateMiddleware:
-    middleware = build_from_crawler(NearDuplicateMiddleware, crawler)
-    run(middleware.spider_opened())
-    return middleware
 
 
 def test_ignores_near_duplicate_responses(crawler: Any) -> None:
@@ -66,7 +48,7 @@ def test_ignores_near_duplicate_responses(crawler: Any) -> None:
     ):
         run(middleware.process_response(copy.request, copy))
     assert copy.meta["simhash_filter"] == "dropped"
-    assert stats(crawler) == {"kept": 2, "dropped": 1}
+    assert filter_stats(crawler) == {"kept": 2, "dropped": 1}
     run(middleware.spider_closed())
 
 
@@ -87,7 +69,7 @@ def test_other_responses_pass_unchecked(crawler: Any, response: Any) -> None:
     middleware = open_middleware(crawler)
     assert run(middleware.process_response(response.request, response)) is response
     assert "simhash_filter" not in response.meta
-    assert stats(crawler) == {}
+    assert filter_stats(crawler) == {}
 
 
 def test_pages_without_text_pass(crawler: Any) -> None:
@@ -98,7 +80,7 @@ def test_pages_without_text_pass(crawler: Any) -> None:
         response = html(f"https://x.example/{n}", body)
         assert run(middleware.process_response(response.request, response)) is response
         assert response.meta["simhash_filter"] == "no_text"
-    assert stats(crawler) == {"no_text": 3}
+    assert filter_stats(crawler) == {"no_text": 3}
 
 
 def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
@@ -125,11 +107,11 @@ def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
     run(middleware.process_response(empty.request, empty))
     assert run(pipeline.process_item({"url": "https://x.example/empty", "html": ""})) is not None
     assert calls == ["https://news.example/bridge#top"]
-    assert stats(crawler) == {"kept": 1, "no_text": 1}
+    assert filter_stats(crawler) == {"kept": 1, "no_text": 1}
     # an item the middleware never saw is still checked by the pipeline
     with pytest.raises(NearDuplicate):
         run(pipeline.process_item({"url": "https://elsewhere.example/copy", "html": BLOG}))
-    assert stats(crawler) == {"kept": 1, "no_text": 1, "dropped": 1}
+    assert filter_stats(crawler) == {"kept": 1, "no_text": 1, "dropped": 1}
     run(pipeline.close_spider())
     assert middleware.filter._store is not None  # the middleware still uses it
     run(middleware.spider_closed())

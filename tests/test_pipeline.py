@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -17,12 +18,16 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
+from support import helpers
+from support.helpers import filter_stats, run
 
 import simhash_filter
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
+from simhash_filter.checks import Check, Outcome
 from simhash_filter.config import Config
-from simhash_filter.filter import Check, GroupCommit, Outcome, PageFilter
+from simhash_filter.filter import PageFilter
+from simhash_filter.group_commit import GroupCommit
 from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
 from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, StoreError
@@ -34,31 +39,9 @@ TRAINS = "\n\n".join(NIGHT_TRAINS.paragraphs)
 LIBRARY_TEXT = "\n\n".join(LIBRARY.paragraphs)
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
-
-
-def make_pipeline(url: str, **settings: Any) -> NearDuplicatePipeline:
-    """A pipeline on ``url``; the page work in threads unless ``WORKERS`` says otherwise
-    (the pool has tests of its own in test_pool.py, and a few here run both ways)."""
-    crawler = get_crawler(
-        settings_dict={
-            "SIMHASH_FILTER_DATABASE_URL": url,
-            "SIMHASH_FILTER_WORKERS": 0,
-            **{f"SIMHASH_FILTER_{k}": v for k, v in settings.items()},
-        }
-    )
-    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
-    run(pipeline.open_spider())
-    return pipeline
-
-
-def stats(pipeline: NearDuplicatePipeline) -> dict[str, int]:
-    return {
-        key.removeprefix("simhash_filter/"): value
-        for key, value in pipeline.filter.stats.get_stats().items()
-        if key.startswith("simhash_filter/") and not key.startswith("simhash_filter/workers/")
-    }
+make_pipeline = functools.partial(helpers.make_pipeline, WORKERS=0)
+"""A pipeline on a database; the page work in threads unless ``WORKERS`` says otherwise (the
+pool has tests of its own in test_pool.py, and a few here run both ways)."""
 
 
 class PageScrapyItem(scrapy.Item):
@@ -123,7 +106,7 @@ def test_keeps_new_pages_and_drops_near_duplicates(sqlite_url: str, kind: str) -
         "https://b.example/mirror/bridge?ref=1"
     )
     assert dropped.value.log_level == "DEBUG"
-    assert stats(pipeline) == {"kept": 2, "dropped": 1}
+    assert filter_stats(pipeline) == {"kept": 2, "dropped": 1}
     fingerprint = ItemAdapter(first)["fingerprint"]
     assert isinstance(fingerprint, str)
     assert len(fingerprint) == 16
@@ -150,7 +133,7 @@ def test_html_is_extracted_when_there_is_no_text_field(sqlite_url: str, workers:
     }
     with pytest.raises(NearDuplicate, match=re.escape("https://news.example/bridge")):
         run(pipeline.process_item(blog))
-    assert stats(pipeline) == {"kept": 1, "dropped": 1}
+    assert filter_stats(pipeline) == {"kept": 1, "dropped": 1}
     assert pipeline.filter.stats.get_value("simhash_filter/workers/pages", 0) == 2 * workers
     run(pipeline.close_spider())
 
@@ -164,7 +147,7 @@ def test_text_field_wins_over_html(sqlite_url: str) -> None:
         "html": news_template(HARBOUR_BRIDGE, date="x"),
     }
     assert run(pipeline.process_item(item)) is item
-    assert stats(pipeline) == {"kept": 2}
+    assert filter_stats(pipeline) == {"kept": 2}
 
 
 def test_custom_field_names(sqlite_url: str) -> None:
@@ -199,7 +182,7 @@ def test_pages_without_text_pass_unfingerprinted(
     pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint", WORKERS=workers)
     assert run(pipeline.process_item(item)) is item
     assert "fingerprint" not in item
-    assert stats(pipeline) == {"no_text": 1}
+    assert filter_stats(pipeline) == {"no_text": 1}
     run(pipeline.close_spider())
     with FingerprintStore.open_existing(sqlite_url) as store:
         assert store.stats().pages == 0
@@ -209,7 +192,7 @@ def test_empty_pages_do_not_collide(sqlite_url: str) -> None:
     pipeline = make_pipeline(sqlite_url)
     for n in range(3):
         run(pipeline.process_item({"url": f"https://x.example/{n}", "html": "<html></html>"}))
-    assert stats(pipeline) == {"no_text": 3}
+    assert filter_stats(pipeline) == {"no_text": 3}
 
 
 def test_items_without_url_pass_with_a_warning(
@@ -219,7 +202,7 @@ def test_items_without_url_pass_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         for _ in range(2):
             run(pipeline.process_item({"text": BRIDGE}))
-    assert stats(pipeline) == {"no_url": 2}
+    assert filter_stats(pipeline) == {"no_url": 2}
     assert len([r for r in caplog.records if "SIMHASH_FILTER_URL_FIELD" in r.getMessage()]) == 1
 
 
@@ -232,7 +215,7 @@ def test_recrawl_reports_unchanged_and_changed(sqlite_url: str) -> None:
     assert len(again["fingerprint"]) == 16
     rewritten = {"url": "https://x.example/page", "text": LIBRARY_TEXT}
     assert run(pipeline.process_item(rewritten)) is rewritten
-    assert stats(pipeline) == {"kept": 2, "unchanged": 1, "changed": 1}
+    assert filter_stats(pipeline) == {"kept": 2, "unchanged": 1, "changed": 1}
 
 
 def test_fingerprint_field_missing_from_item_type_warns_once(
@@ -247,7 +230,7 @@ def test_fingerprint_field_missing_from_item_type_warns_once(
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         run(pipeline.process_item(Bare("https://x.example/1", BRIDGE)))
         run(pipeline.process_item(Bare("https://x.example/2", BEES)))
-    assert stats(pipeline) == {"kept": 2}
+    assert filter_stats(pipeline) == {"kept": 2}
     assert len([r for r in caplog.records if "'simhash'" in r.getMessage()]) == 1
 
 
@@ -286,15 +269,7 @@ class BrokenStore:
         self.calls = 0
         self.closed = False
 
-    def check_and_add(
-        self,
-        url: str,
-        fingerprint: int,
-        *,
-        text_length: int = 0,
-        sketch: bytes | None = None,
-        text: bytes | None = None,
-    ) -> Verdict:
+    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
 
@@ -323,7 +298,7 @@ def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         assert run(pipeline.process_item(item)) is item
         assert run(pipeline.process_item({"url": "https://x.example/2", "text": BEES})) is not None
-    assert stats(pipeline) == {"errors": 2}
+    assert filter_stats(pipeline) == {"errors": 2}
     assert store.calls == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1  # the first error of its kind, in full; the second is counted
@@ -347,7 +322,7 @@ def test_store_errors_fail_closed() -> None:
     assert isinstance(dropped.value, DropItem)
     # pages without text need no store: they pass either way
     assert run(pipeline.process_item({"url": "https://x.example/2", "text": "short"})) is not None
-    assert stats(pipeline) == {"errors": 1, "no_text": 1}
+    assert filter_stats(pipeline) == {"errors": 1, "no_text": 1}
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -366,7 +341,7 @@ def test_concurrent_near_duplicates_admit_exactly_one(sqlite_url: str, workers: 
     assert len(kept) == 1
     assert len(dropped) == 15
     assert {d.duplicate_of for d in dropped} == {kept[0]["url"]}
-    assert stats(pipeline) == {"kept": 1, "dropped": 15}
+    assert filter_stats(pipeline) == {"kept": 1, "dropped": 15}
     run(pipeline.close_spider())
 
 
@@ -389,7 +364,7 @@ def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
     assert first.filter.pool is None
     assert pool.pids == []
     assert all(not Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
-    assert stats(first) == {"kept": 1}
+    assert filter_stats(first) == {"kept": 1}
 
 
 def test_package_root_exports() -> None:
@@ -409,20 +384,10 @@ class PickyStore:
         self.store = store
         self.batches: list[int] = []
 
-    def check_and_add(
-        self,
-        url: str,
-        fingerprint: int,
-        *,
-        text_length: int = 0,
-        sketch: bytes | None = None,
-        text: bytes | None = None,
-    ) -> Verdict:
+    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
         if "bad" in url:
             raise StoreError(f"cannot store {url}")
-        return self.store.check_and_add(
-            url, fingerprint, text_length=text_length, sketch=sketch, text=text
-        )
+        return self.store.check_and_add(url, fingerprint, **fields)
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
         rows = list(rows)
@@ -478,7 +443,7 @@ def test_concurrent_pages_share_transactions(sqlite_url: str) -> None:
     results = run(crawl())
     assert sum(isinstance(r, dict) for r in results) == 4
     assert sum(isinstance(r, NearDuplicate) for r in results) == 36
-    assert stats(pipeline) == {"kept": 4, "dropped": 36}
+    assert filter_stats(pipeline) == {"kept": 4, "dropped": 36}
     run(pipeline.close_spider())
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,15 @@ from typing import Any
 import pytest
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request
-from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.test import get_crawler
-from support.processes import gone, wait_until
+from support.helpers import make_middleware, make_pipeline, run, stat
+from support.processes import gone, killed_script, wait_until
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template
 from crawler.workers import descendants
 from simhash_filter.config import Config
-from simhash_filter.middlewares import NearDuplicateMiddleware
 from simhash_filter.pagework import sign_page
-from simhash_filter.pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+from simhash_filter.pipelines import FilterUnavailable, NearDuplicate
 from simhash_filter.pool import PageJob, PagePool, PageTimeout, PoolClosed, WorkerDied
 
 NEWS = news_template(HARBOUR_BRIDGE, date="12 March 2024").encode()
@@ -34,10 +31,6 @@ BLOG = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
 BEES = news_template(URBAN_BEES, date="5 April 2024")
 WASTE = "\n\n".join(WASTE_SORTING_ZH.paragraphs)
 MAX_BYTES = 2 * 1024 * 1024
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 @pytest.fixture
@@ -127,27 +120,11 @@ def test_pages_queued_when_the_pool_closes_fail_and_nothing_is_left(pool: PagePo
 # -- both entry points ------------------------------------------------------------------
 
 
-def open_pipeline(url: str, **settings: Any) -> NearDuplicatePipeline:
-    crawler = get_crawler(
-        settings_dict={
-            "SIMHASH_FILTER_DATABASE_URL": url,
-            **{f"SIMHASH_FILTER_{k}": v for k, v in settings.items()},
-        }
-    )
-    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
-    run(pipeline.open_spider())
-    return pipeline
-
-
-def stat(owner: NearDuplicatePipeline | NearDuplicateMiddleware, key: str) -> int:
-    return int(owner.filter.stats.get_value(f"simhash_filter/{key}", 0))
-
-
 @pytest.mark.parametrize("fail_open", [True, False])
 def test_pipeline_with_workers_a_killed_worker_is_one_error(
     sqlite_url: str, fail_open: bool
 ) -> None:
-    pipeline = open_pipeline(sqlite_url, WORKERS=1, FAIL_OPEN=fail_open)
+    pipeline = make_pipeline(sqlite_url, WORKERS=1, FAIL_OPEN=fail_open)
     pool = pipeline.filter.pool
     assert pool is not None
     first = {"url": "https://news.example/bridge", "html": NEWS}
@@ -185,11 +162,7 @@ def test_pipeline_with_workers_a_killed_worker_is_one_error(
 
 
 def test_middleware_with_workers(sqlite_url: str) -> None:
-    crawler = get_crawler(
-        settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url, "SIMHASH_FILTER_WORKERS": 2}
-    )
-    middleware = build_from_crawler(NearDuplicateMiddleware, crawler)
-    run(middleware.spider_opened())
+    middleware = make_middleware(sqlite_url, WORKERS=2)
     pool = middleware.filter.pool
     assert pool is not None
     pids = pool.pids
@@ -209,7 +182,7 @@ def test_middleware_with_workers(sqlite_url: str) -> None:
 
 
 def test_workers_zero_is_the_thread_path(sqlite_url: str) -> None:
-    pipeline = open_pipeline(sqlite_url, WORKERS=0)
+    pipeline = make_pipeline(sqlite_url, WORKERS=0)
     assert pipeline.filter.pool is None
     run(pipeline.process_item({"url": "https://news.example/bridge", "html": NEWS}))
     assert stat(pipeline, "kept") == 1
@@ -221,33 +194,20 @@ def test_workers_zero_is_the_thread_path(sqlite_url: str) -> None:
 
 
 def test_workers_end_when_the_crawler_process_is_killed(tmp_path: Path) -> None:
-    script = tmp_path / "owner.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import sys
-            from simhash_filter.config import Config
-            from simhash_filter.pool import PagePool
+    source = """
+        import sys
+        from simhash_filter.config import Config
+        from simhash_filter.pool import PagePool
 
-            pool = PagePool(2, Config().make_fingerprinter(), max_bytes=1000, page_timeout=60)
-            pool.start()
-            print(*pool.pids, flush=True)
-            sys.stdin.read()  # until killed
-            """
-        )
-    )
-    owner = subprocess.Popen(
-        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert owner.stdout is not None
-        pids = [int(p) for p in owner.stdout.readline().split()]
+        pool = PagePool(2, Config().make_fingerprinter(), max_bytes=1000, page_timeout=60)
+        pool.start()
+        print(*pool.pids, flush=True)
+        sys.stdin.read()  # until killed
+        """
+    with killed_script(tmp_path / "owner.py", source) as (owner, pids):
         assert len(pids) == 2
         assert set(pids) <= descendants(owner.pid)
         assert not any(gone(pid) for pid in pids)
-    finally:
-        owner.kill()  # SIGKILL: no clean-up runs in the owner
-        owner.wait()
     wait_until(lambda: all(gone(pid) for pid in pids), "the workers saw end-of-file and ended")
 
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
+from support.helpers import flip, flip_n
 
 from simhash_filter.bands import DEFAULT_MAX_DISTANCE
 from simhash_filter.store import (
@@ -26,16 +27,6 @@ from simhash_filter.store import (
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
 K = DEFAULT_MAX_DISTANCE  # the default store's k (4: 6 blocks, 15 tables)
-
-
-def flip(fingerprint: int, positions: list[int] | set[int]) -> int:
-    for bit in positions:
-        fingerprint ^= 1 << bit
-    return fingerprint
-
-
-def flip_n(rng: random.Random, fingerprint: int, n: int) -> int:
-    return flip(fingerprint, rng.sample(range(64), n))
 
 
 def brute_near(stored: dict[str, int], query: int, k: int) -> list[tuple[int, str]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.helpers import flip
 
 from simhash_filter.bands import (
     MINHASH_LSH,
@@ -57,12 +58,6 @@ def fingerprinter() -> Fingerprinter:
 
 def sketch_of(fingerprinter: Fingerprinter, text: str, page: str | None = None) -> bytes:
     return fingerprinter.sketch(text, page_text=page)
-
-
-def flip(fingerprint: int, positions: list[int]) -> int:
-    for bit in positions:
-        fingerprint ^= 1 << bit
-    return fingerprint
 
 
 @pytest.fixture

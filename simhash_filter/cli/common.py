@@ -23,7 +23,7 @@ from simhash_filter.store.records import (
 )
 from simhash_filter.store.urls import display_url, redact
 
-# re-exported: the one way the CLI prints a database URL, and the errors (errors.py)
+# re-exported: the one way the CLI prints a database URL, and the errors every command raises
 __all__ = ["CommandError", "UsageError", "display_url"]
 
 

@@ -1,6 +1,11 @@
-"""The command line's two kinds of error, and the exit code each gives."""
+"""The command line's two errors: ``CommandError`` (exit 1) and ``UsageError`` (exit 2).
+
+A module of their own, so the output can raise them as the commands do without importing
+the commands' shared code (:mod:`simhash_filter.cli.common`, which re-exports them)."""
 
 from __future__ import annotations
+
+__all__ = ["CommandError", "UsageError"]
 
 
 class CommandError(Exception):

@@ -1,5 +1,6 @@
 """``import``: add a corpus through the store's ``add_many`` (the crawl's check-and-add,
-batched), extraction and fingerprinting optionally in worker processes.
+batched), the page work (extraction and fingerprinting) in this process or, with
+``--jobs N``, in the crawl's page pool (:class:`~simhash_filter.pool.PagePool`).
 
 What it promises on bad input: every readable record is imported; a bad line or record
 is skipped and named (file, line or offset, reason); a source that cannot be read on (a
@@ -13,32 +14,41 @@ SQL.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from simhash_filter.bands import LSH_CANDIDATE_DISTANCE, default_index, make_scheme
+from simhash_filter.bands import make_scheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
+from simhash_filter.config import Config
 from simhash_filter.extract import DEFAULT_MAX_BYTES
 from simhash_filter.fingerprint import Fingerprinter
 from simhash_filter.importers import ReaderOptions, SourceError, check_source, read_source
-from simhash_filter.pagework import sign_page
-from simhash_filter.signature import MatchRule
+from simhash_filter.pagework import work_job
+from simhash_filter.pool import (
+    DEFAULT_PAGE_TIMEOUT,
+    PageFailed,
+    PagePool,
+    PageResult,
+    PageWorkError,
+)
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
 from simhash_filter.store.records import DatabaseNotFoundError, PageRow, VerdictKind
 
 if TYPE_CHECKING:
     from simhash_filter.importers import Record as SourceRecord
+    from simhash_filter.signature import PageSignature
 
 PROG = "simhash-filter"
 COUNTS = ("read", "kept", "dropped", "unchanged", "changed", "no_text", "skipped")
@@ -49,12 +59,14 @@ _VERDICT_COUNTS = {
     VerdictKind.CHANGED: "changed",
 }
 _SKIP_NOTES = 10
+_PAGES_IN_POOL = 64
+"""Pages handed to the page pool ahead of the one awaited, per worker."""
 
-# --- extraction and fingerprinting, in order, optionally in worker processes -----------
+# --- the page work, in order: in this process, or in the page pool ----------------------
 
 
 class Fingerprinted(NamedTuple):
-    """One record after extraction: its fingerprint, or why it has none."""
+    """One record after the page work: its fingerprint, or why it has none."""
 
     url: str
     fingerprint: int | None  # None: no text (too short), or the record failed (error)
@@ -64,33 +76,7 @@ class Fingerprinted(NamedTuple):
     stored_text: bytes | None = None  # the packed main text (--store-text)
 
 
-_WORKER: Fingerprinter | None = None
-
-
-def _init_worker() -> None:
-    global _WORKER
-    # Ctrl-C reaches the whole process group: the parent decides, the workers finish
-    # their chunk instead of dying with a traceback (see _pool for the start-up).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER = Fingerprinter()
-
-
-def _fingerprint_record(
-    fingerprinter: Fingerprinter, record: SourceRecord, keep_text: bool = False
-) -> Fingerprinted:
-    """The crawl's own page work (:func:`~simhash_filter.pagework.sign_page`) on a record."""
-    text, html = (None, record.body) if record.is_html else (record.body, None)
-    try:
-        signature = sign_page(
-            fingerprinter,
-            record.url,
-            text,
-            html,
-            max_bytes=DEFAULT_MAX_BYTES,
-            keep_text=keep_text,
-        )
-    except Exception as exc:  # one bad page must not stop an import
-        return Fingerprinted(record.url, None, 0, f"{record.origin}: {type(exc).__name__}: {exc}")
+def _signed(record: SourceRecord, signature: PageSignature | None) -> Fingerprinted:
     if signature is None:
         return Fingerprinted(record.url, None, 0, None)
     return Fingerprinted(
@@ -103,51 +89,55 @@ def _fingerprint_record(
     )
 
 
-def _work(records: list[SourceRecord], keep_text: bool) -> list[Fingerprinted]:
-    assert _WORKER is not None
-    return [_fingerprint_record(_WORKER, record, keep_text) for record in records]
+def _failed(record: SourceRecord, reason: str) -> Fingerprinted:
+    return Fingerprinted(record.url, None, 0, f"{record.origin}: {reason}")
 
 
-def _chunks(items: Iterable[SourceRecord], size: int) -> Iterator[list[SourceRecord]]:
-    chunk: list[SourceRecord] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def _work_here(
+    fingerprinter: Fingerprinter, record: SourceRecord, keep_text: bool
+) -> Fingerprinted:
+    try:
+        work = work_job(fingerprinter, record.page_job(keep_text), max_bytes=DEFAULT_MAX_BYTES)
+    except Exception as exc:  # one bad page must not stop an import
+        return _failed(record, f"{type(exc).__name__}: {exc}")
+    return _signed(record, work.signature)
+
+
+def _answer(record: SourceRecord, future: Future[PageResult]) -> Fingerprinted:
+    try:
+        result = future.result()
+    except PageWorkError as exc:  # the page failed, or its worker died or timed out
+        return _failed(record, exc.reason if isinstance(exc, PageFailed) else str(exc))
+    return _signed(record, result.signature)
 
 
 def _fingerprinted(
     records: Iterable[SourceRecord],
     fingerprinter: Fingerprinter,
-    pool: ProcessPoolExecutor | None,
-    jobs: int,
+    pool: _LazyPool | None,
     keep_text: bool = False,
 ) -> Iterator[Fingerprinted]:
-    """Extract and fingerprint in order; with a pool, a bounded window of chunks in it.
-
-    When reading the records fails (a SourceError) or is interrupted (Ctrl-C), the
-    chunks already in the pool are yielded first.
-    """
+    """The page work on each record, in order; with a pool, a bounded window of pages in
+    it. When reading the records fails (a SourceError) or is interrupted (Ctrl-C), the
+    pages already in the pool are yielded first."""
     if pool is None:
         for record in records:
-            yield _fingerprint_record(fingerprinter, record, keep_text)
+            yield _work_here(fingerprinter, record, keep_text)
         return
-    chunk_size, window = 16, 4 * jobs
-    pending: list[Future[list[Fingerprinted]]] = []
+    window = _PAGES_IN_POOL * pool.size
+    pending: deque[tuple[SourceRecord, Future[PageResult]]] = deque()
     try:
-        for chunk in _chunks(records, chunk_size):
-            pending.append(pool.submit(_work, chunk, keep_text))
+        for record in records:
+            pending.append((record, pool.started().submit(record.page_job(keep_text))))
             if len(pending) >= window:
-                yield from pending.pop(0).result()
+                yield _answer(*pending[0])
+                pending.popleft()
     except (SourceError, KeyboardInterrupt):
-        for future in pending:
-            yield from future.result()
+        while pending:
+            yield _answer(*pending.popleft())
         raise
-    for future in pending:
-        yield from future.result()
+    while pending:
+        yield _answer(*pending.popleft())
 
 
 @contextmanager
@@ -162,18 +152,46 @@ def _ctrl_c_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class _LazyPool:
+    """The crawl's page pool, started when the first page needs it: an input with no
+    records starts no worker (each is an interpreter that loads trafilatura and jieba)."""
+
+    def __init__(self, size: int, fingerprinter: Fingerprinter) -> None:
+        self.size = size
+        self._fingerprinter = fingerprinter
+        self._pool: PagePool | None = None
+
+    def started(self) -> PagePool:
+        if self._pool is None:
+            pool = PagePool(
+                self.size,
+                self._fingerprinter,
+                max_bytes=DEFAULT_MAX_BYTES,
+                page_timeout=DEFAULT_PAGE_TIMEOUT,
+            )
+            # Ctrl-C reaches the whole process group: the workers, started with it ignored,
+            # never die of it while they start (then they ignore it themselves).
+            with _ctrl_c_ignored():
+                pool.start()
+            self._pool = pool
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
 @contextmanager
-def _pool(jobs: int) -> Iterator[ProcessPoolExecutor | None]:
+def _page_pool(jobs: int, fingerprinter: Fingerprinter) -> Iterator[_LazyPool | None]:
+    """The page pool with ``jobs`` workers, or None (``--jobs 1``: in this process)."""
     if jobs == 1:
         yield None
         return
-    with _ctrl_c_ignored():  # workers started now inherit it: none dies starting up
-        pool = ProcessPoolExecutor(jobs, initializer=_init_worker)
-        pool.submit(int).result()  # (starts the workers)
+    pool = _LazyPool(jobs, fingerprinter)
     try:
         yield pool
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()
 
 
 # --- what happened to each source ------------------------------------------------------
@@ -265,30 +283,27 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
                 f"{shown}); nothing was written to it. Name another database with --db, "
                 "or pass --create to add simhash-filter's tables to this one"
             )
-    if existing is not None:
-        if args.max_distance is None and args.blocks is None:
-            return existing
-        existing.close()
-    if existing is not None:  # a scheme other than its own: the store refuses, saying how
-        k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
-        rule = existing.rule
-    else:  # a new database gets the crawl's match rule, with --max-distance as its k1
-        k1 = LSH_CANDIDATE_DISTANCE if args.max_distance is None else args.max_distance
-        rule = MatchRule.for_distance(k1)
-        k = rule.max_distance
-    kind = existing.scheme.kind if existing else default_index(k, sketches=True)
-    try:
-        make_scheme(kind, max_distance=k, blocks=args.blocks)
-    except ValueError as exc:  # --blocks and --max-distance do not fit together
-        raise UsageError(str(exc)) from None
+    if existing is None:  # the crawl's defaults, with --max-distance as the rule's k1
+        config = Config(database_url=url, max_distance=args.max_distance)
+        _check_scheme(config.effective_index, config.effective_max_distance, args.blocks)
+        config = dataclasses.replace(config, blocks=args.blocks)
+        return config.open_store(config.make_fingerprinter().spec)
+    if args.max_distance is None and args.blocks is None:
+        return existing
+    existing.close()  # a scheme other than its own: the store refuses, saying how
+    k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
+    _check_scheme(existing.scheme.kind, k, args.blocks)
     return FingerprintStore.open(
-        url,
-        spec=Fingerprinter().spec,
-        max_distance=k,
-        blocks=args.blocks,
-        create=True,
-        rule=rule,
+        url, spec=Fingerprinter().spec, max_distance=k, blocks=args.blocks, rule=existing.rule
     )
+
+
+def _check_scheme(index: str, max_distance: int, blocks: int | None) -> None:
+    """UsageError when ``--blocks`` and ``--max-distance`` do not fit together."""
+    try:
+        make_scheme(index, max_distance=max_distance, blocks=blocks)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # --- the command -----------------------------------------------------------------------
@@ -338,16 +353,14 @@ class _Import:
 
     def read(self, store: FingerprintStore, options: ReaderOptions) -> None:
         fingerprinter = fingerprinter_for(store.spec)
-        with _pool(self.args.jobs) as pool:
+        with _page_pool(self.args.jobs, fingerprinter) as pool:
             for tally in self.tallies:
                 if tally.status != "not read":
                     continue  # refused before the database was opened
                 tally.status = "interrupted"  # until it is read to the end
                 records = read_source(tally.source, options, on_skip=partial(self.skip, tally))
                 try:
-                    results = _fingerprinted(
-                        records, fingerprinter, pool, self.args.jobs, self.args.store_text
-                    )
+                    results = _fingerprinted(records, fingerprinter, pool, self.args.store_text)
                     for result in results:
                         self.add(store, tally, result)
                 except SourceError as exc:

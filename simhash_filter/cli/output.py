@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from .errors import CommandError
+from simhash_filter.cli.errors import CommandError
 
 Record = Mapping[str, Any]
 

@@ -4,7 +4,9 @@ The site itself lives in :mod:`crawler.testsite` (the demo and the benchmarks se
 too); this package re-exports it and adds what the tests know about it: which pages are
 near-duplicates of which, which have no text, which must never be fetched. Beside it:
 ``crawl`` (one ``scrapy crawl`` to its end), ``workers`` (several, frozen at will),
-``distributed`` (a crawl's index and the site's clusters), ``cli_corpus`` (the CLI's texts).
+``distributed`` (a crawl's index and the site's clusters), ``cli_corpus`` (the CLI's texts),
+``helpers`` (components on a database, their stats, bit flips), ``processes`` (waiting on
+and killing other processes).
 """
 
 from __future__ import annotations
