@@ -259,7 +259,7 @@ def crawl_pages(kinds: list[str], sizes: list[str]) -> dict[str, bytes]:
 def crawl_costs(pages: Mapping[str, bytes], workers: int, workdir: Path) -> dict[str, float]:
     """One ``scrapy crawl site`` over ``pages`` with ``SIMHASH_FILTER_WORKERS = workers``:
     the CPU seconds of each page (path), one page at a time."""
-    from crawler.workers import project_env
+    from crawler.workers import crawl_command, project_env
 
     site = GatedSite(pages)
     db = workdir / f"hostile-{workers}.db"
@@ -279,10 +279,7 @@ def crawl_costs(pages: Mapping[str, bytes], workers: int, workdir: Path) -> dict
     }
     costs: dict[str, float] = {}
     with site.serving(), tempfile.TemporaryFile("w+") as stderr:
-        command = [sys.executable, "-m", "scrapy", "crawl", "site"]
-        command += ["-a", f"start_url={site.base_url}/"]
-        for key, value in settings.items():
-            command += ["-s", f"{key}={value}"]
+        command = crawl_command(f"{site.base_url}/", settings)
         crawl = subprocess.Popen(
             command,
             cwd=workdir,

@@ -118,6 +118,15 @@ def project_env(
     return env
 
 
+def crawl_command(start_url: str, settings: Mapping[str, object] = {}) -> list[str]:
+    """The command line of ``scrapy crawl site`` from ``start_url`` with ``settings``
+    (``-s KEY=VALUE`` each), run by this interpreter."""
+    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start_url}"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    return command
+
+
 def start_worker(
     name: str,
     args: Sequence[str],

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 from urllib.parse import quote, urljoin
 
-from .worker import PageJob
+from .pagework import PageJob
 
 logger = logging.getLogger(__name__)
 

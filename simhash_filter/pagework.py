@@ -17,14 +17,22 @@ from .text import long_runs
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
-    from .worker import PageJob
 
-__all__ = ["PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
+__all__ = ["PageJob", "PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
 
 
 def has_text(value: object) -> bool:
     """True for a str that is not blank (an item's text field worth fingerprinting)."""
     return isinstance(value, str) and bool(value.strip())
+
+
+class PageJob(NamedTuple):
+    """One page to sign, as it crosses to a worker (or runs on the thread path)."""
+
+    url: str
+    text: str | None
+    html: bytes | str | None
+    keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
 
 
 class PageWork(NamedTuple):

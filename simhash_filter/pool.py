@@ -40,7 +40,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .worker import PageJob, WorkerReply
+from .pagework import PageJob
+from .worker import WorkerReply
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter

@@ -9,8 +9,9 @@ inherited socket ``FD`` wrapped in a ``multiprocessing`` connection:
 1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget)``;
 2. the worker loads trafilatura and jieba's dictionary, and answers the fingerprint spec
    and the CPU seconds its start took;
-3. for each :class:`PageJob` it receives, it answers a :class:`WorkerReply`; ``None``
-   asks it to end, and so does end-of-file (the crawler process is gone).
+3. for each :class:`~simhash_filter.pagework.PageJob` it receives, it answers a
+   :class:`WorkerReply`; ``None`` asks it to end, and so does end-of-file (the crawler
+   process is gone).
 
 A worker never outlives its crawler, even in the middle of a page that holds the GIL in C
 code: ``LIFELINE`` is the read end of a pipe whose write end only the crawler holds, set to
@@ -46,19 +47,10 @@ if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
     from .signature import PageSignature
 
-__all__ = ["PageJob", "WorkerReply", "serve"]
+__all__ = ["WorkerReply", "serve"]
 
 _WARM_UP_TEXT = "Warm up the tokenizer and the sketch. 预热结巴分词的词典。" * 4
 _WARM_UP_HTML = "<html><body><article><p>" + "Warm up trafilatura. " * 20 + "</p></article>"
-
-
-class PageJob(NamedTuple):
-    """One page to sign, as it crosses to a worker."""
-
-    url: str
-    text: str | None
-    html: bytes | str | None
-    keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
 
 
 class WorkerReply(NamedTuple):

@@ -92,15 +92,10 @@ def test_cycles_are_found() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-UNTIED_ELSEWHERE = [["simhash_filter.segment", "simhash_filter.text"]]
-"""Cycles another change unties (the jieba loader moves out of text.py); drop the entry
-when it lands."""
-
-
 def test_no_import_cycle_in_the_package() -> None:
     graph = import_graph()
     assert "simhash_filter.store.write_path" in graph["simhash_filter.store.fingerprint_store"]
-    assert [cycle for cycle in cycles(graph) if cycle not in UNTIED_ELSEWHERE] == []
+    assert cycles(graph) == []
 
 
 def test_no_module_over_600_lines() -> None:

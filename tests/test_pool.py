@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from support.processes import gone, killed_script, wait_until
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template
-from crawler.workers import descendants
+from crawler.workers import crawl_command, descendants, project_env
 from simhash_filter.config import Config
 from simhash_filter.pagework import sign_page
 from simhash_filter.pipelines import FilterUnavailable, NearDuplicate
@@ -216,8 +215,6 @@ def test_workers_end_when_the_crawler_process_is_killed(tmp_path: Path) -> None:
 def test_a_crawl_stopped_by_a_signal_leaves_no_worker(tmp_path: Path, signum: int) -> None:
     from support import SiteServer, build_site
 
-    from crawler.workers import project_env
-
     log_path = tmp_path / "crawl.log"
     settings = {
         "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'dedup.db'}",
@@ -229,10 +226,7 @@ def test_a_crawl_stopped_by_a_signal_leaves_no_worker(tmp_path: Path, signum: in
         "STATS_FILE": tmp_path / "stats.json",
     }
     with SiteServer(build_site(), latency=0.3) as site:
-        command = [sys.executable, "-m", "scrapy", "crawl", "site"]
-        command += ["-a", f"start_url={site.base_url}/"]
-        for key, value in settings.items():
-            command += ["-s", f"{key}={value}"]
+        command = crawl_command(f"{site.base_url}/", settings)
         crawl = subprocess.Popen(
             command,
             cwd=tmp_path,
