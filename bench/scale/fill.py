@@ -4,7 +4,7 @@ The store makes the database (schema, meta: spec, scheme, rule) and is closed; t
 are then written straight into its tables: ``pages`` in id order (page i has id i+1 and
 a URL that sorts as its id), ``bands`` table by table in ``(table_no, key, page_id)``
 order, the keys from the scheme's public ``index_items``/``index_keys``, signed by
-``schema.to_sql_int``. SQLite: ``executemany`` in large transactions (journal off while
+``encoding.to_sql_int``. SQLite: ``executemany`` in large transactions (journal off while
 loading, WAL again after); PostgreSQL: ``COPY`` (bands in the binary format, built with
 NumPy). ``check_loader`` proves on a sample that the rows equal ``add_many``'s.
 

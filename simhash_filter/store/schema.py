@@ -31,8 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from .encoding import from_sql_int as from_sql_int  # re-exported for the benches
-from .encoding import to_sql_int as to_sql_int
+from .encoding import from_sql_int, to_sql_int
 
 SCHEMA_VERSION = 3
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
