@@ -90,14 +90,15 @@ class PageFilter:
         self.errors = RepeatedErrors(logger)
 
     @classmethod
-    def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> PageFilter:
+    def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
         """The crawler's one filter, shared by every component: made by the first component
-        that asks and kept on the crawler (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies
-        with the crawler and two crawlers in one process never share one."""
+        that asks (with the ``config`` its ``from_crawler`` read) and kept on the crawler
+        (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies with the crawler and two crawlers
+        in one process never share one."""
         page_filter: PageFilter | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
         if page_filter is None:
             assert crawler.stats is not None
-            page_filter = cls(config or Config.from_settings(crawler.settings), crawler.stats)
+            page_filter = cls(config, crawler.stats)
             setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
         return page_filter
 
