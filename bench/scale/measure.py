@@ -306,6 +306,13 @@ def run_workers(url: str, kind: str, page_lists: list[list], **spec: Any) -> dic
         "p50_ms": round(percentile(latencies, 0.5), 3),
         "p99_ms": round(percentile(latencies, 0.99), 3),
         "client_cpu_ms": round(1000 * sum(r["cpu"] for r in reports) / calls, 3),
+        # the client's CPU split into user and kernel time, and its I/O a call
+        # (/proc/self/io: system calls, bytes from and to storage)
+        "client_user_ms": round(1000 * sum(r["cpu_user"] for r in reports) / calls, 3),
+        "client_system_ms": round(1000 * sum(r["cpu_system"] for r in reports) / calls, 3),
+        "client_io": {
+            k: round(sum(r["io"].get(k, 0) for r in reports) / calls, 1) for k in reports[0]["io"]
+        },
         "kinds": kinds,
     }
     if server is not None:

@@ -4,12 +4,14 @@ Opens the filled database with ``FingerprintStore.open_existing``, warms up, pri
 "ready", waits for a line on stdin ("go"), runs, prints one JSON line. ``kind``:
 ``check`` (``check_and_add`` of each page), ``near`` (``near()`` of each fingerprint) or
 ``bulk`` (``add_many`` of all pages in batches). Pages come pickled from the parent as
-``(url, fingerprint, text_length, sketch)``.
+``(url, fingerprint, text_length, sketch)``. The JSON line carries the latencies, the
+CPU (user and system) and the process's I/O counters over the run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sys
 import time
@@ -17,6 +19,19 @@ from collections import Counter
 from pathlib import Path
 
 from simhash_filter.store import FingerprintStore, PageRow
+
+IO_FIELDS = ("syscr", "syscw", "read_bytes", "write_bytes")
+
+
+def io_counters() -> dict[str, int]:
+    """This process's read/write system calls and bytes from storage (Linux
+    ``/proc/self/io``; empty where there is none)."""
+    try:
+        lines = Path("/proc/self/io").read_text().splitlines()
+    except OSError:
+        return {}
+    pairs = (line.split(":", 1) for line in lines)
+    return {k: int(v) for k, v in pairs if k in IO_FIELDS}
 
 
 def main() -> None:
@@ -47,7 +62,7 @@ def main() -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     latencies: list[int] = []
-    cpu0 = time.process_time()
+    cpu0, times0, io0 = time.process_time(), os.times(), io_counters()
     start = time.perf_counter()
     if kind == "bulk":
         batch = spec.get("batch_size", 1000)
@@ -69,9 +84,18 @@ def main() -> None:
                 break
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu0
+    times1, io1 = os.times(), io_counters()
     calls = len(latencies) if kind != "bulk" else len(pages)
     store.close()
-    report = {"calls": calls, "elapsed": elapsed, "cpu": cpu, "kinds": dict(kinds)}
+    report = {
+        "calls": calls,
+        "elapsed": elapsed,
+        "cpu": cpu,
+        "cpu_user": times1.user - times0.user,
+        "cpu_system": times1.system - times0.system,
+        "io": {k: io1[k] - io0.get(k, 0) for k in io1},
+        "kinds": dict(kinds),
+    }
     print(json.dumps({**report, "latencies_ns": latencies}), flush=True)
 
 
