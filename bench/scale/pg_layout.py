@@ -1,0 +1,295 @@
+"""PostgreSQL band layouts side by side on the scale fills: today's and one row a page.
+
+    .venv/bin/python -m bench.scale.pg_layout --sizes 100000,1000000,10000000
+
+Today a page's 18 band keys are 18 rows of ``bands``: each a heap tuple (~60 bytes) and an
+entry of the ``(table_no, key, page_id) INCLUDE (fingerprint)`` index (~50 bytes), so a
+PostgreSQL page weighs ~2.8 KB against SQLite's 1.3 KB (where ``bands`` is WITHOUT ROWID:
+the index is the table). The layout measured beside it keeps the keys as 18 ``bigint``
+columns of the page's own row (``pages_wide``), each column with its own B-tree: no band
+heap tuples, 18 index entries of ~20 bytes. A probe is ``b0 = $1 OR ... OR b17 = $18``
+(a BitmapOr of 18 index scans) and reads the candidate's sketch from the same row.
+
+On each filled database (``bench_scale --fill-only``) it builds ``pages_wide`` once from
+the fill's kept band keys (``keys-minhash-lsh-s18-10000000.npy``, checked against
+``bands`` on a sample), then measures both layouts in the same run, page by page
+interleaved, each in its own connection: a server function does a check's probe
+(reading every candidate's sketch) and a new page's insert, one transaction a page;
+client latency p50/p99, the backend's CPU a page from /proc, rows the probes returned;
+bytes a page of the fill and bytes a page the inserts added. Pages checked are 90% new
+random band keys (an unrelated page: LSH keys are hashes) and 10% a stored page's keys
+(a copy: the probe finds it). What the run added is deleted at the end.
+
+This measures the layout, not the store: the store's check function also takes advisory
+locks, looks the URL up and logs drops, the same for both layouts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._common import write_results
+from bench.pg.cpu import cpu_seconds
+from bench.scale.measure import connect, percentile
+
+TABLES = 18
+KEYS_FILE = "keys-minhash-lsh-s18-10000000.npy"
+COLUMNS = ", ".join(f"b{t}" for t in range(TABLES))
+OLD_RELATIONS = ("pages", "pages_pkey", "pages_url_key", "ix_pages_domain", "bands", "bands_pkey")
+
+FUNCTIONS = f"""
+CREATE OR REPLACE FUNCTION layout_old_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
+                                          p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
+DECLARE
+    hits int4;
+BEGIN
+    SELECT count(p.sketch) INTO hits
+    FROM (SELECT DISTINCT b.page_id
+          FROM unnest(ARRAY[{", ".join(str(t) for t in range(TABLES))}]::int2[], p_keys)
+               AS q(t, key)
+          JOIN bands b ON b.table_no = q.t AND b.key = q.key) AS h
+    JOIN pages p ON p.id = h.page_id;
+    INSERT INTO pages (id, url, domain, fingerprint, text_length, sketch, first_seen, last_seen)
+    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now());
+    INSERT INTO bands (table_no, key, page_id, fingerprint)
+    SELECT (k.i - 1)::int2, k.key, p_id, p_fp FROM unnest(p_keys) WITH ORDINALITY AS k(key, i);
+    RETURN hits;
+END
+$f$;
+CREATE OR REPLACE FUNCTION layout_wide_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
+                                           p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
+DECLARE
+    hits int4;
+BEGIN
+    SELECT count(w.sketch) INTO hits FROM pages_wide w
+    WHERE {" OR ".join(f"w.b{t} = p_keys[{t + 1}]" for t in range(TABLES))};
+    INSERT INTO pages_wide (id, url, domain, fingerprint, text_length, sketch, first_seen,
+                            last_seen, {COLUMNS})
+    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now(),
+            {", ".join(f"p_keys[{t + 1}]" for t in range(TABLES))});
+    RETURN hits;
+END
+$f$;
+"""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def relation_bytes(conn: Any, names: list[str] | tuple[str, ...]) -> int:
+    row = conn.execute(
+        "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relname = ANY(%s)",
+        (list(names),),
+    ).fetchone()
+    return int(row[0])
+
+
+def wide_relations(conn: Any) -> list[str]:
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relname LIKE 'pages_wide%'"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def build_wide(conn: Any, keys: Any, n: int) -> float:
+    """``pages_wide``: the fill's pages with their 18 keys as columns, one B-tree each
+    (built once; a table marked complete by its comment is kept)."""
+    done = conn.execute(
+        "SELECT obj_description(to_regclass('public.pages_wide'), 'pg_class')"
+    ).fetchone()
+    if done and done[0] == "complete":
+        return 0.0
+    began = time.perf_counter()
+    conn.execute("DROP TABLE IF EXISTS pages_wide, layout_keys")
+    typed = ", ".join(f"b{t} int8" for t in range(TABLES))
+    conn.execute(f"CREATE UNLOGGED TABLE layout_keys (id int8, {typed})")
+    row = np.dtype([("n", ">i2"), ("l0", ">i4"), ("id", ">i8")] + [
+        (f"x{t}", [("l", ">i4"), ("v", ">i8")]) for t in range(TABLES)
+    ])  # fmt: skip
+    step = 1_000_000
+    copy = f"COPY layout_keys (id, {COLUMNS}) FROM STDIN WITH (FORMAT binary)"
+    with conn.cursor() as cur, cur.copy(copy) as cp:
+        cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            block = np.empty(hi - lo, dtype=row)
+            block["n"], block["l0"], block["id"] = TABLES + 1, 8, np.arange(lo + 1, hi + 1)
+            part = np.asarray(keys[lo:hi])
+            for t in range(TABLES):
+                block[f"x{t}"]["l"], block[f"x{t}"]["v"] = 8, part[:, t]
+            cp.write(block.tobytes())
+        cp.write(struct.pack(">h", -1))
+    conn.execute(
+        "CREATE TABLE pages_wide AS SELECT p.*, "
+        + ", ".join(f"k.b{t}" for t in range(TABLES))
+        + " FROM pages p JOIN layout_keys k USING (id) ORDER BY p.id"
+    )
+    conn.execute("DROP TABLE layout_keys")
+    conn.execute("ALTER TABLE pages_wide ADD PRIMARY KEY (id)")
+    conn.execute("CREATE UNIQUE INDEX pages_wide_url ON pages_wide (url)")
+    conn.execute("CREATE INDEX pages_wide_domain ON pages_wide (domain)")
+    for t in range(TABLES):
+        conn.execute(f"CREATE INDEX pages_wide_b{t} ON pages_wide (b{t})")
+    conn.execute("VACUUM ANALYZE pages_wide")
+    # the keys agree with the fill's bands rows on a sample
+    for pid in sorted({1, n, *np.random.default_rng(3).integers(1, n + 1, 200).tolist()}):
+        old = conn.execute(
+            "SELECT array_agg(b.key ORDER BY b.table_no) FROM bands b "
+            "JOIN unnest(%s::int8[]) WITH ORDINALITY AS k(key, i) "
+            "ON b.table_no = k.i - 1 AND b.key = k.key WHERE b.page_id = %s",
+            ([int(k) for k in keys[pid - 1]], pid),
+        ).fetchone()[0]
+        if old != [int(k) for k in keys[pid - 1]]:
+            raise SystemExit(f"page {pid}: the kept keys differ from bands")
+    conn.execute("COMMENT ON TABLE pages_wide IS 'complete'")
+    return time.perf_counter() - began
+
+
+def trim(conn: Any, n: int, added: list[tuple[int, list[int]]] | None = None) -> None:
+    """Delete what a run added: pages with ids above the fill's and 0 (the plans' warm-up
+    row). Their band rows go by their keys when ``added`` ((page id, keys) pairs) names
+    them, else by a scan of ``bands`` (no index on page_id), run only when there are
+    such pages (a run cut short)."""
+    left = conn.execute("SELECT count(*) FROM pages WHERE id > %s OR id = 0", (n,)).fetchone()
+    conn.execute("BEGIN")
+    conn.execute("SET LOCAL session_replication_role = replica")
+    if added is not None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "DELETE FROM bands WHERE table_no = %s AND key = %s AND page_id = %s",
+                [(t, key, pid) for pid, keys in added for t, key in enumerate(keys)],
+            )
+    elif left[0]:
+        conn.execute("DELETE FROM bands WHERE page_id > %s OR page_id = 0", (n,))
+    conn.execute("DELETE FROM pages WHERE id > %s OR id = 0", (n,))
+    conn.execute("DELETE FROM pages_wide WHERE id > %s OR id = 0", (n,))
+    conn.execute("COMMIT")
+
+
+def measure(url: str, n: int, keys: Any, pages: int, seed: int) -> dict[str, Any]:
+    admin, _ = connect(url)
+    admin.autocommit = True
+    log(f"{n:,}: building pages_wide")
+    built = build_wide(admin, keys, n)
+    admin.execute(FUNCTIONS)
+    trim(admin, n)  # a run cut short leaves its pages behind
+    fill_old = relation_bytes(admin, OLD_RELATIONS)
+    fill_wide = relation_bytes(admin, wide_relations(admin))
+    admin.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    began = time.perf_counter()
+    for (name,) in admin.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind = 'i'"
+    ).fetchall():
+        admin.execute("SELECT pg_prewarm(%s, 'read')", (name,))
+    warmed = time.perf_counter() - began
+    log(f"{n:,}: warm in {warmed:.0f} s")
+    sketch = admin.execute("SELECT sketch FROM pages WHERE id = 1").fetchone()[0]
+    rng = np.random.default_rng(seed)
+    work = []
+    for i in range(pages):
+        if i % 10 == 9:
+            stored = int(rng.integers(1, n + 1))
+            page_keys = [int(k) for k in keys[stored - 1]]
+        else:
+            page_keys = rng.integers(-(2**63), 2**63 - 1, TABLES, dtype=np.int64).tolist()
+        work.append((n + 1 + i, f"http://layout{n + 1 + i:09d}.example/", page_keys))
+    sessions = {}
+    for layout in ("old", "wide"):
+        conn, _ = connect(url)
+        conn.autocommit = True
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        conn.execute(f"SELECT layout_{layout}_add(%s, %s, 0, %s, %s)", (0, "", sketch, [0] * 18))
+        conn.execute("DELETE FROM bands WHERE page_id = 0")  # the plans are cached; undo it
+        conn.execute("DELETE FROM pages WHERE id = 0")
+        conn.execute("DELETE FROM pages_wide WHERE id = 0")
+        sessions[layout] = {"conn": conn, "pid": pid, "lat": [], "hits": 0, "cpu0": 0.0}
+    for s in sessions.values():
+        s["cpu0"] = cpu_seconds(s["pid"]) or 0.0
+    for i, (pid, page_url, page_keys) in enumerate(work):
+        order = ("old", "wide") if i % 2 == 0 else ("wide", "old")
+        for layout in order:
+            s = sessions[layout]
+            t0 = time.perf_counter_ns()
+            hits = (
+                s["conn"]
+                .execute(
+                    f"SELECT layout_{layout}_add(%s, %s, %s, %s, %s)",
+                    (pid, page_url, i, sketch, page_keys),
+                )
+                .fetchone()[0]
+            )
+            s["lat"].append((time.perf_counter_ns() - t0) / 1e6)
+            s["hits"] += hits
+    out: dict[str, Any] = {"pages": n, "checked": pages, "build_s": round(built, 1)}
+    for layout, s in sessions.items():
+        cpu = (cpu_seconds(s["pid"]) or 0.0) - s["cpu0"]
+        s["conn"].close()
+        out[layout] = {
+            "p50_ms": round(percentile(s["lat"], 0.5), 3),
+            "p99_ms": round(percentile(s["lat"], 0.99), 3),
+            "server_cpu_ms": round(1000 * cpu / pages, 3),
+            "hits": s["hits"],
+        }
+    out["old"]["fill_bytes_per_page"] = round(fill_old / n, 1)
+    out["wide"]["fill_bytes_per_page"] = round(fill_wide / n, 1)
+    out["old"]["added_bytes_per_page"] = round(
+        (relation_bytes(admin, OLD_RELATIONS) - fill_old) / pages, 1
+    )
+    out["wide"]["added_bytes_per_page"] = round(
+        (relation_bytes(admin, wide_relations(admin)) - fill_wide) / pages, 1
+    )
+    trim(admin, n, [(0, [0] * TABLES)] + [(pid, keys) for pid, _url, keys in work])
+    admin.close()
+    log(f"{n:,}: {out}")
+    return out
+
+
+def table(cells: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| pages | layout | bytes a page (fill) | bytes a page added | check+insert p50 / p99 ms "
+        "| server CPU a page ms | copies found |",
+        "| ---: | --- |" + " ---: |" * 5,
+    ]
+    for c in cells:
+        for layout, name in (("old", "bands rows (today)"), ("wide", "keys in the page row")):
+            m = c[layout]
+            out.append(
+                f"| {c['pages']:,} | {name} | {m['fill_bytes_per_page']:,.0f} | "
+                f"{m['added_bytes_per_page']:,.0f} | {m['p50_ms']:.2f} / {m['p99_ms']:.2f} | "
+                f"{m['server_cpu_ms']:.3f} | {m['hits']} / {c['checked'] // 10} |"
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--dir", default="/work/scale-db", help="where the fills' keys are")
+    parser.add_argument("--pages", type=int, default=5000, help="pages checked a layout")
+    args = parser.parse_args(argv)
+    from bench.bench_scale import pg_url
+
+    keys = np.load(Path(args.dir) / KEYS_FILE, mmap_mode="r")
+    cells = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        cells.append(measure(pg_url("minhash-lsh", n), n, keys, args.pages, seed=n % 997))
+    path = write_results("pg_layout", cells)
+    print("\n".join(table(cells)))
+    print(f"\nraw results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
