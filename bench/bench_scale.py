@@ -126,7 +126,7 @@ def measure_cell(backend: str, kind: str, n: int, pool: corpus.Pool, args: Any, 
         describe = scheme.describe()
     removed = measure.trim(url, n, scheme)
     verified = measure.verify_keys(url, n, scheme, args.verify)
-    warmed = measure.warm(url) if args.warm else None
+    warmed = measure.warm(url, into_buffers=args.warm_buffers) if args.warm else None
     cell: dict[str, Any] = {
         "backend": backend,
         "index": kind,
@@ -251,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bulk-seconds", type=float, default=120.0)
     parser.add_argument(
         "--warm", action="store_true", help="read the whole fill before measuring (warm cache)"
+    )
+    parser.add_argument(
+        "--warm-buffers",
+        action="store_true",
+        help="with --warm, PostgreSQL's indexes into shared_buffers (size them to hold it)",
     )
     parser.add_argument("--report", nargs="+", help="tables of these raw results files together")
     args = parser.parse_args(argv)

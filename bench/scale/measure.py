@@ -124,14 +124,16 @@ def trim(url: str, n_fill: int, scheme: Any) -> int:
         conn.close()
 
 
-def warm(url: str) -> dict[str, Any]:
+def warm(url: str, *, into_buffers: bool = False) -> dict[str, Any]:
     """Read the whole fill once, so the run sees the steady state of a long crawl whose
     database fits in the machine's memory (the OS page cache holds every page it touched)
     rather than a cold disk: SQLite's files read sequentially; PostgreSQL's indexes (what a
     check reads and writes at random; its heaps take appends) through ``pg_prewarm`` in
     ``read`` mode (into the OS cache, not shared_buffers: a 10M fill's 28 GB would not fit
     this machine's memory, its 9.6 GB of indexes do). Returns the bytes read and the
-    seconds it took."""
+    seconds it took. ``into_buffers``: PostgreSQL's indexes go into shared_buffers
+    (``pg_prewarm`` in ``buffer`` mode), for a server whose shared_buffers hold them; the
+    setting is returned with the rest."""
     began = time.perf_counter()
     total = 0
     if url.startswith("sqlite:///"):
@@ -149,9 +151,17 @@ def warm(url: str) -> dict[str, Any]:
                 "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'i'"
             ).fetchall()
+            mode = "buffer" if into_buffers else "read"
             for (name,) in relations:
-                blocks = conn.execute("SELECT pg_prewarm(%s, 'read')", (name,)).fetchone()[0]
+                blocks = conn.execute("SELECT pg_prewarm(%s, %s)", (name, mode)).fetchone()[0]
                 total += int(blocks) * 8192
+            shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
+            return {
+                "bytes": total,
+                "seconds": round(time.perf_counter() - began, 1),
+                "mode": mode,
+                "shared_buffers": shared_buffers,
+            }
         finally:
             conn.close()
     return {"bytes": total, "seconds": round(time.perf_counter() - began, 1)}
