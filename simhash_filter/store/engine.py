@@ -5,6 +5,8 @@ SQLite (atomic check-and-add, nothing admitted lost: docs/design.md):
 
 - WAL journal, so readers never block the writer and a killed process leaves a
   database that opens (the WAL is replayed or ignored, never half-applied);
+- the WAL copied into the database by a thread of the store's (checkpointer.py), not by
+  the commit that outgrows it, so a commit does not wait for the copy and its fsync;
 - ``synchronous=NORMAL``: in WAL mode a commit survives the *process* being killed
   (SIGKILL); only a power cut may lose the last commits. ``durable=True`` sets FULL;
 - a busy timeout (60 s, or the URL's ``?timeout=<seconds>``), so writers queue instead of
@@ -31,6 +33,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
+from .checkpointer import BACKSTOP_FRAMES, WAL_SIZE_LIMIT
 from .records import DatabaseNotFoundError, StoreError
 from .schema import meta_table
 from .urls import display_url as display_url  # (re-exported: the store imports it here)
@@ -193,6 +196,10 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, cre
             # a file that is not a simhash-filter database as it found it.
             if create or _has_meta_table(cursor):
                 cursor.execute("PRAGMA journal_mode = WAL")
+                # the store's WalCheckpointer copies the WAL; a commit does only as a backstop
+                cursor.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_FRAMES}")
+                # ... and a WAL that grew past a transaction's worth is cut back after it
+                cursor.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             cursor.execute(f"PRAGMA synchronous = {synchronous}")
         finally:
             cursor.close()

@@ -41,6 +41,7 @@ from simhash_filter.bands import (
 from simhash_filter.signature import MatchRule, decode_sketch
 
 from .batch import Judge, RowToCheck
+from .checkpointer import WalCheckpointer
 from .cursors import RawCursors, database_errors
 from .engine import (
     WriterQueue,
@@ -133,6 +134,8 @@ class FingerprintStore:
             cursors=self._cursors,
         )
         self._set_scheme(scheme, rule)
+        database = sqlite_path(url) if self._sqlite else None
+        self._checkpointer = WalCheckpointer(database) if database is not None else None
 
     # -- opening
     @classmethod
@@ -560,9 +563,17 @@ class FingerprintStore:
         """The SQLAlchemy engine (for read-only reports over schema.py's models)."""
         return self._engine
 
+    def checkpoint(self) -> bool:
+        """Copy SQLite's write-ahead log into the file now, as checkpointer.py's thread does
+        each 0.2 s: True when every frame was copied; False when some were kept (by a
+        reader, say) or there is no WAL (PostgreSQL, an in-memory database)."""
+        return self._checkpointer is not None and self._checkpointer.copied_all()
+
     def close(self) -> None:
         """Release every connection."""
         self._cursors.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._engine.dispose()
         if self._writer_queue is not None:
             self._writer_queue.close()
