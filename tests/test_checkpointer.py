@@ -79,7 +79,7 @@ def test_the_thread_copies_the_wal_and_stops_on_close(tmp_path: Path) -> None:
     for _ in range(5):
         conn.execute("INSERT INTO blobs VALUES (randomblob(4000))")
 
-    idle = WalCheckpointer(path, interval=3600)  # its thread waits; we run one by hand
+    idle = WalCheckpointer(path)  # not started: we run one by hand
     result = idle.checkpoint()
     assert result is not None
     assert not result.busy
@@ -92,6 +92,7 @@ def test_the_thread_copies_the_wal_and_stops_on_close(tmp_path: Path) -> None:
 
     conn.execute("INSERT INTO blobs VALUES (randomblob(4000))")
     busy = WalCheckpointer(path, interval=0.001)
+    busy.start()
     assert busy.ran.wait(60)  # the thread ran a checkpoint of its own
     busy.close()
     assert not busy.running

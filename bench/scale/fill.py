@@ -37,8 +37,8 @@ from .corpus import CHUNK, Pool, chunk_signatures, sketch_bytes
 
 SPEC = Fingerprinter().spec
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
-_PG_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-_PG_TRAILER = struct.pack(">h", -1)
+PG_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+PG_COPY_TRAILER = struct.pack(">h", -1)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _BAND_ROW = np.dtype(
     [("n", ">i2"), ("l1", ">i4"), ("t", ">i2"), ("l2", ">i4"), ("key", ">i8"),
@@ -291,10 +291,10 @@ def pg_copy_bands(conn: Any, t: int, keys: Any, ids: Any, fps: Any) -> None:
     with conn.cursor().copy(
         "COPY bands (table_no, key, page_id, fingerprint) FROM STDIN (FORMAT BINARY)"
     ) as copy:
-        copy.write(_PG_HEADER)
+        copy.write(PG_COPY_HEADER)
         for s in range(0, len(rows), 200_000):
             copy.write(rows[s : s + 200_000].tobytes())
-        copy.write(_PG_TRAILER)
+        copy.write(PG_COPY_TRAILER)
 
 
 def fill_pg(
@@ -323,7 +323,7 @@ def fill_pg(
             "COPY pages (id, url, domain, fingerprint, text_length, sketch, first_seen, "
             "last_seen) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.write(_PG_HEADER)
+            copy.write(PG_COPY_HEADER)
             buffer = []
             for i, fp, sketch, length in _pages(pool, seed, n, cache, keys):
                 url_i = url_of(i).encode()
@@ -335,7 +335,7 @@ def fill_pg(
                     buffer = []
                 if (i + 1) % 1_000_000 == 0:
                     log(f"pg {kind} {n:,}: {i + 1:,} pages")
-            copy.write(b"".join(buffer) + _PG_TRAILER)
+            copy.write(b"".join(buffer) + PG_COPY_TRAILER)
         conn.execute("SELECT setval(pg_get_serial_sequence('pages', 'id'), %s)", (n,))
         conn.commit()
         rows = 0

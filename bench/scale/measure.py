@@ -136,6 +136,7 @@ def warm(url: str, *, into_buffers: bool = False) -> dict[str, Any]:
     setting is returned with the rest."""
     began = time.perf_counter()
     total = 0
+    settings: dict[str, Any] = {}
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///") :])
         for part in (path, path.with_name(path.name + "-wal")):
@@ -155,16 +156,13 @@ def warm(url: str, *, into_buffers: bool = False) -> dict[str, Any]:
             for (name,) in relations:
                 blocks = conn.execute("SELECT pg_prewarm(%s, %s)", (name, mode)).fetchone()[0]
                 total += int(blocks) * 8192
-            shared_buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
-            return {
-                "bytes": total,
-                "seconds": round(time.perf_counter() - began, 1),
+            settings = {
                 "mode": mode,
-                "shared_buffers": shared_buffers,
+                "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0],
             }
         finally:
             conn.close()
-    return {"bytes": total, "seconds": round(time.perf_counter() - began, 1)}
+    return {"bytes": total, "seconds": round(time.perf_counter() - began, 1), **settings}
 
 
 def verify_keys(url: str, n_fill: int, scheme: Any, sample: int, seed: int = 5) -> dict:

@@ -27,8 +27,6 @@ locks, looks the URL up and logs drops, the same for both layouts.
 from __future__ import annotations
 
 import argparse
-import struct
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from bench._common import write_results
+from bench.bench_scale import log, pg_url
 from bench.pg.cpu import cpu_seconds
-from bench.scale.measure import connect, percentile
+from bench.scale.fill import PG_COPY_HEADER, PG_COPY_TRAILER
+from bench.scale.measure import connect, percentile, warm
 
 TABLES = 18
 KEYS_FILE = "keys-minhash-lsh-s18-10000000.npy"
@@ -80,10 +80,6 @@ $f$;
 """
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def relation_bytes(conn: Any, names: list[str] | tuple[str, ...]) -> int:
     row = conn.execute(
         "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
@@ -120,7 +116,7 @@ def build_wide(conn: Any, keys: Any, n: int) -> float:
     step = 1_000_000
     copy = f"COPY layout_keys (id, {COLUMNS}) FROM STDIN WITH (FORMAT binary)"
     with conn.cursor() as cur, cur.copy(copy) as cp:
-        cp.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
+        cp.write(PG_COPY_HEADER)
         for lo in range(0, n, step):
             hi = min(n, lo + step)
             block = np.empty(hi - lo, dtype=row)
@@ -129,7 +125,7 @@ def build_wide(conn: Any, keys: Any, n: int) -> float:
             for t in range(TABLES):
                 block[f"x{t}"]["l"], block[f"x{t}"]["v"] = 8, part[:, t]
             cp.write(block.tobytes())
-        cp.write(struct.pack(">h", -1))
+        cp.write(PG_COPY_TRAILER)
     conn.execute(
         "CREATE TABLE pages_wide AS SELECT p.*, "
         + ", ".join(f"k.b{t}" for t in range(TABLES))
@@ -186,15 +182,7 @@ def measure(url: str, n: int, keys: Any, pages: int, seed: int) -> dict[str, Any
     trim(admin, n)  # a run cut short leaves its pages behind
     fill_old = relation_bytes(admin, OLD_RELATIONS)
     fill_wide = relation_bytes(admin, wide_relations(admin))
-    admin.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-    began = time.perf_counter()
-    for (name,) in admin.execute(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind = 'i'"
-    ).fetchall():
-        admin.execute("SELECT pg_prewarm(%s, 'read')", (name,))
-    warmed = time.perf_counter() - began
-    log(f"{n:,}: warm in {warmed:.0f} s")
+    log(f"{n:,}: warmed {warm(url)}")  # both layouts' indexes, into the OS cache
     sketch = admin.execute("SELECT sketch FROM pages WHERE id = 1").fetchone()[0]
     rng = np.random.default_rng(seed)
     work = []
@@ -279,8 +267,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="/work/scale-db", help="where the fills' keys are")
     parser.add_argument("--pages", type=int, default=5000, help="pages checked a layout")
     args = parser.parse_args(argv)
-    from bench.bench_scale import pg_url
-
     keys = np.load(Path(args.dir) / KEYS_FILE, mmap_mode="r")
     cells = []
     for n in (int(s) for s in args.sizes.split(",")):

@@ -49,8 +49,10 @@ class Checkpoint(NamedTuple):
 class WalCheckpointer:
     """A daemon thread that checkpoints ``database``'s WAL every :data:`INTERVAL_S` seconds.
 
-    :meth:`checkpoint` runs one at once (what the thread runs; the store's
-    ``checkpoint()``); :meth:`close` stops the thread and closes its connection.
+    Nothing runs until :meth:`start` (the store calls it before each write transaction:
+    a store that only reads opens no connection and no thread). :meth:`checkpoint` runs
+    one at once (what the thread runs; the store's ``checkpoint()``); :meth:`close` stops
+    the thread and closes its connection.
     """
 
     def __init__(self, database: Path, *, interval: float = INTERVAL_S) -> None:
@@ -58,20 +60,31 @@ class WalCheckpointer:
         self._interval = interval
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one checkpoint at a time, and none after close
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            str(database), timeout=0, isolation_level=None, check_same_thread=False
-        )
+        self._conn: sqlite3.Connection | None = None
+        self._thread: threading.Thread | None = None
         self.ran = threading.Event()
         """Set after each checkpoint the thread has run (tests wait on it)."""
-        self._thread = threading.Thread(
-            target=self._run, name="simhash-filter WAL checkpoint", daemon=True
-        )
-        self._thread.start()
+
+    def start(self) -> None:
+        """Start the thread, the first time (a check of a field after that)."""
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(
+                target=self._run, name="simhash-filter WAL checkpoint", daemon=True
+            )
+            self._thread.start()
 
     def checkpoint(self) -> Checkpoint | None:
-        """Run one PASSIVE checkpoint; None when closed or when SQLite failed (logged at
-        debug level; the thread's next one tries again)."""
+        """Run one PASSIVE checkpoint (on a connection opened the first time); None when
+        closed or when SQLite failed (logged at debug level; the next one tries again)."""
         with self._lock:
+            if self._conn is None and not self._stop.is_set():
+                self._conn = sqlite3.connect(
+                    str(self._database), timeout=0, isolation_level=None, check_same_thread=False
+                )
             if self._conn is None:
                 return None
             try:
@@ -89,7 +102,7 @@ class WalCheckpointer:
     @property
     def running(self) -> bool:
         """Whether the thread is alive."""
-        return self._thread.is_alive()
+        return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -98,9 +111,11 @@ class WalCheckpointer:
 
     def close(self) -> None:
         """Stop the thread and close its connection (idempotent)."""
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        with self._lock:  # a start() racing this one sees the stop and starts nothing
+            self._stop.set()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -121,8 +121,14 @@ class FingerprintStore:
         if writer_queue is None and self._sqlite:
             writer_queue = WriterQueue(sqlite_path(url), timeout)
         self._writer_queue = writer_queue
+        database = sqlite_path(url) if self._sqlite else None
+        self._checkpointer = WalCheckpointer(database) if database else None
         self._transactions = WriteTransactions(
-            engine, display_url=self.display_url, writer_queue=writer_queue, busy_timeout=timeout
+            engine,
+            display_url=self.display_url,
+            writer_queue=writer_queue,
+            busy_timeout=timeout,
+            before_write=self._checkpointer.start if self._checkpointer else None,
         )
         self._cursors = RawCursors(engine, display_url=self.display_url)
         self._write_path: WritePath = open_write_path(
@@ -134,8 +140,6 @@ class FingerprintStore:
             cursors=self._cursors,
         )
         self._set_scheme(scheme, rule)
-        database = sqlite_path(url) if self._sqlite else None
-        self._checkpointer = WalCheckpointer(database) if database is not None else None
 
     # -- opening
     @classmethod
@@ -564,9 +568,7 @@ class FingerprintStore:
         return self._engine
 
     def checkpoint(self) -> bool:
-        """Copy SQLite's write-ahead log into the file now, as checkpointer.py's thread does
-        each 0.2 s: True when every frame was copied; False when some were kept (by a
-        reader, say) or there is no WAL (PostgreSQL, an in-memory database)."""
+        """Copy SQLite's WAL into the file now (False: a reader kept frames, or no WAL)."""
         return self._checkpointer is not None and self._checkpointer.copied_all()
 
     def close(self) -> None:

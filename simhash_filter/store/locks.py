@@ -192,8 +192,10 @@ class WriteTransactions:
         display_url: str,
         writer_queue: WriterQueue | None,
         busy_timeout: float,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         self._engine = engine
+        self._before_write = before_write  # SQLite: starts the store's checkpoint thread
         self._display_url = display_url
         self._sqlite = engine.dialect.name == "sqlite"
         self._busy_timeout = busy_timeout
@@ -209,6 +211,8 @@ class WriteTransactions:
         ``locks`` (None: the database-wide lock exclusive); retried when the database
         reports a deadlock, a serialization failure or a lost insert race."""
         where = self._display_url
+        if self._before_write is not None:
+            self._before_write()
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             began = time.monotonic()
             try:
