@@ -101,6 +101,16 @@ def test_the_thread_copies_the_wal_and_stops_on_close(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_a_database_that_cannot_be_opened_does_not_stop_the_thread(tmp_path: Path) -> None:
+    checkpointer = WalCheckpointer(tmp_path / "no such folder" / "x.db", interval=0.001)
+    assert checkpointer.checkpoint() is None  # logged, not raised
+    checkpointer.start()
+    (tmp_path / "no such folder").mkdir()
+    sqlite3.connect(tmp_path / "no such folder" / "x.db").execute("PRAGMA journal_mode = WAL")
+    assert checkpointer.ran.wait(60)  # the thread lived on and ran once the file was there
+    checkpointer.close()
+
+
 def test_store_checkpoint_copies_all_unless_a_reader_holds_frames(sqlite_url: str) -> None:
     rng = random.Random(21)
     store = FingerprintStore.open(sqlite_url, spec=SPEC)

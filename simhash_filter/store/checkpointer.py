@@ -81,15 +81,16 @@ class WalCheckpointer:
         """Run one PASSIVE checkpoint (on a connection opened the first time); None when
         closed or when SQLite failed (logged at debug level; the next one tries again)."""
         with self._lock:
-            if self._conn is None and not self._stop.is_set():
-                self._conn = sqlite3.connect(
-                    str(self._database), timeout=0, isolation_level=None, check_same_thread=False
-                )
-            if self._conn is None:
+            if self._stop.is_set():
                 return None
             try:
+                if self._conn is None:
+                    self._conn = sqlite3.connect(
+                        str(self._database), timeout=0, isolation_level=None,
+                        check_same_thread=False,
+                    )  # fmt: skip
                 row = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            except sqlite3.Error as exc:  # a full disk, say: the next one tries again
+            except sqlite3.Error as exc:  # a full disk, a removed file: the next one tries again
                 log.debug("WAL checkpoint of %s failed: %s", self._database, exc)
                 return None
             return Checkpoint(bool(row[0]), int(row[1]), int(row[2]))
