@@ -203,6 +203,28 @@ def table(cells: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def server_table(cells: list[dict[str, Any]]) -> list[str]:
+    """PostgreSQL's own counters a call (bench/pg/counters.py): WAL and its full-page
+    images, blocks read from outside shared_buffers and found in them, checkpoints."""
+    out = [
+        "| index | pages | run | WAL bytes | full-page images | WAL records "
+        "| blocks read (not in shared_buffers) | blocks hit | checkpoints in the run |",
+        "| --- | ---: | --- |" + " ---: |" * 6,
+    ]
+    for c in cells:
+        for run in ("check_1", "check_4", "near", "bulk"):
+            r = c.get(run)
+            if not r or "server" not in r:
+                continue
+            s = r["server"]
+            out.append(
+                f"| {c['index']} | {c['pages']:,} | {run} | {s['wal_bytes']:,.0f} | "
+                f"{s['wal_fpi']:,.2f} | {s['wal_records']:,.1f} | {s['blks_read']:,.1f} | "
+                f"{s['blks_hit']:,.1f} | {r['checkpoints']} |"
+            )
+    return out if len(out) > 2 else []
+
+
 def ratios(cells: list[dict[str, Any]]) -> list[str]:
     out = [
         "| back-end | index | pages vs 100k | check p50 | server CPU a check (1 proc) "
@@ -268,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         cells.sort(key=lambda c: (c["backend"] != "sqlite", c["index"], c["pages"]))
         print("\n".join(table(cells)) + "\n")
-        print("\n".join(ratios(cells)))
+        print("\n".join(ratios(cells)) + "\n")
+        print("\n".join(server_table(cells)))
         return 0
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     pool = corpus.build_pool(Path(args.data), log=log)
@@ -305,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{machine()}; {versions}; {(time.perf_counter() - began) / 60:.1f} min; "
           f"raw results: {path.name}\n")  # fmt: skip
     print("\n".join(table(cells)) + "\n")
-    print("\n".join(ratios(cells)))
+    print("\n".join(ratios(cells)) + "\n")
+    print("\n".join(server_table(cells)))
     return 0
 
 

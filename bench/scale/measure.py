@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy.engine import make_url
 
 from bench._common import ROOT
 from bench.pg.cells import percentile
+from bench.pg.counters import ServerCounters, per_call
 from bench.pg.cpu import BackendCpu
-from bench.pg.database import database_name, psycopg_connect
+from bench.pg.database import database_name, libpq_url, psycopg_connect
 from simhash_filter.store.encoding import from_sql_int, to_sql_int
 
 from .corpus import CHUNK, Pool, compose, near_copies, page_sentences, sketch_bytes
@@ -286,7 +288,11 @@ def run_workers(url: str, kind: str, page_lists: list[list], **spec: Any) -> dic
         if line.strip() != "ready":
             raise SystemExit(f"worker failed to start: {line!r}")
     server = BackendCpu(database_name(url)) if not url.startswith("sqlite") else None
+    counters = None
     if server is not None:
+        admin = make_url(url).set(database="postgres").render_as_string(hide_password=False)
+        counters = ServerCounters(libpq_url(admin), database_name(url))
+        counters.start()
         server.__enter__()
     for p in procs:
         p.stdin.write("go\n")  # type: ignore[union-attr]
@@ -296,6 +302,7 @@ def run_workers(url: str, kind: str, page_lists: list[list], **spec: Any) -> dic
         server.__exit__(None, None, None)
     for p in procs:
         p.wait()
+    server_counters = counters.stop() if counters is not None else None
     for f in tmp.iterdir():
         f.unlink()
     tmp.rmdir()
@@ -325,4 +332,8 @@ def run_workers(url: str, kind: str, page_lists: list[list], **spec: Any) -> dic
     }
     if server is not None:
         out["server_cpu_ms"] = round(1000 * server.seconds / calls, 3)
+    if server_counters is not None:
+        # WAL and full-page images written, blocks read from outside shared_buffers
+        out["server"] = per_call(server_counters, calls)
+        out["checkpoints"] = server_counters["checkpoints"]
     return out
