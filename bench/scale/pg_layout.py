@@ -8,12 +8,15 @@ PostgreSQL page weighs ~2.8 KB against SQLite's 1.3 KB (where ``bands`` is WITHO
 the index is the table). The layout measured beside it keeps the keys as 18 ``bigint``
 columns of the page's own row (``pages_wide``), each column with its own B-tree: no band
 heap tuples, 18 index entries of ~20 bytes. A probe is ``b0 = $1 OR ... OR b17 = $18``
-(a BitmapOr of 18 index scans) and reads the candidate's sketch from the same row.
+(a BitmapOr of 18 index scans) and reads the candidate's sketch from the same row. A third
+layout, ``pages_gin``, keeps the 18 keys as one ``int8[]`` column of the page row under one
+GIN index (``fastupdate`` off: a page's keys are in the index when its transaction
+commits): one static probe whatever the number of bands (``keys && $1``), one index.
 
-On each filled database (``bench_scale --fill-only``) it builds ``pages_wide`` once from
-the fill's kept band keys (``keys-minhash-lsh-s18-10000000.npy``, checked against
-``bands`` on a sample), then measures both layouts in the same run, page by page
-interleaved, each in its own connection: a server function does a check's probe
+On each filled database (``bench_scale --fill-only``) it builds each layout's table once
+from the fill's kept band keys (``keys-minhash-lsh-s18-10000000.npy``, checked against
+``bands`` on a sample), then measures the layouts (``--layouts``) in the same run, page by
+page interleaved, each in its own connection: a server function does a check's probe
 (reading every candidate's sketch) and a new page's insert, one transaction a page;
 client latency p50/p99, the backend's CPU a page from /proc, rows the probes returned;
 bytes a page of the fill and bytes a page the inserts added. Pages checked are 90% new
@@ -21,7 +24,7 @@ random band keys (an unrelated page: LSH keys are hashes) and 10% a stored page'
 (a copy: the probe finds it). What the run added is deleted at the end.
 
 This measures the layout, not the store: the store's check function also takes advisory
-locks, looks the URL up and logs drops, the same for both layouts.
+locks, looks the URL up and logs drops, the same for every layout.
 """
 
 from __future__ import annotations
@@ -77,6 +80,18 @@ BEGIN
     RETURN hits;
 END
 $f$;
+CREATE OR REPLACE FUNCTION layout_gin_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
+                                          p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
+DECLARE
+    hits int4;
+BEGIN
+    SELECT count(g.sketch) INTO hits FROM pages_gin g WHERE g.keys && p_keys;
+    INSERT INTO pages_gin (id, url, domain, fingerprint, text_length, sketch, first_seen,
+                           last_seen, keys)
+    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now(), p_keys);
+    RETURN hits;
+END
+$f$;
 """
 
 
@@ -90,24 +105,28 @@ def relation_bytes(conn: Any, names: list[str] | tuple[str, ...]) -> int:
     return int(row[0])
 
 
-def wide_relations(conn: Any) -> list[str]:
+LAYOUTS = {
+    "old": "18 `bands` rows (today)",
+    "wide": "keys in the page row",
+    "gin": "keys array, GIN",
+}
+
+
+def layout_relations(conn: Any, layout: str) -> list[str]:
+    """A layout's table and indexes (today's: the store's own)."""
+    if layout == "old":
+        return list(OLD_RELATIONS)
     rows = conn.execute(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relname LIKE 'pages_wide%'"
+        "WHERE n.nspname = 'public' AND c.relname LIKE %s",
+        (f"pages_{layout}%",),
     ).fetchall()
     return [r[0] for r in rows]
 
 
-def build_wide(conn: Any, keys: Any, n: int) -> float:
-    """``pages_wide``: the fill's pages with their 18 keys as columns, one B-tree each
-    (built once; a table marked complete by its comment is kept)."""
-    done = conn.execute(
-        "SELECT obj_description(to_regclass('public.pages_wide'), 'pg_class')"
-    ).fetchone()
-    if done and done[0] == "complete":
-        return 0.0
-    began = time.perf_counter()
-    conn.execute("DROP TABLE IF EXISTS pages_wide, layout_keys")
+def load_keys(conn: Any, keys: Any, n: int) -> None:
+    """``layout_keys (id, b0 .. b17)``: the fill's kept keys, by binary COPY."""
+    conn.execute("DROP TABLE IF EXISTS layout_keys")
     typed = ", ".join(f"b{t} int8" for t in range(TABLES))
     conn.execute(f"CREATE UNLOGGED TABLE layout_keys (id int8, {typed})")
     row = np.dtype([("n", ">i2"), ("l0", ">i4"), ("id", ">i8")] + [
@@ -126,19 +145,43 @@ def build_wide(conn: Any, keys: Any, n: int) -> float:
                 block[f"x{t}"]["l"], block[f"x{t}"]["v"] = 8, part[:, t]
             cp.write(block.tobytes())
         cp.write(PG_COPY_TRAILER)
+
+
+KEY_COLUMNS = {
+    "wide": ", ".join(f"k.b{t}" for t in range(TABLES)),
+    "gin": "ARRAY[" + ", ".join(f"k.b{t}" for t in range(TABLES)) + "] AS keys",
+}
+KEY_INDEXES = {
+    "wide": [f"CREATE INDEX pages_wide_b{t} ON pages_wide (b{t})" for t in range(TABLES)],
+    "gin": ["CREATE INDEX pages_gin_keys ON pages_gin USING gin (keys) WITH (fastupdate = off)"],
+}
+
+
+def build(conn: Any, layout: str, keys: Any, n: int) -> float:
+    """``pages_<layout>``: the fill's pages with their keys as the layout keeps them
+    ("wide": 18 columns, a B-tree each; "gin": one array, one GIN index), built once (a
+    table marked complete by its comment is kept); the keys are checked against the
+    fill's ``bands`` rows on a sample."""
+    table = f"pages_{layout}"
+    done = conn.execute(f"SELECT obj_description(to_regclass('public.{table}'), 'pg_class')")
+    if (done.fetchone() or (None,))[0] == "complete":
+        return 0.0
+    began = time.perf_counter()
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    load_keys(conn, keys, n)
     conn.execute(
-        "CREATE TABLE pages_wide AS SELECT p.*, "
-        + ", ".join(f"k.b{t}" for t in range(TABLES))
-        + " FROM pages p JOIN layout_keys k USING (id) ORDER BY p.id"
+        f"CREATE TABLE {table} AS SELECT p.*, {KEY_COLUMNS[layout]} "
+        "FROM pages p JOIN layout_keys k USING (id) ORDER BY p.id"
     )
     conn.execute("DROP TABLE layout_keys")
-    conn.execute("ALTER TABLE pages_wide ADD PRIMARY KEY (id)")
-    conn.execute("CREATE UNIQUE INDEX pages_wide_url ON pages_wide (url)")
-    conn.execute("CREATE INDEX pages_wide_domain ON pages_wide (domain)")
-    for t in range(TABLES):
-        conn.execute(f"CREATE INDEX pages_wide_b{t} ON pages_wide (b{t})")
-    conn.execute("VACUUM ANALYZE pages_wide")
-    # the keys agree with the fill's bands rows on a sample
+    conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
+    conn.execute(f"CREATE UNIQUE INDEX {table}_url ON {table} (url)")
+    conn.execute(f"CREATE INDEX {table}_domain ON {table} (domain)")
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    for statement in KEY_INDEXES[layout]:
+        conn.execute(statement)
+    conn.execute("RESET maintenance_work_mem")
+    conn.execute(f"VACUUM ANALYZE {table}")
     for pid in sorted({1, n, *np.random.default_rng(3).integers(1, n + 1, 200).tolist()}):
         old = conn.execute(
             "SELECT array_agg(b.key ORDER BY b.table_no) FROM bands b "
@@ -148,7 +191,7 @@ def build_wide(conn: Any, keys: Any, n: int) -> float:
         ).fetchone()[0]
         if old != [int(k) for k in keys[pid - 1]]:
             raise SystemExit(f"page {pid}: the kept keys differ from bands")
-    conn.execute("COMMENT ON TABLE pages_wide IS 'complete'")
+    conn.execute(f"COMMENT ON TABLE {table} IS 'complete'")
     return time.perf_counter() - began
 
 
@@ -169,19 +212,25 @@ def trim(conn: Any, n: int, added: list[tuple[int, list[int]]] | None = None) ->
     elif left[0]:
         conn.execute("DELETE FROM bands WHERE page_id > %s OR page_id = 0", (n,))
     conn.execute("DELETE FROM pages WHERE id > %s OR id = 0", (n,))
-    conn.execute("DELETE FROM pages_wide WHERE id > %s OR id = 0", (n,))
+    for layout in LAYOUTS:
+        if layout != "old" and layout_relations(conn, layout):
+            conn.execute(f"DELETE FROM pages_{layout} WHERE id > %s OR id = 0", (n,))
     conn.execute("COMMIT")
 
 
-def measure(url: str, n: int, keys: Any, pages: int, seed: int) -> dict[str, Any]:
+def measure(
+    url: str, n: int, keys: Any, pages: int, seed: int, layouts: list[str]
+) -> dict[str, Any]:
     admin, _ = connect(url)
     admin.autocommit = True
-    log(f"{n:,}: building pages_wide")
-    built = build_wide(admin, keys, n)
+    built = 0.0
+    for layout in layouts:
+        if layout != "old":
+            log(f"{n:,}: building pages_{layout}")
+            built += build(admin, layout, keys, n)
     admin.execute(FUNCTIONS)
     trim(admin, n)  # a run cut short leaves its pages behind
-    fill_old = relation_bytes(admin, OLD_RELATIONS)
-    fill_wide = relation_bytes(admin, wide_relations(admin))
+    fill = {layout: relation_bytes(admin, layout_relations(admin, layout)) for layout in layouts}
     log(f"{n:,}: warmed {warm(url)}")  # both layouts' indexes, into the OS cache
     sketch = admin.execute("SELECT sketch FROM pages WHERE id = 1").fetchone()[0]
     rng = np.random.default_rng(seed)
@@ -194,19 +243,20 @@ def measure(url: str, n: int, keys: Any, pages: int, seed: int) -> dict[str, Any
             page_keys = rng.integers(-(2**63), 2**63 - 1, TABLES, dtype=np.int64).tolist()
         work.append((n + 1 + i, f"http://layout{n + 1 + i:09d}.example/", page_keys))
     sessions = {}
-    for layout in ("old", "wide"):
+    for layout in layouts:
         conn, _ = connect(url)
         conn.autocommit = True
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         conn.execute(f"SELECT layout_{layout}_add(%s, %s, 0, %s, %s)", (0, "", sketch, [0] * 18))
         conn.execute("DELETE FROM bands WHERE page_id = 0")  # the plans are cached; undo it
         conn.execute("DELETE FROM pages WHERE id = 0")
-        conn.execute("DELETE FROM pages_wide WHERE id = 0")
+        if layout != "old":
+            conn.execute(f"DELETE FROM pages_{layout} WHERE id = 0")
         sessions[layout] = {"conn": conn, "pid": pid, "lat": [], "hits": 0, "cpu0": 0.0}
     for s in sessions.values():
         s["cpu0"] = cpu_seconds(s["pid"]) or 0.0
     for i, (pid, page_url, page_keys) in enumerate(work):
-        order = ("old", "wide") if i % 2 == 0 else ("wide", "old")
+        order = layouts[i % len(layouts) :] + layouts[: i % len(layouts)]
         for layout in order:
             s = sessions[layout]
             t0 = time.perf_counter_ns()
@@ -230,14 +280,10 @@ def measure(url: str, n: int, keys: Any, pages: int, seed: int) -> dict[str, Any
             "server_cpu_ms": round(1000 * cpu / pages, 3),
             "hits": s["hits"],
         }
-    out["old"]["fill_bytes_per_page"] = round(fill_old / n, 1)
-    out["wide"]["fill_bytes_per_page"] = round(fill_wide / n, 1)
-    out["old"]["added_bytes_per_page"] = round(
-        (relation_bytes(admin, OLD_RELATIONS) - fill_old) / pages, 1
-    )
-    out["wide"]["added_bytes_per_page"] = round(
-        (relation_bytes(admin, wide_relations(admin)) - fill_wide) / pages, 1
-    )
+    for layout in layouts:
+        grown = relation_bytes(admin, layout_relations(admin, layout)) - fill[layout]
+        out[layout]["fill_bytes_per_page"] = round(fill[layout] / n, 1)
+        out[layout]["added_bytes_per_page"] = round(grown / pages, 1)
     trim(admin, n, [(0, [0] * TABLES)] + [(pid, keys) for pid, _url, keys in work])
     admin.close()
     log(f"{n:,}: {out}")
@@ -251,7 +297,9 @@ def table(cells: list[dict[str, Any]]) -> list[str]:
         "| ---: | --- |" + " ---: |" * 5,
     ]
     for c in cells:
-        for layout, name in (("old", "bands rows (today)"), ("wide", "keys in the page row")):
+        for layout, name in LAYOUTS.items():
+            if layout not in c:
+                continue
             m = c[layout]
             out.append(
                 f"| {c['pages']:,} | {name} | {m['fill_bytes_per_page']:,.0f} | "
@@ -266,11 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100000,1000000,10000000")
     parser.add_argument("--dir", default="/work/scale-db", help="where the fills' keys are")
     parser.add_argument("--pages", type=int, default=5000, help="pages checked a layout")
+    parser.add_argument("--layouts", default="old,wide,gin", help=f"of {', '.join(LAYOUTS)}")
     args = parser.parse_args(argv)
     keys = np.load(Path(args.dir) / KEYS_FILE, mmap_mode="r")
     cells = []
     for n in (int(s) for s in args.sizes.split(",")):
-        cells.append(measure(pg_url("minhash-lsh", n), n, keys, args.pages, seed=n % 997))
+        url = pg_url("minhash-lsh", n)
+        cells.append(measure(url, n, keys, args.pages, n % 997, args.layouts.split(",")))
     path = write_results("pg_layout", cells)
     print("\n".join(table(cells)))
     print(f"\nraw results: {path}")
