@@ -42,6 +42,7 @@ from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 from simhash_filter.store.reports import database_size
+from simhash_filter.store.server_settings import ServerSettings, server_settings
 
 
 @pytest.fixture
@@ -65,6 +66,32 @@ def size_of(url: str) -> int:
 
 def human(size: int) -> str:
     return f"{size / 1024:.1f} KiB ({size} bytes)" if size < 1024**2 else f"{size} bytes"
+
+
+def settings_of(url: str) -> ServerSettings | None:
+    with FingerprintStore.open_existing(url) as store:
+        return server_settings(store)
+
+
+def server_lines(url: str) -> list[str]:
+    """What ``stats`` adds on PostgreSQL (a test database's indexes fit any server's
+    buffers and WAL, so no advice); nothing on SQLite."""
+    s = settings_of(url)
+    if s is None:
+        return []
+
+    def size(n: int) -> str:
+        unit = max(u for u in range(5) if u == 0 or n >= 1024**u)
+        name = ("bytes", "KiB", "MiB", "GiB", "TiB")[unit]
+        return f"{n} bytes" if unit == 0 else f"{n / 1024**unit:.1f} {name} ({n} bytes)"
+
+    return [
+        f"indexes             {size(s.index_bytes)}",
+        f"shared_buffers      {size(s.shared_buffers)}",
+        f"max_wal_size        {size(s.max_wal_size)}",
+        f"checkpoint_timeout  {s.checkpoint_timeout_s} s",
+        f"wal_compression     {s.wal_compression}",
+    ]
 
 
 # --- the texts really are what the tests say ------------------------------------------
@@ -99,6 +126,7 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
         "schema version      3",
         f"size                {human(size)}",
         "created             2024-05-01T08:00:00Z",
+        *server_lines(filled),
         "",
         "domains (most dropped first)",
         "domain              kept  dropped  dropped %",
@@ -113,7 +141,10 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
 def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "--json", "stats", "--domains", "2", "--db", filled)
     assert (code, err) == (0, "")
+    server = settings_of(filled)
+    postgresql = {} if server is None else {"postgresql": {**server._asdict(), "advice": []}}
     assert json.loads(out) == {
+        **postgresql,
         "database": display_url(filled),
         "pages": 3,
         "duplicates": 3,

@@ -34,6 +34,7 @@ from simhash_filter.signature import MatchRule
 from simhash_filter.simhash import hamming_distance
 from simhash_filter.store import reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord
+from simhash_filter.store.server_settings import ServerSettings, advice, server_settings
 
 # --- stats -----------------------------------------------------------------------------
 
@@ -46,6 +47,27 @@ def _size(size: int | None) -> str | None:
     while value >= 1024 and unit < len(units) - 1:
         value, unit = value / 1024, unit + 1
     return f"{size} bytes" if unit == 0 else f"{value:.1f} {units[unit]} ({size} bytes)"
+
+
+def _server_document(server: ServerSettings) -> dict[str, Any]:
+    """``stats --json``'s PostgreSQL settings, with the advice on them."""
+    return {**server._asdict(), "advice": [a._asdict() for a in advice(server)]}
+
+
+def _server_fields(server: ServerSettings) -> list[tuple[str, object]]:
+    """``stats``' lines on PostgreSQL's settings: the indexes' size, the settings that
+    decide a check's cost on a large index, and what to change (docs/distributed.md)."""
+    fields: list[tuple[str, object]] = [
+        ("indexes", _size(server.index_bytes)),
+        ("shared_buffers", _size(server.shared_buffers)),
+        ("max_wal_size", _size(server.max_wal_size)),
+        ("checkpoint_timeout", f"{server.checkpoint_timeout_s} s"),
+        ("wal_compression", server.wal_compression),
+    ]
+    for a in advice(server):
+        wanted = f"raise {a.setting} to at least {_size(a.wanted)}"
+        fields.append(("advice", f"{wanted}: {a.why} (docs/distributed.md)"))
+    return fields
 
 
 def _share(dropped: int, kept: int) -> float:
@@ -66,6 +88,7 @@ def stats(args: argparse.Namespace, out: Output) -> int:
         numbers = store.stats()
         domains = reports.domain_counts(store)
         size = reports.database_size(store)
+        server = server_settings(store)
         rule = store.rule
     shown = domains if args.domains == 0 else domains[: args.domains]
     rows: list[Record] = [
@@ -117,6 +140,9 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     ]
     if "created_at" in document:
         fields.append(("created", document["created_at"]))
+    if server is not None:
+        document["postgresql"] = _server_document(server)
+        fields.extend(_server_fields(server))
     table_rows = [{**row, "dropped_share": f"{row['dropped_share']:.1%}"} for row in rows]
     title = "domains (most dropped first)"
     if len(shown) < len(domains):
