@@ -70,10 +70,12 @@ def test_stats_lines_say_what_to_raise_and_to_what() -> None:
     from simhash_filter.cli.queries import _server_fields
 
     index = 10_000 * MIB
-    fields = dict(_server_fields(settings(buffers=128 * MIB, wal=20_480 * MIB, index=index)))
+    short = settings(buffers=128 * MIB, wal=20_480 * MIB, index=index)
+    fields = dict(_server_fields(short, advice(short)))
     assert fields["shared_buffers"] == f"128.0 MiB ({128 * MIB} bytes)"
     assert fields["advice"].startswith(
         f"raise shared_buffers to at least 9.8 GiB ({index} bytes): "
     )
     assert fields["advice"].endswith("(docs/distributed.md)")
-    assert "advice" not in dict(_server_fields(settings(buffers=index, wal=2 * index, index=index)))
+    sized = settings(buffers=index, wal=2 * index, index=index)
+    assert "advice" not in dict(_server_fields(sized, advice(sized)))

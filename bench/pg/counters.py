@@ -29,7 +29,6 @@ class ServerCounters:
         self.admin_url = admin_url
         self.database = database
         self.first: dict[str, int] = {}
-        self.delta: dict[str, int] = {}
 
     def _read(self) -> dict[str, int]:
         import psycopg
@@ -52,10 +51,13 @@ class ServerCounters:
         while backend_pids(self.database) and time.monotonic() < deadline:
             time.sleep(0.05)
         last = self._read()
-        self.delta = {name: last[name] - self.first[name] for name in NAMES}
-        return self.delta
+        return {name: last[name] - self.first[name] for name in NAMES}
 
 
 def per_call(delta: dict[str, int], calls: int) -> dict[str, float]:
-    """The counters a call (a check, a near() or a page added)."""
-    return {name: round(value / max(calls, 1), 2) for name, value in delta.items()}
+    """The counters a call (a check, a near() or a page added); checkpoints stay a count."""
+    return {
+        name: round(value / max(calls, 1), 2)
+        for name, value in delta.items()
+        if name != "checkpoints"
+    }

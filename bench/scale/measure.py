@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy.engine import make_url
 
-from bench._common import ROOT
+from bench._common import PG_ADMIN_URL, ROOT
 from bench.pg.cells import percentile
 from bench.pg.counters import ServerCounters, per_call
 from bench.pg.cpu import BackendCpu
@@ -290,8 +289,7 @@ def run_workers(url: str, kind: str, page_lists: list[list], **spec: Any) -> dic
     server = BackendCpu(database_name(url)) if not url.startswith("sqlite") else None
     counters = None
     if server is not None:
-        admin = make_url(url).set(database="postgres").render_as_string(hide_password=False)
-        counters = ServerCounters(libpq_url(admin), database_name(url))
+        counters = ServerCounters(libpq_url(PG_ADMIN_URL), database_name(url))
         counters.start()
         server.__enter__()
     for p in procs:

@@ -66,33 +66,35 @@ BEGIN
     RETURN hits;
 END
 $f$;
-CREATE OR REPLACE FUNCTION layout_wide_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
-                                           p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
+"""
+
+
+def row_layout_function(layout: str, probe: str, key_columns: str, key_values: str) -> str:
+    """``layout_<layout>_add`` for a layout that keeps the keys in the page row
+    (``pages_<layout>``): ``probe`` finds the rows sharing a key with ``p_keys``."""
+    return f"""
+CREATE OR REPLACE FUNCTION layout_{layout}_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
+                                               p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
 DECLARE
     hits int4;
 BEGIN
-    SELECT count(w.sketch) INTO hits FROM pages_wide w
-    WHERE {" OR ".join(f"w.b{t} = p_keys[{t + 1}]" for t in range(TABLES))};
-    INSERT INTO pages_wide (id, url, domain, fingerprint, text_length, sketch, first_seen,
-                            last_seen, {COLUMNS})
-    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now(),
-            {", ".join(f"p_keys[{t + 1}]" for t in range(TABLES))});
-    RETURN hits;
-END
-$f$;
-CREATE OR REPLACE FUNCTION layout_gin_add(p_id int8, p_url text, p_fp int8, p_sketch bytea,
-                                          p_keys int8[]) RETURNS int4 LANGUAGE plpgsql AS $f$
-DECLARE
-    hits int4;
-BEGIN
-    SELECT count(g.sketch) INTO hits FROM pages_gin g WHERE g.keys && p_keys;
-    INSERT INTO pages_gin (id, url, domain, fingerprint, text_length, sketch, first_seen,
-                           last_seen, keys)
-    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now(), p_keys);
+    SELECT count(r.sketch) INTO hits FROM pages_{layout} r WHERE {probe};
+    INSERT INTO pages_{layout} (id, url, domain, fingerprint, text_length, sketch, first_seen,
+                                last_seen, {key_columns})
+    VALUES (p_id, p_url, 'layout.example', p_fp, 1000, p_sketch, now(), now(), {key_values});
     RETURN hits;
 END
 $f$;
 """
+
+
+FUNCTIONS += row_layout_function(
+    "wide",
+    " OR ".join(f"r.b{t} = p_keys[{t + 1}]" for t in range(TABLES)),
+    COLUMNS,
+    ", ".join(f"p_keys[{t + 1}]" for t in range(TABLES)),
+)
+FUNCTIONS += row_layout_function("gin", "r.keys && p_keys", "keys", "p_keys")
 
 
 def relation_bytes(conn: Any, names: list[str] | tuple[str, ...]) -> int:
@@ -247,7 +249,9 @@ def measure(
         conn, _ = connect(url)
         conn.autocommit = True
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        conn.execute(f"SELECT layout_{layout}_add(%s, %s, 0, %s, %s)", (0, "", sketch, [0] * 18))
+        conn.execute(
+            f"SELECT layout_{layout}_add(%s, %s, 0, %s, %s)", (0, "", sketch, [0] * TABLES)
+        )
         conn.execute("DELETE FROM bands WHERE page_id = 0")  # the plans are cached; undo it
         conn.execute("DELETE FROM pages WHERE id = 0")
         if layout != "old":

@@ -34,7 +34,7 @@ from simhash_filter.signature import MatchRule
 from simhash_filter.simhash import hamming_distance
 from simhash_filter.store import reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord
-from simhash_filter.store.server_settings import ServerSettings, advice, server_settings
+from simhash_filter.store.server_settings import Advice, ServerSettings, advice, server_settings
 
 # --- stats -----------------------------------------------------------------------------
 
@@ -49,12 +49,12 @@ def _size(size: int | None) -> str | None:
     return f"{size} bytes" if unit == 0 else f"{value:.1f} {units[unit]} ({size} bytes)"
 
 
-def _server_document(server: ServerSettings) -> dict[str, Any]:
+def _server_document(server: ServerSettings, found: list[Advice]) -> dict[str, Any]:
     """``stats --json``'s PostgreSQL settings, with the advice on them."""
-    return {**server._asdict(), "advice": [a._asdict() for a in advice(server)]}
+    return {**server._asdict(), "advice": [a._asdict() for a in found]}
 
 
-def _server_fields(server: ServerSettings) -> list[tuple[str, object]]:
+def _server_fields(server: ServerSettings, found: list[Advice]) -> list[tuple[str, object]]:
     """``stats``' lines on PostgreSQL's settings: the indexes' size, the settings that
     decide a check's cost on a large index, and what to change (docs/distributed.md)."""
     fields: list[tuple[str, object]] = [
@@ -64,7 +64,7 @@ def _server_fields(server: ServerSettings) -> list[tuple[str, object]]:
         ("checkpoint_timeout", f"{server.checkpoint_timeout_s} s"),
         ("wal_compression", server.wal_compression),
     ]
-    for a in advice(server):
+    for a in found:
         wanted = f"raise {a.setting} to at least {_size(a.wanted)}"
         fields.append(("advice", f"{wanted}: {a.why} (docs/distributed.md)"))
     return fields
@@ -141,8 +141,9 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     if "created_at" in document:
         fields.append(("created", document["created_at"]))
     if server is not None:
-        document["postgresql"] = _server_document(server)
-        fields.extend(_server_fields(server))
+        found = advice(server)
+        document["postgresql"] = _server_document(server, found)
+        fields.extend(_server_fields(server, found))
     table_rows = [{**row, "dropped_share": f"{row['dropped_share']:.1%}"} for row in rows]
     title = "domains (most dropped first)"
     if len(shown) < len(domains):

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from sqlalchemy import text
 
 from .reading import ReadableStore, reading
+from .schema import bands_table, pages_table
 
 SETTINGS = text(
     "SELECT pg_size_bytes(current_setting('shared_buffers')), "
@@ -23,13 +24,13 @@ SETTINGS = text(
     "(SELECT setting::int FROM pg_settings WHERE name = 'checkpoint_timeout'), "
     "current_setting('wal_compression'), "
     "(SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i "
-    "WHERE i.indrelid IN (to_regclass('pages'), to_regclass('bands')))"
-)
+    "WHERE i.indrelid IN (to_regclass(:pages), to_regclass(:bands)))"
+).bindparams(pages=pages_table.name, bands=bands_table.name)
 WAL_PER_INDEX = 2
 """``max_wal_size`` below this many times the indexes' bytes draws :func:`advice`: a
 checkpoint starts about every ``max_wal_size / 2`` of WAL, too soon for the leaves to be
 changed again before it (measured: 14–16 full-page images a check at 1M and 10M pages with
-1 GB, 0.1–1.7 at 10M with 20 GB)."""
+1 GB, 0.1–1.8 at 10M with 20 GB)."""
 
 
 class ServerSettings(NamedTuple):
