@@ -42,6 +42,7 @@ from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 from simhash_filter.store.reports import database_size
+from simhash_filter.store.schema import SCHEMA_VERSION
 from simhash_filter.store.server_settings import ServerSettings, server_settings
 
 
@@ -123,7 +124,7 @@ def test_stats_table(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
         "index               permuted",
         "match rule          none (the simhash distance alone: within k=4)",
         f"spec                {FINGERPRINTER.spec}",
-        "schema version      3",
+        f"schema version      {SCHEMA_VERSION}",
         f"size                {human(size)}",
         "created             2024-05-01T08:00:00Z",
         *server_lines(filled),
@@ -153,7 +154,7 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
         "scheme": {"index": "permuted", "bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},
         "rule": None,
         "spec": FINGERPRINTER.spec,
-        "schema_version": 3,
+        "schema_version": SCHEMA_VERSION,
         "size_bytes": size_of(filled),
         "domains": [
             {"domain": "mirror.example.org", "pages": 0, "duplicates": 2, "dropped_share": 1.0},

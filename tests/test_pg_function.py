@@ -19,9 +19,8 @@ from simhash_filter.store import FingerprintStore
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.pg_function import (
-    CHECK_FUNCTION,
-    FUNCTION_DIGEST,
     KeyCut,
+    check_function,
     function_source,
     function_sql,
     key_cuts,
@@ -31,7 +30,8 @@ from simhash_filter.store.pg_function import (
 
 pytestmark = pytest.mark.postgres
 
-V = f"_{FUNCTION_DIGEST}"
+TABLES = MinHashLshScheme().n_tables  # the fixture's store installs the function of these
+V = f"_{check_function(TABLES).digest}"
 SCHEMES = [
     BandScheme(max_distance=0, blocks=1),
     BandScheme(max_distance=0, blocks=2),
@@ -59,8 +59,9 @@ def conn() -> Iterator[Any]:
 
         _unavailable("PostgreSQL", exc)
     try:
-        with FingerprintStore.open(url, spec="test;fn") as store:
+        with FingerprintStore.open(url, spec="test;fn", index="minhash-lsh") as store:
             assert store.write_path == "pg-function"
+            assert store.scheme.n_tables == TABLES
             store.check_and_add("http://install.example/", 1)
         with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as connection:
             yield connection
@@ -154,13 +155,18 @@ def test_sql_index_keys_are_the_schemes(scheme: Any, conn: Any) -> None:
 def test_the_function_name_is_a_digest_of_its_sql() -> None:
     """An edited body never runs under an old name: the name is the installed text's digest."""
     source = function_source()
-    sql, digest = function_sql(source)
-    assert digest == FUNCTION_DIGEST
-    assert f"simhash_filter_check_{digest}" == CHECK_FUNCTION
+    sql, digest = function_sql(source, TABLES)
+    assert digest == check_function(TABLES).digest
+    assert f"simhash_filter_check_{digest}" == check_function(TABLES).name
     assert f"simhash_filter_check_{digest}(" in sql
+    assert "__" not in sql.replace("__V__", "")  # every mark filled in
     assert "__V__" not in sql
     edited = source.replace("p_now", "p_now ", 1)
-    assert function_sql(edited)[1] != digest
+    assert function_sql(edited, TABLES)[1] != digest
+    # another table count names other columns: another name
+    assert function_sql(source, TABLES + 1)[1] != digest
+    assert f"band_{TABLES - 1}" in sql
+    assert f"band_{TABLES}" not in sql
 
 
 def _sketch(rng: np.random.Generator, slots: int, page: int | None, share: float | None) -> bytes:

@@ -16,8 +16,9 @@ from sqlalchemy import create_engine, text
 from crawler.services import create_pg_database, drop_pg_database
 from simhash_filter.config import Config
 from simhash_filter.store import FingerprintStore, PageRow, Verdict
+from simhash_filter.store.band_columns import band_rows_source, present_columns
 from simhash_filter.store.locks import write_locks
-from simhash_filter.store.pg_function import CHECK_FUNCTION
+from simhash_filter.store.pg_function import check_function
 
 pytestmark = pytest.mark.postgres
 
@@ -116,12 +117,14 @@ def contents(url: str) -> dict[str, list[Any]]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
+            n_tables = len(present_columns(conn))
             return {
                 name: [tuple(row) for row in conn.execute(text(sql))]
                 for name, sql in {
                     "pages": "SELECT id, url, domain, fingerprint, text_length FROM pages "
                     "ORDER BY id",
-                    "bands": "SELECT table_no, key, page_id, fingerprint FROM bands "
+                    "bands": "SELECT table_no, key, page_id, fingerprint FROM "
+                    f"{band_rows_source('postgresql', n_tables)} "
                     "ORDER BY table_no, key, page_id",
                     "duplicates": "SELECT id, url, domain, fingerprint, duplicate_of, distance "
                     "FROM duplicates ORDER BY id",
@@ -194,9 +197,9 @@ def test_rows_of_a_batch_that_probe_one_key(
     fetched: list[list[tuple[int, int, int, int]]] = []  # round trip 1's band rows, per write
 
     class SpyIO(pg_pipeline._PipelinedIO):
-        def __init__(self, conn: Any, types: Any, pages: Any, hits: Any, stack: Any) -> None:
+        def __init__(self, conn: Any, types: Any, pages: Any, hits: Any, *rest: Any) -> None:
             fetched.append([(h.table_no, h.key, h.page.page_id, h.page.fingerprint) for h in hits])
-            super().__init__(conn, types, pages, hits, stack)
+            super().__init__(conn, types, pages, hits, *rest)
 
     monkeypatch.setattr(pg_pipeline, "_PipelinedIO", SpyIO)
     rng = random.Random(13)
@@ -286,11 +289,11 @@ def test_prepared_statements_outlive_near_and_every_write(path: str, pg_url: str
 
     # one prepared statement each, parsed once and run by every call
     if path == "function":
-        assert runs(CHECK_FUNCTION) == [calls]  # the whole write: one statement
-        assert runs("JOIN bands b") == [calls]  # near()
+        assert runs(check_function(store.scheme.n_tables).name) == [calls]  # one statement
+        assert runs("CROSS JOIN LATERAL") == [calls]  # near()
         assert runs("pg_advisory_xact_lock_shared") == []
     else:  # near() has its own probe; the write reads the URL's page and probes in one
-        assert sorted(runs("JOIN bands b")) == [calls, calls]
+        assert sorted(runs("CROSS JOIN LATERAL")) == [calls, calls]
         assert runs("pg_advisory_xact_lock_shared") == [calls]
         assert runs("INSERT INTO pages") == [calls]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from simhash_filter.store import FingerprintStore
+from simhash_filter.store.band_columns import index_name
 from simhash_filter.store.server_settings import (
     WAL_PER_INDEX,
     ServerSettings,
@@ -48,13 +49,14 @@ def test_server_settings_read_the_server_and_the_store_indexes(pg_url: str) -> N
     with FingerprintStore.open(pg_url, spec="test") as store:
         store.check_and_add("http://a.example/", 0x1234, text_length=100)
         found = server_settings(store)
+        band_indexes = [index_name(t) for t in range(store.scheme.n_tables)]
     plain = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
     with psycopg.connect(plain) as conn:
         unit = dict(conn.execute("SELECT name, setting FROM pg_settings").fetchall())
         block = int(unit["block_size"])
         indexes = conn.execute(
             "SELECT sum(pg_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s)",
-            (["pages_pkey", "pages_url_key", "ix_pages_domain", "bands_pkey"],),
+            (["pages_pkey", "pages_url_key", "ix_pages_domain", *band_indexes],),
         ).fetchone()
     assert found == ServerSettings(
         shared_buffers=int(unit["shared_buffers"]) * block,

@@ -14,6 +14,7 @@ from simhash_filter.bands import DEFAULT_LSH_BANDS, MINHASH_LSH, MinHashLshSchem
 from simhash_filter.cli import main
 from simhash_filter.signature import MatchRule, encode_sketch
 from simhash_filter.store import FingerprintStore, StoreError, VerdictKind
+from simhash_filter.store.band_columns import band_rows_source
 from tests.support.racers import race, spawn
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
@@ -53,11 +54,12 @@ def test_a_copy_sharing_one_band_is_found_for_every_band(sqlite_url: str) -> Non
 
 def _band_rows(url: str) -> list[tuple[int, int]]:
     engine = create_engine(url)
+    bands = band_rows_source(engine.dialect.name, SCHEME.n_tables)
     with engine.connect() as conn:
         rows = [
             (t, n)
             for t, n in conn.execute(
-                text("SELECT table_no, count(*) FROM bands GROUP BY table_no ORDER BY table_no")
+                text(f"SELECT table_no, count(*) FROM {bands} GROUP BY table_no ORDER BY table_no")
             )
         ]
     engine.dispose()

@@ -1,5 +1,10 @@
 -- check-and-add as one server-side function (store/pg_function.py loads this file).
--- __V__ becomes a digest of this text: an edited body always gets a new name.
+-- __V__ becomes a digest of this text as installed: an edited body always gets a new name.
+-- A page's band keys are the columns band_0 .. band_<T-1> of its pages row
+-- (band_columns.py); the marks BAND_COLUMNS (their names), BAND_HITS (the pages under a
+-- probe key q(t, key)) and TABLE_KEYS (each column's key among rows k(t, key)), each
+-- between double underscores below, are filled in for the scheme's table count T, which
+-- the digest covers.
 
 
 -- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte},
@@ -92,7 +97,7 @@ BEGIN
 END
 $f$;
 
--- The (table, key) pairs a page is stored under: bands.MinHashLshScheme.index_items when
+-- The (table, key) pairs a page is stored under (the keys of its band columns): bands.MinHashLshScheme.index_items when
 -- lsh = {bands, rows} has bands > 0 and the sketch has enough slots (band b: the slots
 -- b, b + bands, ..., their bytes zero-padded to whole 8-byte words read big-endian and
 -- folded by exclusive-or), else the fingerprint's keys cut by cut_* (table t's key: the
@@ -129,9 +134,9 @@ $f$;
 -- check_batch on the server. Rows: p_urls .. p_sketches (one element each); row i's index
 -- keys are p_index_tables/p_index_keys (p_index_ends[i - 1] + 1 .. p_index_ends[i], with
 -- p_index_ends[0] read as 0), its probe keys likewise p_probe_*. p_lsh and p_cut_*: the
--- scheme, as simhash_filter_keys takes it (for the old band rows of a stored page). p_locks
--- NULL: the database-wide lock exclusive; else it shared, then p_locks in their (sorted)
--- order, each shared where p_lock_shared says so (locks.write_locks).
+-- scheme, as simhash_filter_keys takes it (a stored page's keys once its sketch is filled
+-- in). p_locks NULL: the database-wide lock exclusive; else it shared, then p_locks in
+-- their (sorted) order, each shared where p_lock_shared says so (locks.write_locks).
 CREATE OR REPLACE FUNCTION simhash_filter_check__V__(
     p_urls text[], p_domains text[], p_fps int8[], p_lengths int4[], p_sketches bytea[],
     p_index_tables int2[], p_index_keys int8[], p_index_ends int4[],
@@ -186,18 +191,16 @@ BEGIN
             j := simhash_filter_judge__V__(
                 bit_count((own_fp # fp)::bit(64))::int4, sk, own_sketch, p_radius, p_rule);
             IF j.matched THEN
-                UPDATE pages SET last_seen = p_now, sketch = coalesce(pages.sketch, sk)
-                WHERE id = own_id;
                 IF own_sketch IS NULL AND sk IS NOT NULL AND p_lsh[1] > 0 THEN
                     -- the sketch filled in moves a sketch-keyed page to its band keys
-                    DELETE FROM bands b
-                    USING simhash_filter_keys__V__(own_fp, NULL, p_lsh, p_cut_tables,
-                                                   p_cut_shifts, p_cut_masks, p_cut_lefts) AS old
-                    WHERE b.table_no = old.t AND b.key = old.key AND b.page_id = own_id;
-                    INSERT INTO bands (table_no, key, page_id, fingerprint)
-                    SELECT k.t, k.key, own_id, own_fp
-                    FROM simhash_filter_keys__V__(own_fp, sk, p_lsh, p_cut_tables,
-                                                  p_cut_shifts, p_cut_masks, p_cut_lefts) AS k;
+                    UPDATE pages SET last_seen = p_now, sketch = sk, (__BAND_COLUMNS__) = (
+                        SELECT __TABLE_KEYS__
+                        FROM simhash_filter_keys__V__(own_fp, sk, p_lsh, p_cut_tables,
+                                                      p_cut_shifts, p_cut_masks, p_cut_lefts) AS k)
+                    WHERE id = own_id;
+                ELSE
+                    UPDATE pages SET last_seen = p_now, sketch = coalesce(pages.sketch, sk)
+                    WHERE id = own_id;
                 END IF;
                 kind := 'unchanged';
                 previous := own_fp;
@@ -208,16 +211,15 @@ BEGIN
         found_match := false;
         found_boiler := false;
         FOR c IN
-            SELECT h.page_id, p.url, h.fingerprint, h.d, p.sketch
-            FROM (SELECT DISTINCT b.page_id, b.fingerprint,
+            SELECT h.id AS page_id, h.url, h.fingerprint, h.d, h.sketch
+            FROM (SELECT DISTINCT ON (b.id) b.id, b.url, b.fingerprint, b.sketch,
                          bit_count((b.fingerprint # fp)::bit(64))::int4 AS d
                   FROM unnest(p_probe_tables[first_probe : p_probe_ends[i]],
                               p_probe_keys[first_probe : p_probe_ends[i]]) AS q(t, key)
-                  JOIN bands b ON b.table_no = q.t AND b.key = q.key
-                  WHERE b.page_id IS DISTINCT FROM own_id) AS h
-            JOIN pages p ON p.id = h.page_id
+                  CROSS JOIN LATERAL __BAND_HITS__ AS b
+                  WHERE b.id IS DISTINCT FROM own_id) AS h
             WHERE h.d <= p_radius
-            ORDER BY h.d, p.url COLLATE "C"
+            ORDER BY h.d, h.url COLLATE "C"
         LOOP
             j := simhash_filter_judge__V__(c.d, sk, c.sketch, p_radius, p_rule);
             CONTINUE WHEN NOT j.matched;
@@ -246,25 +248,22 @@ BEGIN
         END IF;
         IF own_id IS NOT NULL THEN
             UPDATE pages SET fingerprint = fp, text_length = p_lengths[i], sketch = sk,
-                             last_seen = p_now
+                             last_seen = p_now, (__BAND_COLUMNS__) = (
+                SELECT __TABLE_KEYS__
+                FROM unnest(p_index_tables[first_index : p_index_ends[i]],
+                            p_index_keys[first_index : p_index_ends[i]]) AS k(t, key))
             WHERE id = own_id;
-            DELETE FROM bands b
-            USING simhash_filter_keys__V__(own_fp, own_sketch, p_lsh, p_cut_tables,
-                                           p_cut_shifts, p_cut_masks, p_cut_lefts) AS old
-            WHERE b.table_no = old.t AND b.key = old.key AND b.page_id = own_id;
             kind := 'changed';
             previous := own_fp;
         ELSE
             INSERT INTO pages (url, domain, fingerprint, text_length, sketch, first_seen,
-                               last_seen)
-            VALUES (p_urls[i], p_domains[i], fp, p_lengths[i], sk, p_now, p_now)
+                               last_seen, __BAND_COLUMNS__)
+            SELECT p_urls[i], p_domains[i], fp, p_lengths[i], sk, p_now, p_now, __TABLE_KEYS__
+            FROM unnest(p_index_tables[first_index : p_index_ends[i]],
+                        p_index_keys[first_index : p_index_ends[i]]) AS k(t, key)
             RETURNING id INTO own_id;
             kind := 'new';
         END IF;
-        INSERT INTO bands (table_no, key, page_id, fingerprint)
-        SELECT k.t, k.key, own_id, fp
-        FROM unnest(p_index_tables[first_index : p_index_ends[i]],
-                    p_index_keys[first_index : p_index_ends[i]]) AS k(t, key);
         RETURN NEXT;
     END LOOP;
 END

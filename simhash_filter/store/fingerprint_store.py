@@ -28,7 +28,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import URL, Connection
 
 from simhash_filter.bands import (
@@ -65,7 +65,8 @@ from .records import (
     StoreStats,
     Verdict,
 )
-from .schema import SCHEMA_VERSION, bands_table, duplicates_table, pages_table
+from .rekey import rekey
+from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
 from .texts import ensure_text_tables
 from .urls import canonical_url, url_domain
@@ -73,7 +74,6 @@ from .write_path import WritePath, check_write_path, open_write_path
 
 log = logging.getLogger(__name__)
 
-_REINDEX_CHUNK = 10_000  # pages per read while re-indexing
 _SCAN_CHUNK = 100_000  # fingerprints per read of near()'s scan
 
 
@@ -138,6 +138,7 @@ class FingerprintStore:
             durable=durable,
             transactions=self._transactions,
             cursors=self._cursors,
+            n_tables=scheme.n_tables,
         )
         self._set_scheme(scheme, rule)
 
@@ -512,7 +513,7 @@ class FingerprintStore:
         index: str | None = None,
         rule: MatchRule | None = None,
     ) -> None:
-        """Rebuild every band row for a new scheme (same bits) and record it, and a new
+        """Rebuild every page's band keys for a new scheme (same bits) and record it, and a new
         match rule, in meta.
 
         ``None`` keeps the current index kind and rule; ``max_distance=None`` is the
@@ -536,25 +537,7 @@ class FingerprintStore:
         )
 
         def work(conn: Connection) -> None:
-            conn.execute(delete(bands_table))
-            last = None
-            while True:
-                p = pages_table.c
-                stmt = select(p.id, p.fingerprint, p.sketch).order_by(p.id)
-                if last is not None:
-                    stmt = stmt.where(pages_table.c.id > last)
-                chunk = conn.execute(stmt.limit(_REINDEX_CHUNK)).all()
-                if not chunk:
-                    break
-                conn.execute(
-                    insert(bands_table),
-                    [
-                        {"table_no": t, "key": key, "page_id": page_id, "fingerprint": fp}
-                        for page_id, fp, sketch in chunk
-                        for t, key in scheme.index_items(fp, sketch)
-                    ],
-                )
-                last = chunk[-1][0]
+            rekey(conn, scheme)
             write_scheme(conn, scheme, rule)
 
         self._transactions.run(work, locks=None)  # the database-wide lock

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from simhash_filter.bands import MINHASH_LSH, PERMUTED, IndexScheme, MinHashLshScheme, make_scheme
 from simhash_filter.signature import MatchRule
 
+from . import band_columns
 from .engine import WRITE_OPTION, display_url, error_reason
 from .locks import SCHEMA_LOCK
 from .records import (
@@ -31,11 +32,13 @@ from .records import (
 )
 from .schema import (
     SCHEMA_VERSION,
+    SQLITE_SAME_AS,
     Base,
     bands_table,
     duplicates_table,
     meta_table,
     pages_table,
+    tables_of,
 )
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,13 @@ _MOVE = (
     "make a new database: re-crawl, or re-fingerprint the stored texts into it with "
     "`simhash-filter import`"
 )
+
+
+_CHANGES = {
+    2: "a candidate index whose cost does not grow with the database",
+    3: "on PostgreSQL a page's band keys are columns of its row, half the bytes a page",
+}
+"""What a database of each convertible older version gains by ``reindex``."""
 
 
 class Settings(NamedTuple):
@@ -107,7 +117,11 @@ def init_schema(
                             "not a simhash-filter database, or a damaged one"
                         )
                     assert settings is not None
-                    Base.metadata.create_all(conn, checkfirst=True)
+                    dialect = engine.dialect.name
+                    Base.metadata.create_all(conn, tables=tables_of(dialect), checkfirst=True)
+                    if dialect == "postgresql":
+                        band_columns.add_columns(conn, settings.scheme.n_tables)
+                        band_columns.add_indexes(conn, settings.scheme.n_tables)
                     conn.execute(
                         insert(meta_table),
                         [
@@ -129,7 +143,7 @@ def init_schema(
         raise StoreError(f"cannot open {where}: {reason}") from None
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {error_reason(exc)}") from None
-    return parse_meta(where, meta, convert=convert)
+    return parse_meta(where, meta, convert=convert, dialect=engine.dialect.name)
 
 
 def read_meta(conn: Connection) -> dict[str, str]:
@@ -169,13 +183,19 @@ def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) 
     conn.execute(insert(meta_table), [{"key": k, "value": v} for k, v in values.items()])
 
 
-def parse_meta(where: str, meta: dict[str, str], *, convert: bool = False) -> Settings:
+def parse_meta(
+    where: str, meta: dict[str, str], *, convert: bool = False, dialect: str = "sqlite"
+) -> Settings:
     """The settings of a database's meta rows, or a StoreError saying what is wrong.
-    ``convert``: a database of an older schema that ``reindex`` converts is read too."""
+    ``convert``: a database of an older schema that ``reindex`` converts is read too. A
+    SQLite database of :data:`SQLITE_SAME_AS` is read as the current version (its tables
+    did not change)."""
     try:
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
+    if dialect == "sqlite" and version == SQLITE_SAME_AS:
+        version = SCHEMA_VERSION
     if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "
@@ -184,9 +204,9 @@ def parse_meta(where: str, meta: dict[str, str], *, convert: bool = False) -> Se
     if version != SCHEMA_VERSION and not convert:
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "
-            f"{SCHEMA_VERSION} (a candidate index whose cost does not grow with the "
-            f"database). Convert it in place, keeping every page: `simhash-filter --db "
-            f"{where} reindex --index {MINHASH_LSH}`."
+            f"{SCHEMA_VERSION} ({_CHANGES[version]}). Convert "
+            f"it in place, keeping every page: `simhash-filter --db {where} reindex --index "
+            f"{MINHASH_LSH}`."
         )
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:

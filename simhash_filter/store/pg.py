@@ -12,6 +12,7 @@ per connection whatever the values and the batch size.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -24,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.bands import BandKey, IndexScheme
 
+from . import band_columns
 from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
@@ -58,26 +60,21 @@ def popcount_sql(x: str, *, portable: bool) -> str:
     return f"(mod({octets}, 255) + ({x} < 0)::int4)"
 
 
-NEAR = (
-    "SELECT b.page_id, p.url, p.domain, b.fingerprint, p.text_length, p.sketch "
-    "FROM (SELECT DISTINCT b.page_id, b.fingerprint "
-    "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) "
-    "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
-    "WHERE bit_count((b.fingerprint # %s::int8)::bit(64)) <= %s::int4) AS b "
-    "JOIN pages p ON p.id = b.page_id"
-)
-"""near(): the pages within the limit, filtered on the server (the probe's other hits
-never leave it)."""
-NEAR_BEFORE_14 = (
-    "SELECT b.page_id, p.url, p.domain, b.fingerprint, p.text_length, p.sketch "
-    "FROM (SELECT DISTINCT b.page_id, b.fingerprint "
-    "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) CROSS JOIN (SELECT %s::int8) AS f(fp) "
-    "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
-    f"WHERE {popcount_sql('b.fingerprint # f.fp', portable=True)} <= %s::int4) AS b "
-    "JOIN pages p ON p.id = b.page_id"
-)
-"""near() on a server without ``bit_count`` (the fingerprint a column: the portable
-popcount names it more than once)."""
+@functools.lru_cache(maxsize=16)
+def near_sql(n_tables: int, *, bit_count: bool) -> str:
+    """near(): the pages within the limit of the fingerprint among those under the probe
+    keys, filtered on the server (the probe's other hits never leave it); without
+    ``bit_count`` (before 14) the portable popcount, which names the fingerprint more than
+    once, so it is a column of its own."""
+    hits = band_columns.hits_sql(n_tables, "q.t", "q.key", "id, fingerprint")
+    popcount = popcount_sql("b.fingerprint # f.fp", portable=not bit_count)
+    return (
+        "SELECT p.id, p.url, p.domain, p.fingerprint, p.text_length, p.sketch FROM pages p "
+        "WHERE p.id IN (SELECT b.id "
+        "FROM unnest(%s::int2[], %s::int8[]) AS q(t, key) CROSS JOIN (SELECT %s::int8) AS f(fp) "
+        f"CROSS JOIN LATERAL {hits} AS b "
+        f"WHERE {popcount} <= %s::int4)"
+    )
 
 
 class Retry(Exception):
@@ -211,7 +208,7 @@ class PgWritePath:
                         self._types.int8(to_sql_int(fingerprint)),
                         self._types.int4(limit),
                     )
-                    sql = NEAR if self._bit_count else NEAR_BEFORE_14
+                    sql = near_sql(scheme.n_tables, bit_count=self._bit_count)
                     rows = conn.execute(sql, params, prepare=True).fetchall()
                 return near_matches([stored_page(row) for row in rows], fingerprint, limit)
             except Retry as retry:

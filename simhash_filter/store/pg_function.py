@@ -10,8 +10,9 @@ in SQL (the judge, ``MatchRule.verify``, the index keys of a stored page); the
 equivalence tests pin the two.
 
 The match rule and the band scheme travel as parameters, so one function serves every
-rule and scheme. The functions' names carry a digest of the SQL as installed
-(:data:`FUNCTION_DIGEST`): an edited body can never run under an old name, and crawlers of
+rule and scheme of a table count (the statements name the page row's key columns,
+band_columns.py). The functions' names carry a digest of the SQL as installed
+(:func:`check_function`): an edited body can never run under an old name, and crawlers of
 two releases sharing one database each call their own. The store's first write installs
 them, under the schema lock; the store takes this path only where the server has
 ``bit_count`` (PostgreSQL 14) and the functions are there or the role may create them
@@ -34,6 +35,7 @@ from sqlalchemy import Engine
 from simhash_filter.bands import FALLBACK_SCHEME, BandScheme, IndexScheme, MinHashLshScheme
 from simhash_filter.signature import MatchRule
 
+from . import band_columns
 from .batch import Judge, RowToCheck
 from .encoding import bool_array, bytea_array, float_array, from_sql_int, int_array, text_array
 from .locks import GLOBAL_LOCK, SCHEMA_LOCK, TAKE_LOCKS, WriteLocks
@@ -45,13 +47,23 @@ log = logging.getLogger(__name__)
 _SOURCE = "check_function.sql"
 _VERSION_MARK = "__V__"
 _LOCKS_MARK = "__TAKE_LOCKS__"
+_COLUMNS_MARK = "__BAND_COLUMNS__"
+_HITS_MARK = "__BAND_HITS__"
+_TABLE_KEYS_MARK = "__TABLE_KEYS__"
+_HIT_COLUMNS = "id, url, fingerprint, sketch"  # what the probe reads of a candidate
 
 
-def function_sql(source: str) -> tuple[str, str]:
-    """The installable SQL of ``source`` (check_function.sql's text) and the digest that
-    names its functions: the digest is taken of the text as installed (with the lock
-    clause filled in), so an edit to either gives the functions a new name."""
-    body = source.replace(_LOCKS_MARK, TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared"))
+def function_sql(source: str, n_tables: int) -> tuple[str, str]:
+    """The installable SQL of ``source`` (check_function.sql's text) for a scheme of
+    ``n_tables`` tables, and the digest that names its functions: the digest is taken of
+    the text as installed (the lock clause and the band columns filled in), so an edit to
+    any of them, or another table count, gives the functions a new name."""
+    body = (
+        source.replace(_LOCKS_MARK, TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared"))
+        .replace(_COLUMNS_MARK, ", ".join(band_columns.column_names(n_tables)))
+        .replace(_HITS_MARK, band_columns.hits_sql(n_tables, "q.t", "q.key", _HIT_COLUMNS))
+        .replace(_TABLE_KEYS_MARK, band_columns.table_keys_sql(n_tables, "k.t", "k.key"))
+    )
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
     return body.replace(_VERSION_MARK, f"_{digest}"), digest
 
@@ -61,16 +73,28 @@ def function_source() -> str:
     return resources.files(__package__).joinpath(_SOURCE).read_text(encoding="utf-8")
 
 
-FUNCTION_SQL, FUNCTION_DIGEST = function_sql(function_source())
-"""The functions' definitions (store/check_function.sql), and the digest in their names."""
-CHECK_FUNCTION = f"simhash_filter_check_{FUNCTION_DIGEST}"
+class CheckFunction(NamedTuple):
+    """The functions of one table count, as installed."""
 
-CALL_SQL = (
-    f"SELECT * FROM {CHECK_FUNCTION}(%s::text[], %s::text[], %s::int8[], %s::int4[], "
-    "%s::bytea[], %s::int2[], %s::int8[], %s::int4[], %s::int2[], %s::int8[], %s::int4[], "
-    "%s::int4[], %s::int2[], %s::int4[], %s::int8[], %s::int4[], "
-    "%s::int8[], %s::bool[], %s::int8, %s::bool, %s::timestamptz, %s::int4, %s::float8[])"
-)
+    sql: str  # their definitions
+    digest: str  # the digest in their names
+    name: str  # the check function's name
+    call: str  # the statement that calls it
+
+
+@functools.lru_cache(maxsize=8)
+def check_function(n_tables: int) -> CheckFunction:
+    """The :class:`CheckFunction` of a scheme of ``n_tables`` tables."""
+    sql, digest = function_sql(function_source(), n_tables)
+    name = f"simhash_filter_check_{digest}"
+    call = (
+        f"SELECT * FROM {name}(%s::text[], %s::text[], %s::int8[], %s::int4[], "
+        "%s::bytea[], %s::int2[], %s::int8[], %s::int4[], %s::int2[], %s::int8[], %s::int4[], "
+        "%s::int4[], %s::int2[], %s::int4[], %s::int8[], %s::int4[], "
+        "%s::int8[], %s::bool[], %s::int8, %s::bool, %s::timestamptz, %s::int4, %s::float8[])"
+    )
+    return CheckFunction(sql, digest, name, call)
+
 
 INSTALLED_SQL = (
     "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -150,10 +174,11 @@ def rule_parameter(rule: MatchRule | None) -> str | None:
     return float_array(values)
 
 
-def function_installable(conn: Any) -> bool:
-    """Whether the function is installed in the current schema, or the role may create
-    it there (the server's version is checked apart: pg.server_supports)."""
-    (present,) = conn.execute(INSTALLED_SQL, (CHECK_FUNCTION,)).fetchone()
+def function_installable(conn: Any, n_tables: int) -> bool:
+    """Whether the function of ``n_tables`` tables is installed in the current schema, or
+    the role may create it there (the server's version is checked apart:
+    pg.server_supports)."""
+    (present,) = conn.execute(INSTALLED_SQL, (check_function(n_tables).name,)).fetchone()
     if present:
         return True
     (may_create,) = conn.execute(
@@ -172,19 +197,19 @@ class PgFunctionPath(PgWritePath):
         self, engine: Engine, *, display_url: str, durable: bool | None, bit_count: bool
     ) -> None:
         super().__init__(engine, display_url=display_url, durable=durable, bit_count=bit_count)
-        self._installed = False
+        self._installed: set[str] = set()
 
-    def _install(self, conn: Any) -> None:
+    def _install(self, conn: Any, function: CheckFunction) -> None:
         """Install the function unless it is there, under the schema lock (so concurrent
         first writers do not race)."""
         conn.autocommit = True
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._types.int8(SCHEMA_LOCK),))
-            (present,) = conn.execute(INSTALLED_SQL, (CHECK_FUNCTION,)).fetchone()
+            (present,) = conn.execute(INSTALLED_SQL, (function.name,)).fetchone()
             if not present:
-                conn.execute(FUNCTION_SQL)
-                log.info("installed %s on %s", CHECK_FUNCTION, self._display_url)
-        self._installed = True
+                conn.execute(function.sql)
+                log.info("installed %s on %s", function.name, self._display_url)
+        self._installed.add(function.name)
 
     def _write(
         self,
@@ -198,15 +223,16 @@ class PgFunctionPath(PgWritePath):
     ) -> list[Verdict]:
         """One call of the function in autocommit: one round trip (the first write of
         the store installs the function first)."""
-        if not self._installed:
-            self._install(conn)
+        function = check_function(scheme.n_tables)
+        if function.name not in self._installed:
+            self._install(conn, function)
         if not rows:
             return []
         t = self._types
         arrays = scheme_arrays(scheme)
         conn.autocommit = True
         result = conn.execute(
-            CALL_SQL,
+            function.call,
             (
                 text_array([row.url for row in rows]),
                 text_array([row.domain for row in rows]),

@@ -7,16 +7,16 @@ Sync messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
 - round trip 1: the advisory locks (the database-wide lock shared and the rows' key and
   URL locks in sorted order, or the database-wide lock exclusive for a bulk batch), with
   ``synchronous_commit = off`` for the transaction when the store is not durable; then, in
-  one statement, the pages stored under the rows' URLs and the band rows under the rows'
-  probe keys within ``Judge.radius`` of the row that probes them (each key sent with that
-  row's fingerprint, the distance computed on the server), each with its page's URL and
-  sketch. The farther band rows under the keys never leave the server: the decision needs
-  no hit beyond the radius (a changed page's old band rows come from its stored
-  fingerprint). :func:`~simhash_filter.store.batch.check_batch` then decides on what came
-  back, as on the SQLAlchemy path;
-- round trip 2: what the decision wrote, one statement per kind of change (a new page and
-  its band rows in one statement: ``INSERT ... RETURNING`` feeding ``INSERT ... SELECT ...
-  FROM unnest(...)``), and the Sync that commits them.
+  one statement, the pages stored under the rows' URLs and the pages under the rows'
+  probe keys (band_columns.py) within ``Judge.radius`` of the row that probes them (each
+  key sent with that row's fingerprint, the distance computed on the server). The farther
+  pages under the keys never leave the server: the decision needs no hit beyond the
+  radius (a changed page's old keys come from its stored fingerprint and sketch).
+  :func:`~simhash_filter.store.batch.check_batch` then decides on what came back, as on
+  the SQLAlchemy path;
+- round trip 2: what the decision wrote, one statement per kind of change (new pages with
+  their key columns, stored pages' new keys, page updates, drops), and the Sync that
+  commits them.
 
 Statements are sent after the locks in the same transaction, so each reads what every
 transaction that held a conflicting lock committed (READ COMMITTED takes a snapshot per
@@ -25,6 +25,7 @@ statement).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import ExitStack
@@ -35,6 +36,7 @@ from sqlalchemy import Engine
 
 from simhash_filter.bands import BandKey, IndexScheme
 
+from . import band_columns
 from .batch import BandHit, BatchIO, Changes, Judge, RowToCheck, StoredPage, check_batch
 from .encoding import PgTypes, bool_array, from_sql_int, int_array
 from .locks import GLOBAL_LOCK, TAKE_LOCKS, WriteLocks
@@ -51,50 +53,57 @@ LOCK_EXCLUSIVE = "pg_advisory_xact_lock(%s)"
 ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true), "
 
 
-def _pages_and_probe(portable: bool) -> str:
-    """Round trip 1's read: the pages stored under the rows' URLs (table_no -1), then the
-    band rows under the probe keys within the radius of the fingerprint that probes them,
-    each with its page. A key probed by two rows of a batch comes with each row's
-    fingerprint (a band row near both comes back twice); the farther band rows under the
-    keys never leave the server."""
-    return (
-        "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch FROM pages "
-        "WHERE url = ANY(%s::text[]) UNION ALL "
-        "SELECT b.table_no, b.key, b.page_id, p.url, p.domain, b.fingerprint, p.text_length, "
-        "p.sketch "
-        "FROM unnest(%s::int2[], %s::int8[], %s::int8[]) AS q(t, key, fp) "
-        "JOIN bands b ON b.table_no = q.t AND b.key = q.key "
-        "JOIN pages p ON p.id = b.page_id "
-        f"WHERE {popcount_sql('b.fingerprint # q.fp', portable=portable)} <= %s::int4"
+class BandStatements(NamedTuple):
+    """The statements that name the key columns (band_columns.py), for a table count."""
+
+    pages_and_probe: str
+    insert_new_pages: str
+    set_keys: str
+
+
+@functools.lru_cache(maxsize=16)
+def band_statements(n_tables: int, *, bit_count: bool) -> BandStatements:
+    """:class:`BandStatements` of a scheme of ``n_tables`` tables.
+
+    ``pages_and_probe``, round trip 1's read: the pages stored under the rows' URLs
+    (table_no -1), then the pages under the probe keys within the radius of the
+    fingerprint that probes them. A key probed by two rows of a batch comes with each
+    row's fingerprint (a page near both comes back twice); the farther pages under the
+    keys never leave the server. ``insert_new_pages``: new pages with their keys, their
+    ids by ordinal. ``set_keys``: stored pages' keys replaced."""
+    columns = band_columns.column_names(n_tables)
+    named = ", ".join(columns)
+    hits = band_columns.hits_sql(
+        n_tables, "q.t", "q.key", "id, url, domain, fingerprint, text_length, sketch"
+    )
+    popcount = popcount_sql("b.fingerprint # q.fp", portable=not bit_count)
+    keys = band_columns.placeholders(n_tables, "int8[]")
+    return BandStatements(
+        pages_and_probe=(
+            "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch "
+            "FROM pages WHERE url = ANY(%s::text[]) UNION ALL "
+            "SELECT q.t, q.key, b.id, b.url, b.domain, b.fingerprint, b.text_length, b.sketch "
+            "FROM unnest(%s::int2[], %s::int8[], %s::int8[]) AS q(t, key, fp) "
+            f"CROSS JOIN LATERAL {hits} AS b WHERE {popcount} <= %s::int4"
+        ),
+        insert_new_pages=(
+            "WITH v AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[], "
+            f"%s::bytea[], {keys}) WITH ORDINALITY "
+            f"AS v(url, domain, fingerprint, text_length, sketch, {named}, n)), "
+            "p AS (INSERT INTO pages (url, domain, fingerprint, text_length, sketch, "
+            f"first_seen, last_seen, {named}) "
+            f"SELECT url, domain, fingerprint, text_length, sketch, %s, %s, {named} "
+            "FROM v ORDER BY n RETURNING id, url) "
+            "SELECT p.id, v.n FROM p JOIN v USING (url)"
+        ),
+        set_keys=(
+            "UPDATE pages p SET "
+            + ", ".join(f"{name} = u.{name}" for name in columns)
+            + f" FROM unnest(%s::int8[], {keys}) AS u(id, {named}) WHERE p.id = u.id"
+        ),
     )
 
 
-PAGES_AND_PROBE = _pages_and_probe(portable=False)
-PAGES_AND_PROBE_BEFORE_14 = _pages_and_probe(portable=True)
-INSERT_NEW_PAGES = """
-WITH v AS (
-    SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[], %s::bytea[])
-        WITH ORDINALITY AS v(url, domain, fingerprint, text_length, sketch, n)
-), p AS (
-    INSERT INTO pages (url, domain, fingerprint, text_length, sketch, first_seen, last_seen)
-    SELECT url, domain, fingerprint, text_length, sketch, %s, %s FROM v ORDER BY n
-    RETURNING id, url
-), b AS (
-    INSERT INTO bands (table_no, key, page_id, fingerprint)
-    SELECT k.t, k.key, p.id, v.fingerprint
-    FROM p JOIN v USING (url)
-    JOIN unnest(%s::int4[], %s::int2[], %s::int8[]) AS k(n, t, key) ON k.n = v.n
-)
-SELECT p.id, v.n FROM p JOIN v USING (url)
-"""
-DELETE_BANDS = (
-    "DELETE FROM bands b USING unnest(%s::int2[], %s::int8[], %s::int8[]) AS d(t, key, page_id) "
-    "WHERE b.table_no = d.t AND b.key = d.key AND b.page_id = d.page_id"
-)
-INSERT_BANDS = (
-    "INSERT INTO bands (table_no, key, page_id, fingerprint) "
-    "SELECT * FROM unnest(%s::int2[], %s::int8[], %s::int8[], %s::int8[])"
-)
 UPDATE_PAGES = (
     "UPDATE pages p SET fingerprint = u.fingerprint, text_length = u.text_length, "
     "sketch = u.sketch, last_seen = %s "
@@ -134,7 +143,6 @@ class PgPipelinePath(PgWritePath):
         prefix = "SELECT " + (ASYNC_COMMIT if self._async else "")
         self._lock_shared = prefix + LOCK_SHARED_AND_KEYS
         self._lock_exclusive = prefix + LOCK_EXCLUSIVE
-        self._pages_and_probe = PAGES_AND_PROBE if bit_count else PAGES_AND_PROBE_BEFORE_14
 
     def _write(
         self,
@@ -147,6 +155,7 @@ class PgPipelinePath(PgWritePath):
         now: datetime,
     ) -> list[Verdict]:
         types = self._types
+        statements = band_statements(scheme.n_tables, bit_count=self._bit_count)
         # each probe key with the fingerprint of each row that probes it, once
         probes = list(
             dict.fromkeys((t, key, row.fingerprint) for row in rows for t, key in row.probe_keys)
@@ -168,7 +177,7 @@ class PgPipelinePath(PgWritePath):
                     prepare=True,
                 )
             found = conn.execute(
-                self._pages_and_probe,
+                statements.pages_and_probe,
                 (
                     sorted({row.url for row in rows}),
                     int_array([t for t, _, _ in probes]),
@@ -185,7 +194,7 @@ class PgPipelinePath(PgWritePath):
                     pages.append(stored_page(page))
                 else:
                     hits.append(ProbeRow(t, from_sql_int(key), stored_page(page)))
-            io = _PipelinedIO(conn, types, pages, hits, stack)
+            io = _PipelinedIO(conn, types, pages, hits, stack, statements, scheme.n_tables)
             return check_batch(rows, io, judge=judge, index_items=scheme.index_items, now=now)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
@@ -201,8 +210,12 @@ class _PipelinedIO(BatchIO):
         pages: list[StoredPage],
         hits: list[ProbeRow],
         pipeline: ExitStack,
+        statements: BandStatements,
+        n_tables: int,
     ) -> None:
         self._conn = conn
+        self._statements = statements
+        self._n_tables = n_tables
         self._types = types
         self._pages = pages
         self._hits: dict[BandKey, list[BandHit]] = defaultdict(list)
@@ -232,45 +245,35 @@ class _PipelinedIO(BatchIO):
     def write(self, changes: Changes) -> dict[int, int]:
         conn, t, now = self._conn, self._types, changes.now
         new_pages = None
+        row_keys = band_columns.key_rows(changes.band_inserts, changes.band_deletes, self._n_tables)
         if changes.new_pages:
-            ordinal = {page.ref: n for n, page in enumerate(changes.new_pages, 1)}
-            new_bands = [r for r in changes.band_inserts if r.page_ref in ordinal]
+            new_keys = [row_keys[page.ref] for page in changes.new_pages]
             new_pages = conn.execute(
-                INSERT_NEW_PAGES,
+                self._statements.insert_new_pages,
                 (
                     [page.url for page in changes.new_pages],
                     [page.domain for page in changes.new_pages],
                     t.int8s([page.fingerprint for page in changes.new_pages]),
                     [t.int4(page.text_length) for page in changes.new_pages],
                     [page.sketch for page in changes.new_pages],
+                    *[t.ids(c) for c in band_columns.column_arrays(new_keys, self._n_tables)],
                     now,
                     now,
-                    [t.int4(ordinal[r.page_ref]) for r in new_bands],
-                    [t.int2(r.table_no) for r in new_bands],
-                    t.int8s([r.key for r in new_bands]),
                 ),
                 prepare=True,
             )
-        if changes.band_deletes:
-            rows = changes.band_deletes
+        rekeyed = {ref: keys for ref, keys in row_keys.items() if ref > 0}
+        if rekeyed:
             conn.execute(
-                DELETE_BANDS,
+                self._statements.set_keys,
                 (
-                    [t.int2(r.table_no) for r in rows],
-                    t.int8s([r.key for r in rows]),
-                    t.ids([r.page_ref for r in rows]),
-                ),
-                prepare=True,
-            )
-        old_bands = [r for r in changes.band_inserts if r.page_ref > 0]
-        if old_bands:
-            conn.execute(
-                INSERT_BANDS,
-                (
-                    [t.int2(r.table_no) for r in old_bands],
-                    t.int8s([r.key for r in old_bands]),
-                    t.ids([r.page_ref for r in old_bands]),
-                    t.int8s([r.fingerprint for r in old_bands]),
+                    t.ids(list(rekeyed)),
+                    *[
+                        t.ids(column)
+                        for column in band_columns.column_arrays(
+                            list(rekeyed.values()), self._n_tables
+                        )
+                    ],
                 ),
                 prepare=True,
             )

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import CompoundSelect, Select, func, select, text, union_all
 
 from simhash_filter.bands import PERMUTED, BandKey, IndexScheme
 from simhash_filter.simhash import hamming_distance
 
+from . import band_columns
 from .batch import Judge
 from .encoding import from_sql_int
 from .reading import ReadableStore, drops_select, page_record_columns, reading
@@ -59,8 +61,8 @@ def domain_counts(store: ReadableStore) -> list[DomainCount]:
 
 
 def database_size(store: ReadableStore) -> int | None:
-    """Bytes the database takes: the whole SQLite file, or on PostgreSQL the four
-    tables (and the stored texts) with their indexes and TOAST. None for other back-ends."""
+    """Bytes the database takes: the whole SQLite file, or on PostgreSQL its tables (and
+    the stored texts) with their indexes and TOAST. None for other back-ends."""
     with reading(store) as conn:
         if store.dialect == "sqlite":
             pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
@@ -123,11 +125,24 @@ def band_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
     key (``page_a < page_b``), streamed; a pair sharing keys in several tables comes once
     per table. Every pair within max_distance is among them only when each page's probe
     keys are among its own index keys (:func:`_shared_key_is_complete`)."""
-    a, b = bands_table.alias("a"), bands_table.alias("b")
-    stmt = select(a.c.page_id, a.c.fingerprint, b.c.page_id, b.c.fingerprint).join(
-        b,
-        (a.c.table_no == b.c.table_no) & (a.c.key == b.c.key) & (a.c.page_id < b.c.page_id),
-    )
+    stmt: Select[Any] | CompoundSelect[Any]
+    if store.engine.dialect.name == "postgresql":  # the keys in the page rows
+        keyed = band_columns.pages_with_keys(store.scheme.n_tables)
+        pa, pb = keyed.alias("a"), keyed.alias("b")
+        stmt = union_all(
+            *(
+                select(pa.c.id, pa.c.fingerprint, pb.c.id, pb.c.fingerprint).join(
+                    pb, (pa.c[name] == pb.c[name]) & (pa.c.id < pb.c.id)
+                )
+                for name in band_columns.column_names(store.scheme.n_tables)
+            )
+        )
+    else:
+        a, b = bands_table.alias("a"), bands_table.alias("b")
+        stmt = select(a.c.page_id, a.c.fingerprint, b.c.page_id, b.c.fingerprint).join(
+            b,
+            (a.c.table_no == b.c.table_no) & (a.c.key == b.c.key) & (a.c.page_id < b.c.page_id),
+        )
     with reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield row[0], row[1], row[2], row[3]

@@ -1,12 +1,12 @@
 """SQLAlchemy 2 models of the fingerprint database (the tables docs/design.md describes).
 
 ``UInt64`` is the column type that stores Python's unsigned 64-bit ints as SQL's signed
-BIGINT, converted by encoding.py (the one place that converts). ``bands`` is a covering
-index: its primary key ``(table_no, key, page_id)`` plus the fingerprint answer a probe
-without touching ``pages`` (on SQLite it is a WITHOUT ROWID table, so the primary key *is*
-the table; on PostgreSQL the key's index INCLUDEs the fingerprint, so a probe reads the
-index alone). A page's band rows are found by recomputing its keys from its fingerprint,
-so ``bands`` needs no second index on ``page_id``.
+BIGINT, converted by encoding.py (the one place that converts). On SQLite ``bands`` is a
+covering index: its primary key ``(table_no, key, page_id)`` plus the fingerprint answer
+a probe without touching ``pages`` (a WITHOUT ROWID table, so the primary key *is* the
+table). A page's band rows are found by recomputing its keys from its fingerprint, so
+``bands`` needs no second index on ``page_id``. PostgreSQL has no ``bands``: a page's
+keys are columns of its own row (band_columns.py).
 """
 
 from __future__ import annotations
@@ -33,9 +33,14 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
-3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2."""
+3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2.
+4: on PostgreSQL the band keys are columns of the page row (band_columns.py), not
+``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
+
+SQLITE_SAME_AS = 3
+"""The schema version whose SQLite tables are this version's (read without converting)."""
 
 # INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
 PageId = BigInteger().with_variant(Integer(), "sqlite")
@@ -106,13 +111,12 @@ class Page(Base):
 
 
 class Band(Base):
-    """One table key of one admitted page (one row per table of the scheme)."""
+    """One table key of one admitted page (one row per table of the scheme), on SQLite;
+    PostgreSQL keeps the keys in the page's row (band_columns.py)."""
 
     __tablename__ = "bands"
     __table_args__ = (
-        # PostgreSQL: the fingerprint in the key's index too, so a probe is an index-only
-        # scan (a database made before keeps its plain key: the same rows, slower probes)
-        PrimaryKeyConstraint("table_no", "key", "page_id", postgresql_include=["fingerprint"]),
+        PrimaryKeyConstraint("table_no", "key", "page_id"),
         {"sqlite_with_rowid": False},
     )
 
@@ -171,3 +175,11 @@ duplicates_table = cast(Table, Duplicate.__table__)
 page_texts_table = cast(Table, PageText.__table__)
 drop_texts_table = cast(Table, DropText.__table__)
 TEXT_TABLES = (page_texts_table, drop_texts_table)
+
+
+def tables_of(dialect_name: str) -> list[Table]:
+    """The tables a new database of this back-end has (PostgreSQL: no ``bands``)."""
+    tables = [meta_table, pages_table, bands_table, duplicates_table]
+    if dialect_name == "postgresql":
+        tables.remove(bands_table)
+    return tables

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from sqlalchemy import text
 
 from .reading import ReadableStore, reading
-from .schema import bands_table, pages_table
+from .schema import pages_table
 
 SETTINGS = text(
     "SELECT pg_size_bytes(current_setting('shared_buffers')), "
@@ -24,8 +24,8 @@ SETTINGS = text(
     "(SELECT setting::int FROM pg_settings WHERE name = 'checkpoint_timeout'), "
     "current_setting('wal_compression'), "
     "(SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i "
-    "WHERE i.indrelid IN (to_regclass(:pages), to_regclass(:bands)))"
-).bindparams(pages=pages_table.name, bands=bands_table.name)
+    "WHERE i.indrelid = to_regclass(:pages))"
+).bindparams(pages=pages_table.name)
 WAL_PER_INDEX = 2
 """``max_wal_size`` below this many times the indexes' bytes draws :func:`advice`: a
 checkpoint starts about every ``max_wal_size / 2`` of WAL, too soon for the leaves to be
@@ -41,7 +41,8 @@ class ServerSettings(NamedTuple):
     checkpoint_timeout_s: int
     wal_compression: str
     index_bytes: int
-    """The ``pages`` and ``bands`` tables' indexes: what a check reads and changes."""
+    """The ``pages`` table's indexes, its band keys' among them (band_columns.py): what a
+    check reads and changes."""
 
 
 class Advice(NamedTuple):

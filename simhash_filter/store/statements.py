@@ -38,12 +38,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.expression import ClauseElement
 
 from simhash_filter.bands import BandKey
 
-from .batch import BandHit, BatchIO, Changes, StoredPage
+from . import band_columns
+from .batch import BandHit, BandRow, BatchIO, Changes, StoredPage
 from .encoding import from_sql_int, to_sql_int
 from .schema import UInt64, bands_table, duplicates_table, pages_table
 
@@ -127,11 +127,11 @@ class Probe:
 
     ``table_no = t AND key IN (<table t's keys>)`` for each table, joined by UNION ALL;
     each table's keys are one parameter: a typed ``BIGINT[]`` on PostgreSQL
-    (``key = ANY(...)``, prepared once), a JSON array read by ``json_each`` elsewhere
-    (the index on (table_no, key) is searched once per key either way). Where no table
-    has more than one key (the minhash-lsh and permuted schemes' probes), SQLite and
-    other non-array dialects run ``table_no = t AND key = ?`` instead: the same rows,
-    without building and parsing a JSON array per table.
+    (``band_<t> = ANY(...)`` over the page rows, band_columns.py; prepared once), a JSON
+    array read by ``json_each`` elsewhere (the index on (table_no, key) is searched once
+    per key either way). Where no table has more than one key (the minhash-lsh and
+    permuted schemes' probes), SQLite and other non-array dialects run ``table_no = t AND
+    key = ?`` instead: the same rows, without building and parsing a JSON array per table.
     """
 
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
@@ -139,19 +139,25 @@ class Probe:
         self._arrays = dialect.name == "postgresql"
         b = bands_table.c
         parts = []
-        for t in range(n_tables):
-            condition: ColumnElement[bool]
-            if self._arrays:
-                condition = b.key == func.any(cast(bindparam(f"k{t}"), ARRAY(BigInteger)))
-            else:
-                condition = b.key.in_(
+        if self._arrays:
+            keyed = band_columns.pages_with_keys(n_tables).c
+            for t in range(n_tables):
+                column = keyed[band_columns.column_name(t)]
+                parts.append(
+                    select(literal_column(str(t)), column, keyed.id, keyed.fingerprint).where(
+                        column == func.any(cast(bindparam(f"k{t}"), ARRAY(BigInteger)))
+                    )
+                )
+        else:
+            for t in range(n_tables):
+                in_json = b.key.in_(
                     select(literal_column("value")).select_from(func.json_each(bindparam(f"k{t}")))
                 )
-            parts.append(
-                select(b.table_no, b.key, b.page_id, b.fingerprint).where(
-                    b.table_no == literal_column(str(t)), condition
+                parts.append(
+                    select(b.table_no, b.key, b.page_id, b.fingerprint).where(
+                        b.table_no == literal_column(str(t)), in_json
+                    )
                 )
-            )
         names = [f"k{t}" for t in range(n_tables)]
         self._statement = Compiled(union_all(*parts), dialect, names)
         self._single: Compiled | None = None  # one key (or none) a table
@@ -204,6 +210,8 @@ class Statements:
 
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
         self.dialect = dialect
+        self.n_tables = n_tables
+        self.keys_in_rows = dialect.name == "postgresql"  # band_columns.py's layout
         self.probe = Probe(dialect, n_tables)
         p = pages_table.c
         self.page_by_url = Compiled(
@@ -252,10 +260,19 @@ class SqlBatchIO(BatchIO):
 
     def write(self, changes: Changes) -> dict[int, int]:
         conn, now = self._conn, changes.now
+        n_tables, keyed = self._statements.n_tables, self._statements.keys_in_rows
+        names = band_columns.column_names(n_tables)
+        # PostgreSQL: each page's keys are columns of its row, set with the row
+        row_keys = (
+            band_columns.key_rows(changes.band_inserts, changes.band_deletes, n_tables)
+            if keyed
+            else {}
+        )
+        pages = band_columns.pages_with_keys(n_tables) if keyed else pages_table
         ids: dict[int, int] = {}  # temporary ref -> page id (refs > 0 are page ids)
         if changes.new_pages:
             result = conn.execute(
-                insert(pages_table).returning(pages_table.c.id, sort_by_parameter_order=True),
+                insert(pages).returning(pages.c.id, sort_by_parameter_order=True),
                 [
                     {
                         "url": page.url,
@@ -265,35 +282,28 @@ class SqlBatchIO(BatchIO):
                         "sketch": page.sketch,
                         "first_seen": now,
                         "last_seen": now,
+                        **dict(zip(names, row_keys.get(page.ref, ()), strict=False)),
                     }
                     for page in changes.new_pages
                 ],
             )
             for page, (page_id,) in zip(changes.new_pages, result.all(), strict=True):
                 ids[page.ref] = page_id
-        if changes.band_deletes:
-            conn.execute(
-                delete(bands_table).where(
-                    bands_table.c.table_no == bindparam("t"),
-                    bands_table.c.key == bindparam("k", type_=UInt64()),
-                    bands_table.c.page_id == bindparam("p"),
-                ),
-                [{"t": r.table_no, "k": r.key, "p": r.page_ref} for r in changes.band_deletes],
-            )
-        if changes.band_inserts:
-            # in index order: a batch's inserts walk the (table_no, key) B-tree forward
-            # instead of jumping across it, so neighbouring keys share the pages read
-            compiled = self._statements.band_insert
-            rows = sorted(
-                (
-                    r.table_no,
-                    to_sql_int(r.key),
-                    ids.get(r.page_ref, r.page_ref),
-                    to_sql_int(r.fingerprint),
+        if keyed:
+            rekeyed = [
+                {"page": ref, **dict(zip(names, keys, strict=True))}
+                for ref, keys in row_keys.items()
+                if ref > 0
+            ]
+            if rekeyed:
+                conn.execute(
+                    update(pages)
+                    .where(pages.c.id == bindparam("page"))
+                    .values({name: bindparam(name) for name in names}),
+                    rekeyed,
                 )
-                for r in changes.band_inserts
-            )
-            conn.exec_driver_sql(compiled.sql, [compiled.bind(row) for row in rows])
+        else:
+            self._write_band_rows(changes.band_deletes, changes.band_inserts, ids)
         if changes.page_updates:
             conn.execute(
                 update(pages_table)
@@ -332,6 +342,35 @@ class SqlBatchIO(BatchIO):
                 ],
             )
         return ids
+
+    def _write_band_rows(
+        self, deletes: Sequence[BandRow], inserts: Sequence[BandRow], ids: Mapping[int, int]
+    ) -> None:
+        """SQLite's layout: the band rows out, then in."""
+        conn = self._conn
+        if deletes:
+            conn.execute(
+                delete(bands_table).where(
+                    bands_table.c.table_no == bindparam("t"),
+                    bands_table.c.key == bindparam("k", type_=UInt64()),
+                    bands_table.c.page_id == bindparam("p"),
+                ),
+                [{"t": r.table_no, "k": r.key, "p": r.page_ref} for r in deletes],
+            )
+        if inserts:
+            # in index order: a batch's inserts walk the (table_no, key) B-tree forward
+            # instead of jumping across it, so neighbouring keys share the pages read
+            compiled = self._statements.band_insert
+            rows = sorted(
+                (
+                    r.table_no,
+                    to_sql_int(r.key),
+                    ids.get(r.page_ref, r.page_ref),
+                    to_sql_int(r.fingerprint),
+                )
+                for r in inserts
+            )
+            conn.exec_driver_sql(compiled.sql, [compiled.bind(row) for row in rows])
 
 
 def stored_page(row: Sequence[Any]) -> StoredPage:

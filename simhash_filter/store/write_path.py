@@ -97,11 +97,13 @@ def open_write_path(
     durable: bool | None,
     transactions: WriteTransactions,
     cursors: RawCursors,
+    n_tables: int,
 ) -> WritePath:
     """The write path named ``write_path`` (None: the best the back-end supports: on
-    PostgreSQL with psycopg the server-side function where the server has ``bit_count``
-    (14 and later) and the function is installed or the role may create it, else the
-    pipeline; elsewhere SQLAlchemy). ValueError naming the value when it cannot run here."""
+        PostgreSQL with psycopg the server-side function where the server has ``bit_count``
+        (14 and later) and the function is installed or the role may create it, else the
+        pipeline; elsewhere SQLAlchemy; ``n_tables``: the scheme's, whose function is looked
+    for). ValueError naming the value when it cannot run here."""
     check_write_path(write_path, engine.url)
     dialect = engine.dialect
     psycopg = dialect.name == "postgresql" and dialect.driver == "psycopg"
@@ -116,7 +118,9 @@ def open_write_path(
         with psycopg_connection(engine, display_url) as conn:
             bit_count = server_supports(conn)
             version = conn.info.server_version
-            function = write_path != PG_PIPELINE and bit_count and function_installable(conn)
+            function = (
+                write_path != PG_PIPELINE and bit_count and function_installable(conn, n_tables)
+            )
     except Retry as retry:  # (a lost connection: the store is not open yet, nothing to retry)
         raise StoreError(f"database error on {display_url}: {retry.reason}") from retry.__cause__
     if write_path == PG_FUNCTION and not function:

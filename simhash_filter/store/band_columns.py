@@ -1,0 +1,179 @@
+"""PostgreSQL's band layout: a page's band keys in its own ``pages`` row.
+
+On SQLite a page's band keys are rows of ``bands``, a WITHOUT ROWID table (the index is
+the table). On PostgreSQL every row also costs a 24-byte header, a line pointer and a heap
+tuple beside its index entry, so 18 band rows weighed twice the page itself. There, table
+t's key of a page is the column ``band_<t>`` of the page's row (NULL where the page has
+no key in table t: a minhash-lsh page is under its bands or, without a usable sketch,
+under the fallback tables, never both), each column under a partial B-tree
+(``WHERE band_<t> IS NOT NULL``). A probe of (t, key) is one scan of column t's index, and
+the candidate's fingerprint, URL and sketch are in the row it finds.
+
+The statements name their columns, so they are made here for a table count; the write
+paths' SQL (pg.py, pg_pipeline.py, check_function.sql, statements.py) takes its band
+parts from these functions, and the tests pin that every path reads and writes the same
+keys. Table numbers are the scheme's (``BandKey``), keys signed as stored (encoding.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import BigInteger, Column, Index, MetaData, Table, text
+from sqlalchemy.engine import Connection
+
+from simhash_filter.bands import BandKey
+
+from .batch import BandRow
+from .encoding import to_sql_int
+from .schema import pages_table
+
+COLUMN_PREFIX = "band_"
+
+
+def column_name(table_no: int) -> str:
+    """The ``pages`` column holding table ``table_no``'s key."""
+    return f"{COLUMN_PREFIX}{table_no}"
+
+
+def column_names(n_tables: int) -> list[str]:
+    """The key columns of a scheme of ``n_tables`` tables, in table order."""
+    return [column_name(t) for t in range(n_tables)]
+
+
+def index_name(table_no: int) -> str:
+    """The partial B-tree over table ``table_no``'s column."""
+    return f"{pages_table.name}_{column_name(table_no)}"
+
+
+def keys_by_table(items: Iterable[BandKey], n_tables: int) -> list[int | None]:
+    """A page's index keys as its row holds them: table t's key at t, None where it has
+    none (ValueError for a table outside the scheme or a table keyed twice)."""
+    row: list[int | None] = [None] * n_tables
+    for t, key in items:
+        if not 0 <= t < n_tables or row[t] is not None:
+            raise ValueError(f"band table {t} outside 0..{n_tables - 1} or keyed twice")
+        row[t] = key
+    return row
+
+
+def key_rows(
+    inserts: Iterable[BandRow], deletes: Iterable[BandRow], n_tables: int
+) -> dict[int, list[int | None]]:
+    """The key columns each page of a batch gets (page ref → signed keys by table, None
+    for a table it has no key in) from batch.py's band rows: a page's inserts are all its
+    keys, so its row's columns are set whole and its deletes need no statement of their
+    own (ValueError for a page whose keys are deleted and none inserted)."""
+    by_page: dict[int, list[BandKey]] = {}
+    for row in inserts:
+        by_page.setdefault(row.page_ref, []).append((row.table_no, to_sql_int(row.key)))
+    unkeyed = {row.page_ref for row in deletes} - by_page.keys()
+    if unkeyed:
+        raise ValueError(f"pages {sorted(unkeyed)} lose their band keys and get none")
+    return {ref: keys_by_table(items, n_tables) for ref, items in by_page.items()}
+
+
+def add_columns(conn: Connection, n_tables: int) -> None:
+    """Add the key columns and their indexes to ``pages`` (a new database, or ``reindex``
+    after :func:`drop_columns`); the indexes are made after the columns are filled when
+    the caller fills them first (:func:`add_indexes`)."""
+    adds = ", ".join(f"ADD COLUMN {name} bigint" for name in column_names(n_tables))
+    conn.execute(text(f"ALTER TABLE {pages_table.name} {adds}"))
+
+
+def index_sql(table_no: int) -> str:
+    """The statement that makes the partial B-tree of table ``table_no``'s column."""
+    name = column_name(table_no)
+    return (
+        f"CREATE INDEX {index_name(table_no)} ON {pages_table.name} ({name}) "
+        f"WHERE {name} IS NOT NULL"
+    )
+
+
+def add_indexes(conn: Connection, n_tables: int) -> None:
+    """The partial B-tree of each key column."""
+    for t in range(n_tables):
+        conn.execute(text(index_sql(t)))
+
+
+PRESENT_COLUMNS_SQL = (
+    f"SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('{pages_table.name}') "
+    f"AND attnum > 0 AND NOT attisdropped AND attname ~ '^{COLUMN_PREFIX}[0-9]+$' "
+    f"ORDER BY substr(attname, {len(COLUMN_PREFIX) + 1})::int"
+)
+"""The key columns ``pages`` has now (any table count), in table order."""
+
+
+def present_columns(conn: Connection) -> list[str]:
+    """:data:`PRESENT_COLUMNS_SQL`'s names."""
+    return [name for (name,) in conn.execute(text(PRESENT_COLUMNS_SQL))]
+
+
+def drop_columns(conn: Connection) -> None:
+    """Drop every key column (and with it its index)."""
+    names = present_columns(conn)
+    if names:
+        drops = ", ".join(f"DROP COLUMN {name}" for name in names)
+        conn.execute(text(f"ALTER TABLE {pages_table.name} {drops}"))
+
+
+@functools.lru_cache(maxsize=16)
+def pages_with_keys(n_tables: int) -> Table:
+    """``pages`` with its key columns, for SQLAlchemy statements (a Table of its own
+    MetaData: schema.py's model is the columns every back-end has)."""
+    columns = [Column(c.name, c.type, primary_key=c.primary_key) for c in pages_table.c]
+    keys = [Column(name, BigInteger) for name in column_names(n_tables)]
+    table = Table(pages_table.name, MetaData(), *columns, *keys)
+    for t in range(n_tables):  # described, for readers of the model; made by add_indexes
+        Index(index_name(t), table.c[column_name(t)])
+    return table
+
+
+def hits_sql(n_tables: int, table_no: str, key: str, columns: str) -> str:
+    """A subquery of the pages stored under (``table_no``, ``key``), SQL expressions of
+    the enclosing query (a ``CROSS JOIN LATERAL`` of it is the old join with ``bands``):
+    one branch a table, each gated by ``table_no = t`` (a one-time filter: a key is looked
+    up in its own table's index only). ``columns``: what each branch selects from
+    ``pages``."""
+    branches = [
+        f"SELECT {columns} FROM {pages_table.name} "
+        f"WHERE {table_no} = {t} AND {column_name(t)} = {key}"
+        for t in range(n_tables)
+    ]
+    return "(" + " UNION ALL ".join(branches) + ")"
+
+
+def band_rows_sql(n_tables: int) -> str:
+    """The band rows ``(table_no, key, page_id, fingerprint)`` of every page, as SQLite's
+    ``bands`` holds them, read from the page rows: for reports and checks that look at
+    both back-ends' keys alike."""
+    return " UNION ALL ".join(
+        f"SELECT {t} AS table_no, {column_name(t)} AS key, id AS page_id, fingerprint "
+        f"FROM {pages_table.name} WHERE {column_name(t)} IS NOT NULL"
+        for t in range(n_tables)
+    )
+
+
+def band_rows_source(dialect_name: str, n_tables: int) -> str:
+    """A FROM item named ``bands`` with the band rows on either back-end."""
+    if dialect_name == "postgresql":
+        return f"({band_rows_sql(n_tables)}) AS bands"
+    return "bands"
+
+
+def table_keys_sql(n_tables: int, table_no: str, key: str) -> str:
+    """Aggregates over (``table_no``, ``key``) rows giving each table's key (NULL where
+    none), in column order: ``max(key) FILTER (WHERE table_no = t)`` for each t."""
+    return ", ".join(f"max({key}) FILTER (WHERE {table_no} = {t})" for t in range(n_tables))
+
+
+def placeholders(n: int, cast: str) -> str:
+    """``n`` psycopg placeholders with ``cast``, comma-joined."""
+    return ", ".join([f"%s::{cast}"] * n)
+
+
+def column_arrays(rows: Sequence[Sequence[int | None]], n_tables: int) -> list[list[int | None]]:
+    """Per-page key rows (:func:`keys_by_table`, signed) turned into one list a column:
+    the ``int8[]`` parameters an ``unnest`` of the pages' rows takes."""
+    return [[row[t] for row in rows] for t in range(n_tables)]
