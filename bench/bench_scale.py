@@ -106,8 +106,8 @@ def ensure_fill(backend: str, kind: str, n: int, pool: corpus.Pool, root: Path) 
         conn, _ = measure.connect(url)
         info["bytes"] = int(
             conn.execute(
-                "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['pages', 'bands', "
-                "'duplicates', 'meta']::regclass[]) AS c"
+                "SELECT sum(pg_total_relation_size(to_regclass(c))) FROM unnest(ARRAY['pages', "
+                "'duplicates', 'meta']) AS c"
             ).fetchone()[0]
         )
         conn.close()

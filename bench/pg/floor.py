@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.pg.database import psycopg_connect, sqlalchemy_url
 from bench.pg.setup import Page, Setup
+from simhash_filter.store.band_columns import column_names, hits_sql
 from simhash_filter.store.encoding import bool_array, int_array, to_sql_int
 
 __all__ = ["FLOOR_CALL", "FLOOR_SQL", "FloorClient", "install_floor"]
@@ -96,14 +97,13 @@ BEGIN
     END IF;
     -- other pages within the radius, nearest first, then by URL: the first match is kept
     FOR c IN
-        SELECT h.page_id, p.url, h.fingerprint, h.d, p.sketch
-        FROM (SELECT DISTINCT b.page_id, b.fingerprint,
+        SELECT h.id AS page_id, h.url, h.fingerprint, h.d, h.sketch
+        FROM (SELECT DISTINCT ON (b.id) b.id, b.url, b.fingerprint, b.sketch,
                      bit_count((b.fingerprint # p_fp)::bit(64))::int4 AS d
               FROM unnest(p_probe_tables, p_probe_keys) AS q(t, key)
-              JOIN bands b ON b.table_no = q.t AND b.key = q.key) AS h
-        JOIN pages p ON p.id = h.page_id
-        WHERE h.d <= p_radius AND h.page_id IS DISTINCT FROM v_id
-        ORDER BY h.d, p.url COLLATE "C"
+              CROSS JOIN LATERAL __HITS__ AS b) AS h
+        WHERE h.d <= p_radius AND h.id IS DISTINCT FROM v_id
+        ORDER BY h.d, h.url COLLATE "C"
     LOOP
         SELECT m.is_match, m.similarity INTO v_match, v_similarity
         FROM sf_bench_judge(c.d, p_sketch, c.sketch, p_candidate, p_min_similarity,
@@ -119,21 +119,16 @@ BEGIN
     END LOOP;
     IF v_id IS NOT NULL THEN
         UPDATE pages SET fingerprint = p_fp, text_length = p_len, sketch = p_sketch,
-                         last_seen = p_now
+                         last_seen = p_now, (__COLUMNS__) = (SELECT __INDEX_KEYS__)
         WHERE id = v_id;
-        -- bands has no index on page_id: a scan, only ever taken by the equivalence replay
-        DELETE FROM bands WHERE page_id = v_id;
-        INSERT INTO bands (table_no, key, page_id, fingerprint)
-        SELECT (t - 1)::int2, key, v_id, p_fp
-        FROM unnest(p_index_keys) WITH ORDINALITY AS q(key, t);
         RETURN QUERY SELECT 'changed'::text, NULL::int8, NULL::text, NULL::int8, NULL::int4,
                             NULL::float8, v_fp;
         RETURN;
     END IF;
-    INSERT INTO pages (url, domain, fingerprint, text_length, sketch, first_seen, last_seen)
-    VALUES (p_url, p_domain, p_fp, p_len, p_sketch, p_now, p_now) RETURNING id INTO v_id;
-    INSERT INTO bands (table_no, key, page_id, fingerprint)
-    SELECT (t - 1)::int2, key, v_id, p_fp FROM unnest(p_index_keys) WITH ORDINALITY AS q(key, t);
+    INSERT INTO pages (url, domain, fingerprint, text_length, sketch, first_seen, last_seen,
+                       __COLUMNS__)
+    VALUES (p_url, p_domain, p_fp, p_len, p_sketch, p_now, p_now, __INDEX_KEYS__)
+    RETURNING id INTO v_id;
     RETURN QUERY SELECT 'new'::text, NULL::int8, NULL::text, NULL::int8, NULL::int4,
                         NULL::float8, NULL::int8;
 END
@@ -207,6 +202,22 @@ class FloorClient:
         self.conn.close()
 
 
+def floor_sql(n_tables: int) -> str:
+    """:data:`FLOOR_SQL` for a scheme of ``n_tables`` tables, each table's key (the
+    ``p_index_keys`` element of its number: the floor's schemes key every table) a column
+    of the page row (the store's band_columns.py layout)."""
+    return (
+        FLOOR_SQL.replace("__COLUMNS__", ", ".join(column_names(n_tables)))
+        .replace("__HITS__", hits_sql(n_tables, "q.t", "q.key", "id, url, fingerprint, sketch"))
+        .replace("__INDEX_KEYS__", ", ".join(f"p_index_keys[{t + 1}]" for t in range(n_tables)))
+    )
+
+
 def install_floor(url: str) -> None:
+    from simhash_filter.store import FingerprintStore
+
+    store = FingerprintStore.open_existing(sqlalchemy_url(url))
+    n_tables = store.scheme.n_tables
+    store.close()
     with psycopg_connect(url) as conn:
-        conn.execute(FLOOR_SQL)
+        conn.execute(floor_sql(n_tables))

@@ -2,11 +2,13 @@
 
 The store makes the database (schema, meta: spec, scheme, rule) and is closed; the pages
 are then written straight into its tables: ``pages`` in id order (page i has id i+1 and
-a URL that sorts as its id), ``bands`` table by table in ``(table_no, key, page_id)``
-order, the keys from the scheme's public ``index_items``/``index_keys``, signed by
-``encoding.to_sql_int``. SQLite: ``executemany`` in large transactions (journal off while
-loading, WAL again after); PostgreSQL: ``COPY`` (bands in the binary format, built with
-NumPy). ``check_loader`` proves on a sample that the rows equal ``add_many``'s.
+a URL that sorts as its id), the keys from the scheme's public ``index_items``/
+``index_keys``, signed by ``encoding.to_sql_int``. SQLite: ``bands`` table by table in
+``(table_no, key, page_id)`` order, ``executemany`` in large transactions (journal off
+while loading, WAL again after); PostgreSQL: the keys are columns of the page rows
+(band_columns.py), so ``pages`` alone, by binary ``COPY`` with the key columns' indexes
+dropped and made again after. ``check_loader`` proves on a sample that the rows equal
+``add_many``'s.
 
 A finished fill leaves ``<name>.json`` beside it (pages, rows, seconds); a fill without it
 is incomplete and is made again.
@@ -31,6 +33,7 @@ import numpy as np
 from simhash_filter import Fingerprinter
 from simhash_filter.signature import MatchRule
 from simhash_filter.store import FingerprintStore, PageRow, canonical_url, url_domain
+from simhash_filter.store.band_columns import band_rows_source, column_names, index_name, index_sql
 from simhash_filter.store.encoding import to_sql_int
 
 from .corpus import CHUNK, Pool, chunk_signatures, sketch_bytes
@@ -40,10 +43,6 @@ SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 PG_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 PG_COPY_TRAILER = struct.pack(">h", -1)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-_BAND_ROW = np.dtype(
-    [("n", ">i2"), ("l1", ">i4"), ("t", ">i2"), ("l2", ">i4"), ("key", ">i8"),
-     ("l3", ">i4"), ("pid", ">i8"), ("l4", ">i4"), ("fp", ">i8")]
-)  # fmt: skip
 
 
 def url_of(i: int) -> str:
@@ -123,13 +122,18 @@ class _Keys:
             raise SystemExit(f"pages {lo}..: tables {tables} != {self.tables}")
         self.keys[lo : lo + len(fps)] = keys
 
-    def sorted_tables(self) -> Iterator[tuple[int, Any, Any, Any]]:
-        """(table_no, keys, page ids, fingerprints) of each table, in key order."""
+    def finish(self) -> None:
+        """Every page's keys are in: mark kept keys complete for the next fill."""
         assert self.tables is not None
         if self.kept is not None and not self.reused:
             self.keys.flush()
             self.kept.with_suffix(".json").write_text(json.dumps({"tables": self.tables}))
             self.kept.with_suffix(".done").touch()
+
+    def sorted_tables(self) -> Iterator[tuple[int, Any, Any, Any]]:
+        """(table_no, keys, page ids, fingerprints) of each table, in key order."""
+        self.finish()
+        assert self.tables is not None
         for col, t in enumerate(self.tables):
             keys = np.ascontiguousarray(self.keys[:, col])
             order = np.argsort(keys, kind="stable")  # ids ascending within a key
@@ -274,27 +278,27 @@ def fill_sqlite(
 
 
 def _page_row(
-    page_id: int, url: bytes, domain: bytes, fp: int, length: int, sketch: bytes, now: int
-) -> bytes:
-    """One pages row in COPY's binary format (8 fields)."""
+    page_id: int, url: bytes, domain: bytes, fp: int, length: int, sketch: bytes, now: int,
+    keys: bytes, n_keys: int,
+) -> bytes:  # fmt: skip
+    """One pages row in COPY's binary format: 8 fields, then ``n_keys`` key columns
+    (``keys``: their fields, already in the format)."""
     return struct.pack(
         f">hiqi{len(url)}si{len(domain)}siqiii{len(sketch)}siqiq",
-        8, 8, page_id, len(url), url, len(domain), domain, 8, fp, 4, length,
+        8 + n_keys, 8, page_id, len(url), url, len(domain), domain, 8, fp, 4, length,
         len(sketch), sketch, 8, now, 8, now,
-    )  # fmt: skip
+    ) + keys  # fmt: skip
 
 
-def pg_copy_bands(conn: Any, t: int, keys: Any, ids: Any, fps: Any) -> None:
-    rows = np.empty(len(keys), dtype=_BAND_ROW)
-    rows["n"], rows["l1"], rows["t"], rows["l2"] = 4, 2, t, 8
-    rows["key"], rows["l3"], rows["pid"], rows["l4"], rows["fp"] = keys, 8, ids, 8, fps
-    with conn.cursor().copy(
-        "COPY bands (table_no, key, page_id, fingerprint) FROM STDIN (FORMAT BINARY)"
-    ) as copy:
-        copy.write(PG_COPY_HEADER)
-        for s in range(0, len(rows), 200_000):
-            copy.write(rows[s : s + 200_000].tobytes())
-        copy.write(PG_COPY_TRAILER)
+def _key_fields(tables: list[int], n_tables: int) -> np.dtype:
+    """COPY's binary fields of the key columns band_0 .. band_<n_tables - 1>: a length and
+    an int8 for a table the fill's pages have a key in, the length -1 (NULL) for the rest."""
+    fields: list[tuple[str, str]] = []
+    for t in range(n_tables):
+        fields.append((f"l{t}", ">i4"))
+        if t in tables:
+            fields.append((f"v{t}", ">i8"))
+    return np.dtype(fields)
 
 
 def fill_pg(
@@ -313,23 +317,34 @@ def fill_pg(
     began = time.perf_counter()
     with open_store(url, kind) as store:
         scheme = store.scheme
+    n_tables = scheme.n_tables
     now = (datetime.now(UTC) - _PG_EPOCH) // timedelta(microseconds=1)
     keys = _Keys(workdir, n, scheme, kept)
+    columns = ", ".join(column_names(n_tables))
     with psycopg_connect(url, autocommit=False) as conn:
-        # the rows are valid by construction (every band's page exists): the foreign key's
-        # per-row check is skipped for this session, as PostgreSQL's bulk-load advice has it
-        conn.execute("SET session_replication_role = replica")
+        for t in range(n_tables):  # made again once the rows are in: one sorted build each
+            conn.execute(f"DROP INDEX {index_name(t)}")
         with conn.cursor().copy(
             "COPY pages (id, url, domain, fingerprint, text_length, sketch, first_seen, "
-            "last_seen) FROM STDIN (FORMAT BINARY)"
+            f"last_seen, {columns}) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.write(PG_COPY_HEADER)
             buffer = []
+            block: Any = None  # the key fields of the pages of one chunk
             for i, fp, sketch, length in _pages(pool, seed, n, cache, keys):
+                if i % CHUNK == 0:  # the chunk's keys are in ``keys`` before its pages come
+                    assert keys.tables is not None
+                    hi = min(n, i + CHUNK)
+                    block = np.zeros(hi - i, dtype=_key_fields(keys.tables, n_tables))
+                    for t in range(n_tables):
+                        block[f"l{t}"] = 8 if t in keys.tables else -1
+                    for col, t in enumerate(keys.tables):
+                        block[f"v{t}"] = keys.keys[i:hi, col]
                 url_i = url_of(i).encode()
-                buffer.append(
-                    _page_row(i + 1, url_i, url_i[7:-1], to_sql_int(fp), length, sketch, now)
-                )
+                fields = block[i % CHUNK].tobytes()
+                row = _page_row(i + 1, url_i, url_i[7:-1], to_sql_int(fp), length, sketch, now,
+                                fields, n_tables)  # fmt: skip
+                buffer.append(row)
                 if len(buffer) == 10_000:
                     copy.write(b"".join(buffer))
                     buffer = []
@@ -338,12 +353,13 @@ def fill_pg(
             copy.write(b"".join(buffer) + PG_COPY_TRAILER)
         conn.execute("SELECT setval(pg_get_serial_sequence('pages', 'id'), %s)", (n,))
         conn.commit()
-        rows = 0
-        for t, k, ids, fps in keys.sorted_tables():
-            pg_copy_bands(conn, t, k, ids, fps)
+        conn.execute("SET maintenance_work_mem = '2GB'")
+        for t in range(n_tables):
+            conn.execute(index_sql(t))
             conn.commit()
-            rows += n
-            log(f"pg {kind} {n:,}: table {t} written")
+            log(f"pg {kind} {n:,}: index of table {t} made")
+        rows = n * len(keys.tables or ())
+        keys.finish()
     keys.close()
     with psycopg_connect(url) as conn:
         conn.execute("VACUUM ANALYZE")
@@ -358,6 +374,7 @@ def check_loader(url_a: str, url_b: str, load: Callable[[], Any], kind: str, poo
 
     with open_store(url_a, kind) as store:
         sample = _Keys(Path(tempfile.gettempdir()), count, store.scheme)
+        n_tables = store.scheme.n_tables
         verdicts = store.add_many(
             [
                 PageRow(url_of(i), fp, length, sk)
@@ -382,7 +399,8 @@ def check_loader(url_a: str, url_b: str, load: Callable[[], Any], kind: str, poo
                     "ORDER BY id"
                 )).fetchall(),
                 "bands": conn.execute(text(
-                    "SELECT table_no, key, page_id, fingerprint FROM bands "
+                    "SELECT table_no, key, page_id, fingerprint FROM "
+                    f"{band_rows_source(engine.dialect.name, n_tables)} "
                     "ORDER BY table_no, key, page_id"
                 )).fetchall(),
             }  # fmt: skip

@@ -28,6 +28,7 @@ from bench.pg.cells import percentile
 from bench.pg.counters import ServerCounters, per_call
 from bench.pg.cpu import BackendCpu
 from bench.pg.database import database_name, libpq_url, psycopg_connect
+from simhash_filter.store.band_columns import column_name, column_names, keys_by_table
 from simhash_filter.store.encoding import from_sql_int, to_sql_int
 
 from .corpus import CHUNK, Pool, compose, near_copies, page_sentences, sketch_bytes
@@ -103,9 +104,13 @@ def trim(url: str, n_fill: int, scheme: Any) -> int:
         ).fetchall()
         conn.execute("BEGIN")
         if mark == "%s":
-            # the pages' band rows and drops go first: the foreign keys' per-row checks
-            # (a scan of bands for each page: no index on page_id) are skipped
+            # the drops go first: the foreign keys' per-row checks are skipped; the keys
+            # are columns of the page rows (band_columns.py) and go with them
             conn.execute("SET LOCAL session_replication_role = replica")
+            conn.execute("DELETE FROM duplicates")
+            conn.execute(f"DELETE FROM pages WHERE id > {mark}", (n_fill,))
+            conn.execute("COMMIT")
+            return len(rows)
         band_rows = [
             (t, to_sql_int(key), page_id)
             for page_id, fp, sketch in rows
@@ -167,9 +172,10 @@ def warm(url: str, *, into_buffers: bool = False) -> dict[str, Any]:
 
 
 def verify_keys(url: str, n_fill: int, scheme: Any, sample: int, seed: int = 5) -> dict:
-    """Every band row the scheme's ``index_items`` gives for ``sample`` random fill pages
-    is in ``bands``, and the fill has no other rows for them: the fill matches the code
-    being measured (a fill made by another version of the scheme fails here)."""
+    """Every band key the scheme's ``index_items`` gives for ``sample`` random fill pages
+    is in ``bands`` (PostgreSQL: in the page row's key columns, and no other column holds
+    one): the fill matches the code being measured (a fill made by another version of
+    the scheme fails here)."""
     conn, mark = connect(url)
     rng = np.random.default_rng(seed)
     ids = sorted({int(i) + 1 for i in rng.integers(0, n_fill, size=sample)})
@@ -180,7 +186,20 @@ def verify_keys(url: str, n_fill: int, scheme: Any, sample: int, seed: int = 5) 
                 f"SELECT fingerprint, sketch FROM pages WHERE id = {mark}", (page_id,)
             ).fetchone()
             sketch = None if sketch is None else bytes(sketch)
-            for t, key in index_items(scheme, from_sql_int(fp), sketch):
+            items = index_items(scheme, from_sql_int(fp), sketch)
+            if mark == "%s":
+                row = conn.execute(
+                    f"SELECT {', '.join(column_names(scheme.n_tables))} FROM pages WHERE id = %s",
+                    (page_id,),
+                ).fetchone()
+                checked += len(items)
+                expected = keys_by_table(items, scheme.n_tables)
+                missing += sum(
+                    stored != (None if key is None else to_sql_int(key))
+                    for stored, key in zip(row, expected, strict=True)
+                )
+                continue
+            for t, key in items:
                 checked += 1
                 missing += not conn.execute(
                     f"SELECT 1 FROM bands WHERE table_no = {mark} AND key = {mark} "
@@ -207,9 +226,9 @@ def probe_rows(conn: Any, mark: str, keys: list[tuple[int, int]]) -> list[tuple[
                 "(SELECT value FROM json_each(?))"
             )
             out += conn.execute(sql, (t, json.dumps(ks))).fetchall()
-        else:
-            sql = "SELECT page_id, fingerprint FROM bands WHERE table_no = %s AND key = ANY(%s)"
-            out += conn.execute(sql, (t, ks)).fetchall()
+        else:  # the keys in the page rows (band_columns.py)
+            sql = f"SELECT id, fingerprint FROM pages WHERE {column_name(t)} = ANY(%s)"
+            out += conn.execute(sql, (ks,)).fetchall()
     return out
 
 
