@@ -18,7 +18,7 @@ keys. Table numbers are the scheme's (``BandKey``), keys signed as stored (encod
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from sqlalchemy import BigInteger, Column, Index, MetaData, Table, text
 from sqlalchemy.engine import Connection
@@ -139,6 +139,19 @@ def hits_sql(n_tables: int, table_no: str, key: str, columns: str) -> str:
     branches = [
         f"SELECT {columns} FROM {pages_table.name} "
         f"WHERE {table_no} = {t} AND {column_name(t)} = {key}"
+        for t in range(n_tables)
+    ]
+    return "(" + " UNION ALL ".join(branches) + ")"
+
+
+def table_hits_sql(n_tables: int, keys_of: Callable[[int], str], columns: str) -> str:
+    """A subquery of the pages stored under any of a set of keys given a table at a time:
+    ``keys_of(t)`` is an ``int8[]`` expression of table t's keys, looked up as
+    ``band_<t> = ANY(...)`` (one index scan a table, a descent a key; no outer row to
+    rescan the branches for, so it costs least where the keys come as arrays). ``columns``:
+    what each branch selects from ``pages``; a page under keys of two tables comes twice."""
+    branches = [
+        f"SELECT {columns} FROM {pages_table.name} WHERE {column_name(t)} = ANY({keys_of(t)})"
         for t in range(n_tables)
     ]
     return "(" + " UNION ALL ".join(branches) + ")"

@@ -2,9 +2,9 @@
 -- __V__ becomes a digest of this text as installed: an edited body always gets a new name.
 -- A page's band keys are the columns band_0 .. band_<T-1> of its pages row
 -- (band_columns.py); the marks BAND_COLUMNS (their names), BAND_HITS (the pages under a
--- probe key q(t, key)) and TABLE_KEYS (each column's key among rows k(t, key)), each
--- between double underscores below, are filled in for the scheme's table count T, which
--- the digest covers.
+-- row's probe keys), TABLE_KEYS (each column's key among rows k(t, key)) and TABLES (T),
+-- each between double underscores below, are filled in for the scheme's table count T,
+-- which the digest covers.
 
 
 -- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte},
@@ -133,14 +133,18 @@ $f$;
 
 -- check_batch on the server. Rows: p_urls .. p_sketches (one element each); row i's index
 -- keys are p_index_tables/p_index_keys (p_index_ends[i - 1] + 1 .. p_index_ends[i], with
--- p_index_ends[0] read as 0), its probe keys likewise p_probe_*. p_lsh and p_cut_*: the
+-- p_index_ends[0] read as 0); its probe keys in table t (of T) are p_probe_keys
+-- (p_probe_ends[(i - 1) * T + t] + 1 .. p_probe_ends[(i - 1) * T + t + 1]). The probe
+-- reads each table's keys as one array (band_t = ANY(...)), a plan made once: the function
+-- forces generic plans, since a custom plan of the probe's T branches would be made again at
+-- every call (it costs more than the probe). p_lsh and p_cut_*: the
 -- scheme, as simhash_filter_keys takes it (a stored page's keys once its sketch is filled
 -- in). p_locks NULL: the database-wide lock exclusive; else it shared, then p_locks in
 -- their (sorted) order, each shared where p_lock_shared says so (locks.write_locks).
 CREATE OR REPLACE FUNCTION simhash_filter_check__V__(
     p_urls text[], p_domains text[], p_fps int8[], p_lengths int4[], p_sketches bytea[],
     p_index_tables int2[], p_index_keys int8[], p_index_ends int4[],
-    p_probe_tables int2[], p_probe_keys int8[], p_probe_ends int4[],
+    p_probe_keys int8[], p_probe_ends int4[],
     p_lsh int4[], p_cut_tables int2[], p_cut_shifts int4[], p_cut_masks int8[], p_cut_lefts int4[],
     p_locks int8[], p_lock_shared bool[], p_global int8, p_async bool, p_now timestamptz,
     p_radius int4, p_rule float8[])
@@ -149,11 +153,11 @@ RETURNS TABLE(
     match_id int8, match_url text, match_fp int8, match_distance int4, match_similarity float8,
     boiler_id int8, boiler_url text, boiler_fp int8, boiler_distance int4,
     boiler_similarity float8)
-LANGUAGE plpgsql AS $f$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $f$
 DECLARE
     i int4;
     first_index int4;
-    first_probe int4;
+    probe_base int4;
     fp int8;
     sk bytea;
     own_id int8;
@@ -177,7 +181,7 @@ BEGIN
         fp := p_fps[i];
         sk := p_sketches[i];
         first_index := coalesce(p_index_ends[i - 1], 0) + 1;
-        first_probe := coalesce(p_probe_ends[i - 1], 0) + 1;
+        probe_base := (i - 1) * __TABLES__;
         kind := NULL;
         previous := NULL;
         match_id := NULL; match_url := NULL; match_fp := NULL;
@@ -214,9 +218,7 @@ BEGIN
             SELECT h.id AS page_id, h.url, h.fingerprint, h.d, h.sketch
             FROM (SELECT DISTINCT ON (b.id) b.id, b.url, b.fingerprint, b.sketch,
                          bit_count((b.fingerprint # fp)::bit(64))::int4 AS d
-                  FROM unnest(p_probe_tables[first_probe : p_probe_ends[i]],
-                              p_probe_keys[first_probe : p_probe_ends[i]]) AS q(t, key)
-                  CROSS JOIN LATERAL __BAND_HITS__ AS b
+                  FROM __BAND_HITS__ AS b
                   WHERE b.id IS DISTINCT FROM own_id) AS h
             WHERE h.d <= p_radius
             ORDER BY h.d, h.url COLLATE "C"

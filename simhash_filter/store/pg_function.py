@@ -49,6 +49,7 @@ _VERSION_MARK = "__V__"
 _LOCKS_MARK = "__TAKE_LOCKS__"
 _COLUMNS_MARK = "__BAND_COLUMNS__"
 _HITS_MARK = "__BAND_HITS__"
+_TABLES_MARK = "__TABLES__"
 _TABLE_KEYS_MARK = "__TABLE_KEYS__"
 _HIT_COLUMNS = "id, url, fingerprint, sketch"  # what the probe reads of a candidate
 
@@ -61,11 +62,20 @@ def function_sql(source: str, n_tables: int) -> tuple[str, str]:
     body = (
         source.replace(_LOCKS_MARK, TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared"))
         .replace(_COLUMNS_MARK, ", ".join(band_columns.column_names(n_tables)))
-        .replace(_HITS_MARK, band_columns.hits_sql(n_tables, "q.t", "q.key", _HIT_COLUMNS))
+        .replace(_HITS_MARK, band_columns.table_hits_sql(n_tables, _probe_keys, _HIT_COLUMNS))
+        .replace(_TABLES_MARK, str(n_tables))
         .replace(_TABLE_KEYS_MARK, band_columns.table_keys_sql(n_tables, "k.t", "k.key"))
     )
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
     return body.replace(_VERSION_MARK, f"_{digest}"), digest
+
+
+def _probe_keys(table_no: int) -> str:
+    """The function's array of a row's probe keys in table ``table_no``."""
+    return (
+        f"p_probe_keys[coalesce(p_probe_ends[probe_base + {table_no}], 0) + 1 : "
+        f"p_probe_ends[probe_base + {table_no + 1}]]"
+    )
 
 
 def function_source() -> str:
@@ -89,7 +99,7 @@ def check_function(n_tables: int) -> CheckFunction:
     name = f"simhash_filter_check_{digest}"
     call = (
         f"SELECT * FROM {name}(%s::text[], %s::text[], %s::int8[], %s::int4[], "
-        "%s::bytea[], %s::int2[], %s::int8[], %s::int4[], %s::int2[], %s::int8[], %s::int4[], "
+        "%s::bytea[], %s::int2[], %s::int8[], %s::int4[], %s::int8[], %s::int4[], "
         "%s::int4[], %s::int2[], %s::int4[], %s::int8[], %s::int4[], "
         "%s::int8[], %s::bool[], %s::int8, %s::bool, %s::timestamptz, %s::int4, %s::float8[])"
     )
@@ -242,9 +252,7 @@ class PgFunctionPath(PgWritePath):
                 int_array([t for row in rows for t, _ in row.index_keys]),
                 int_array([key for row in rows for _, key in row.index_keys]),
                 int_array(itertools.accumulate(len(row.index_keys) for row in rows)),
-                int_array([t for row in rows for t, _ in row.probe_keys]),
-                int_array([key for row in rows for _, key in row.probe_keys]),
-                int_array(itertools.accumulate(len(row.probe_keys) for row in rows)),
+                *probe_arrays(rows, scheme.n_tables),
                 arrays.lsh,
                 arrays.cut_tables,
                 arrays.cut_shifts,
@@ -261,6 +269,21 @@ class PgFunctionPath(PgWritePath):
             prepare=True,
         ).fetchall()
         return [_verdict(row, result_row) for row, result_row in zip(rows, result, strict=True)]
+
+
+def probe_arrays(rows: Sequence[RowToCheck], n_tables: int) -> tuple[str, str]:
+    """The function's ``p_probe_keys`` and ``p_probe_ends``: each row's probe keys a table
+    at a time, and where each row's table ends in them (``n_tables`` ends a row)."""
+    keys: list[int] = []
+    ends: list[int] = []
+    for row in rows:
+        by_table: list[list[int]] = [[] for _ in range(n_tables)]
+        for t, key in row.probe_keys:
+            by_table[t].append(key)
+        for table_keys in by_table:
+            keys.extend(table_keys)
+            ends.append(len(keys))
+    return int_array(keys), int_array(ends)
 
 
 def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:

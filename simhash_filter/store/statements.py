@@ -282,7 +282,7 @@ class SqlBatchIO(BatchIO):
                         "sketch": page.sketch,
                         "first_seen": now,
                         "last_seen": now,
-                        **dict(zip(names, row_keys.get(page.ref, ()), strict=False)),
+                        **(dict(zip(names, row_keys[page.ref], strict=True)) if keyed else {}),
                     }
                     for page in changes.new_pages
                 ],
