@@ -25,6 +25,11 @@ random band keys (an unrelated page: LSH keys are hashes) and 10% a stored page'
 
 This measures the layout, not the store: the store's check function also takes advisory
 locks, looks the URL up and logs drops, the same for every layout.
+
+The store has kept its keys in the page rows on PostgreSQL since schema 4 (the "wide"
+layout, store/band_columns.py), so its fills have no ``bands`` table: this bench runs on
+fills of schema 3 (``--prefix``: the databases a tree before that change filled, under a
+name of their own) and says so when given others.
 """
 
 from __future__ import annotations
@@ -319,11 +324,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="/work/scale-db", help="where the fills' keys are")
     parser.add_argument("--pages", type=int, default=5000, help="pages checked a layout")
     parser.add_argument("--layouts", default="old,wide,gin", help=f"of {', '.join(LAYOUTS)}")
+    parser.add_argument("--prefix", default="sf_scale_rows_", help="the schema-3 fills' names")
     args = parser.parse_args(argv)
     keys = np.load(Path(args.dir) / KEYS_FILE, mmap_mode="r")
     cells = []
     for n in (int(s) for s in args.sizes.split(",")):
-        url = pg_url("minhash-lsh", n)
+        url = pg_url("minhash-lsh", n).replace("sf_scale_", args.prefix, 1)
+        conn, _ = connect(url)
+        has_bands = conn.execute("SELECT to_regclass('bands') IS NOT NULL").fetchone()[0]
+        conn.close()
+        if not has_bands:
+            raise SystemExit(f"{url}: no bands table; this bench needs a fill of schema 3")
         cells.append(measure(url, n, keys, args.pages, n % 997, args.layouts.split(",")))
     path = write_results("pg_layout", cells)
     print("\n".join(table(cells)))
