@@ -20,13 +20,15 @@ from simhash_filter.cli import main
 from simhash_filter.signature import MatchRule, encode_sketch
 from simhash_filter.store import FingerprintStore, StoreError, VerdictKind
 from simhash_filter.store.band_columns import (
+    KeyedUpdate,
     band_rows_source,
     column_names,
     key_rows,
     keys_by_table,
     present_columns,
+    split_updates,
 )
-from simhash_filter.store.batch import BandRow
+from simhash_filter.store.batch import BandRow, PageUpdate
 from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.pg import near_sql
 from simhash_filter.store.schema import SCHEMA_VERSION, bands_table
@@ -62,6 +64,16 @@ def test_key_rows_set_a_pages_columns_whole() -> None:
     assert rows == {7: [to_sql_int(2**64 - 1), 3, None], -1: [None, 4, None]}
     with pytest.raises(ValueError, match="lose their band keys"):
         key_rows([], [BandRow(0, 1, 8, 0)], 3)
+
+
+def test_a_pages_new_keys_go_with_its_update() -> None:
+    """One UPDATE a row: a page whose keys change is updated with them, the others alone."""
+    moved, kept = PageUpdate(7, 1, 10, None), PageUpdate(8, 2, 20, None)
+    plain, keyed = split_updates([moved, kept], {7: [3, None], -1: [4, None]})
+    assert plain == [kept]
+    assert keyed == [KeyedUpdate(moved, [3, None])]
+    with pytest.raises(ValueError, match=r"pages \[9\] get new band keys without an update"):
+        split_updates([kept], {9: [5, None]})
 
 
 @pytest.mark.postgres

@@ -18,14 +18,15 @@ keys. Table numbers are the scheme's (``BandKey``), keys signed as stored (encod
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
-from sqlalchemy import BigInteger, Column, Index, MetaData, Table, text
+from sqlalchemy import BigInteger, Column, MetaData, Table, text
 from sqlalchemy.engine import Connection
 
 from simhash_filter.bands import BandKey
 
-from .batch import BandRow
+from .batch import BandRow, PageUpdate
 from .encoding import to_sql_int
 from .schema import pages_table
 
@@ -58,6 +59,11 @@ def keys_by_table(items: Iterable[BandKey], n_tables: int) -> list[int | None]:
     return row
 
 
+def signed_keys_by_table(items: Iterable[BandKey], n_tables: int) -> list[int | None]:
+    """:func:`keys_by_table` of unsigned keys, each as the column stores it (signed)."""
+    return keys_by_table(((t, to_sql_int(key)) for t, key in items), n_tables)
+
+
 def key_rows(
     inserts: Iterable[BandRow], deletes: Iterable[BandRow], n_tables: int
 ) -> dict[int, list[int | None]]:
@@ -67,17 +73,41 @@ def key_rows(
     own (ValueError for a page whose keys are deleted and none inserted)."""
     by_page: dict[int, list[BandKey]] = {}
     for row in inserts:
-        by_page.setdefault(row.page_ref, []).append((row.table_no, to_sql_int(row.key)))
+        by_page.setdefault(row.page_ref, []).append((row.table_no, row.key))
     unkeyed = {row.page_ref for row in deletes} - by_page.keys()
     if unkeyed:
         raise ValueError(f"pages {sorted(unkeyed)} lose their band keys and get none")
-    return {ref: keys_by_table(items, n_tables) for ref, items in by_page.items()}
+    return {ref: signed_keys_by_table(items, n_tables) for ref, items in by_page.items()}
+
+
+class KeyedUpdate(NamedTuple):
+    """A stored page's update and the key columns it gets with it (signed, by table)."""
+
+    update: PageUpdate
+    keys: list[int | None]
+
+
+def split_updates(
+    updates: Sequence[PageUpdate], row_keys: Mapping[int, list[int | None]]
+) -> tuple[list[PageUpdate], list[KeyedUpdate]]:
+    """The page updates whose page keeps its keys, and those whose page gets new ones
+    (:func:`key_rows`): one UPDATE sets a row's fields and keys together, since each
+    UPDATE that changes a key column writes the row again into every index of ``pages``.
+    ValueError for a stored page whose keys change without an update (batch.py updates
+    every page a row changed)."""
+    updated = {u.page_id for u in updates}
+    stray = sorted(ref for ref in row_keys if ref > 0 and ref not in updated)
+    if stray:
+        raise ValueError(f"pages {stray} get new band keys without an update")
+    plain = [u for u in updates if u.page_id not in row_keys]
+    keyed = [KeyedUpdate(u, row_keys[u.page_id]) for u in updates if u.page_id in row_keys]
+    return plain, keyed
 
 
 def add_columns(conn: Connection, n_tables: int) -> None:
-    """Add the key columns and their indexes to ``pages`` (a new database, or ``reindex``
-    after :func:`drop_columns`); the indexes are made after the columns are filled when
-    the caller fills them first (:func:`add_indexes`)."""
+    """Add the key columns to ``pages`` (a new database, or ``reindex`` after
+    :func:`drop_columns`); :func:`add_indexes` makes their indexes, after the caller has
+    filled them where it fills them."""
     adds = ", ".join(f"ADD COLUMN {name} bigint" for name in column_names(n_tables))
     conn.execute(text(f"ALTER TABLE {pages_table.name} {adds}"))
 
@@ -124,10 +154,18 @@ def pages_with_keys(n_tables: int) -> Table:
     MetaData: schema.py's model is the columns every back-end has)."""
     columns = [Column(c.name, c.type, primary_key=c.primary_key) for c in pages_table.c]
     keys = [Column(name, BigInteger) for name in column_names(n_tables)]
-    table = Table(pages_table.name, MetaData(), *columns, *keys)
-    for t in range(n_tables):  # described, for readers of the model; made by add_indexes
-        Index(index_name(t), table.c[column_name(t)])
-    return table
+    return Table(pages_table.name, MetaData(), *columns, *keys)
+
+
+def _branches(n_tables: int, columns: str, where: Callable[[int], str]) -> str:
+    """``(SELECT columns FROM pages WHERE where(t) UNION ALL ...)``, a branch a table."""
+    return (
+        "("
+        + " UNION ALL ".join(
+            f"SELECT {columns} FROM {pages_table.name} WHERE {where(t)}" for t in range(n_tables)
+        )
+        + ")"
+    )
 
 
 def hits_sql(n_tables: int, table_no: str, key: str, columns: str) -> str:
@@ -136,12 +174,7 @@ def hits_sql(n_tables: int, table_no: str, key: str, columns: str) -> str:
     one branch a table, each gated by ``table_no = t`` (a one-time filter: a key is looked
     up in its own table's index only). ``columns``: what each branch selects from
     ``pages``."""
-    branches = [
-        f"SELECT {columns} FROM {pages_table.name} "
-        f"WHERE {table_no} = {t} AND {column_name(t)} = {key}"
-        for t in range(n_tables)
-    ]
-    return "(" + " UNION ALL ".join(branches) + ")"
+    return _branches(n_tables, columns, lambda t: f"{table_no} = {t} AND {column_name(t)} = {key}")
 
 
 def table_hits_sql(n_tables: int, keys_of: Callable[[int], str], columns: str) -> str:
@@ -150,11 +183,7 @@ def table_hits_sql(n_tables: int, keys_of: Callable[[int], str], columns: str) -
     ``band_<t> = ANY(...)`` (one index scan a table, a descent a key; no outer row to
     rescan the branches for, so it costs least where the keys come as arrays). ``columns``:
     what each branch selects from ``pages``; a page under keys of two tables comes twice."""
-    branches = [
-        f"SELECT {columns} FROM {pages_table.name} WHERE {column_name(t)} = ANY({keys_of(t)})"
-        for t in range(n_tables)
-    ]
-    return "(" + " UNION ALL ".join(branches) + ")"
+    return _branches(n_tables, columns, lambda t: f"{column_name(t)} = ANY({keys_of(t)})")
 
 
 def band_rows_sql(n_tables: int) -> str:

@@ -184,7 +184,7 @@ def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) 
 
 
 def parse_meta(
-    where: str, meta: dict[str, str], *, convert: bool = False, dialect: str = "sqlite"
+    where: str, meta: dict[str, str], *, dialect: str, convert: bool = False
 ) -> Settings:
     """The settings of a database's meta rows, or a StoreError saying what is wrong.
     ``convert``: a database of an older schema that ``reindex`` converts is read too. A

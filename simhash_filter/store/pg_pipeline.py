@@ -58,7 +58,7 @@ class BandStatements(NamedTuple):
 
     pages_and_probe: str
     insert_new_pages: str
-    set_keys: str
+    update_pages_and_keys: str
 
 
 @functools.lru_cache(maxsize=16)
@@ -70,7 +70,7 @@ def band_statements(n_tables: int, *, bit_count: bool) -> BandStatements:
     fingerprint that probes them. A key probed by two rows of a batch comes with each
     row's fingerprint (a page near both comes back twice); the farther pages under the
     keys never leave the server. ``insert_new_pages``: new pages with their keys, their
-    ids by ordinal. ``set_keys``: stored pages' keys replaced."""
+    ids by ordinal. ``update_pages_and_keys``: stored pages updated with new keys."""
     columns = band_columns.column_names(n_tables)
     named = ", ".join(columns)
     hits = band_columns.hits_sql(
@@ -96,21 +96,25 @@ def band_statements(n_tables: int, *, bit_count: bool) -> BandStatements:
             "FROM v ORDER BY n RETURNING id, url) "
             "SELECT p.id, v.n FROM p JOIN v USING (url)"
         ),
-        set_keys=(
-            "UPDATE pages p SET "
-            + ", ".join(f"{name} = u.{name}" for name in columns)
-            + f" FROM unnest(%s::int8[], {keys}) AS u(id, {named}) WHERE p.id = u.id"
-        ),
+        update_pages_and_keys=update_pages_sql(columns),
     )
 
 
-UPDATE_PAGES = (
-    "UPDATE pages p SET fingerprint = u.fingerprint, text_length = u.text_length, "
-    "sketch = u.sketch, last_seen = %s "
-    "FROM unnest(%s::int8[], %s::int8[], %s::int4[], %s::bytea[]) "
-    "AS u(id, fingerprint, text_length, sketch) "
-    "WHERE p.id = u.id"
-)
+def update_pages_sql(key_columns: list[str]) -> str:
+    """Stored pages' fingerprint, text length, sketch and last_seen, and ``key_columns``,
+    set from arrays (one UPDATE a row: each that changes a key column writes the row again
+    into every index of ``pages``)."""
+    names = ["fingerprint", "text_length", "sketch", *key_columns]
+    arrays = ["%s::int8[]", "%s::int4[]", "%s::bytea[]"] + ["%s::int8[]"] * len(key_columns)
+    return (
+        "UPDATE pages p SET "
+        + ", ".join(f"{name} = u.{name}" for name in names)
+        + f", last_seen = %s FROM unnest(%s::int8[], {', '.join(arrays)}) "
+        + f"AS u(id, {', '.join(names)}) WHERE p.id = u.id"
+    )
+
+
+UPDATE_PAGES = update_pages_sql([])
 INSERT_DROPS = """
 INSERT INTO duplicates (url, domain, fingerprint, duplicate_of, distance, similarity, seen_at)
 SELECT d.url, d.domain, d.fingerprint, coalesce(d.ref, p.id), d.distance, d.similarity, %s
@@ -262,34 +266,28 @@ class _PipelinedIO(BatchIO):
                 ),
                 prepare=True,
             )
-        rekeyed = {ref: keys for ref, keys in row_keys.items() if ref > 0}
-        if rekeyed:
-            conn.execute(
-                self._statements.set_keys,
-                (
-                    t.ids(list(rekeyed)),
-                    *[
-                        t.ids(column)
-                        for column in band_columns.column_arrays(
-                            list(rekeyed.values()), self._n_tables
-                        )
-                    ],
-                ),
-                prepare=True,
-            )
-        if changes.page_updates:
-            updates = changes.page_updates
-            conn.execute(
-                UPDATE_PAGES,
-                (
-                    now,
-                    t.ids([u.page_id for u in updates]),
-                    t.int8s([u.fingerprint for u in updates]),
-                    [t.int4(u.text_length) for u in updates],
-                    [u.sketch for u in updates],
-                ),
-                prepare=True,
-            )
+        plain, rekeyed = band_columns.split_updates(changes.page_updates, row_keys)
+        for statement, updates, keys in (
+            (UPDATE_PAGES, plain, []),
+            (
+                self._statements.update_pages_and_keys,
+                [k.update for k in rekeyed],
+                band_columns.column_arrays([k.keys for k in rekeyed], self._n_tables),
+            ),
+        ):
+            if updates:
+                conn.execute(
+                    statement,
+                    (
+                        now,
+                        t.ids([u.page_id for u in updates]),
+                        t.int8s([u.fingerprint for u in updates]),
+                        [t.int4(u.text_length) for u in updates],
+                        [u.sketch for u in updates],
+                        *[t.ids(column) for column in keys],
+                    ),
+                    prepare=True,
+                )
         if changes.drops:
             new_urls = {page.ref: page.url for page in changes.new_pages}
             drops = changes.drops

@@ -17,7 +17,6 @@ from sqlalchemy.engine import Connection
 from simhash_filter.bands import IndexScheme
 
 from . import band_columns
-from .encoding import to_sql_int
 from .schema import bands_table, pages_table
 
 CHUNK = 10_000  # pages a read
@@ -64,8 +63,8 @@ def _set_columns(conn: Connection, scheme: IndexScheme, pages: Sequence[Any]) ->
     names = band_columns.column_names(scheme.n_tables)
     rows = []
     for page_id, fp, sketch in pages:
-        keys = band_columns.keys_by_table(scheme.index_items(fp, sketch), scheme.n_tables)
-        signed = [None if k is None else to_sql_int(k) for k in keys]
+        items = scheme.index_items(fp, sketch)
+        signed = band_columns.signed_keys_by_table(items, scheme.n_tables)
         rows.append({"page": page_id, **dict(zip(names, signed, strict=True))})
     stmt = update(keyed).where(keyed.c.id == bindparam("page"))
     conn.execute(stmt.values({name: bindparam(name) for name in names}), rows)

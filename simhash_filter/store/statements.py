@@ -20,11 +20,14 @@ import functools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
     Dialect,
+    Table,
+    Update,
     bindparam,
     cast,
     delete,
@@ -43,7 +46,7 @@ from sqlalchemy.sql.expression import ClauseElement
 from simhash_filter.bands import BandKey
 
 from . import band_columns
-from .batch import BandHit, BandRow, BatchIO, Changes, StoredPage
+from .batch import BandHit, BandRow, BatchIO, Changes, PageUpdate, StoredPage
 from .encoding import from_sql_int, to_sql_int
 from .schema import UInt64, bands_table, duplicates_table, pages_table
 
@@ -211,18 +214,23 @@ class Statements:
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
         self.dialect = dialect
         self.n_tables = n_tables
-        self.keys_in_rows = dialect.name == "postgresql"  # band_columns.py's layout
         self.probe = Probe(dialect, n_tables)
+        # PostgreSQL keeps a page's keys in its row (band_columns.py): written with it
+        self.keys_in_rows = dialect.name == "postgresql"
+        self.key_columns = band_columns.column_names(n_tables) if self.keys_in_rows else []
+        self.pages = band_columns.pages_with_keys(n_tables) if self.keys_in_rows else pages_table
+        self.update_page = _page_update(self.pages, [])
+        self.update_page_and_keys = _page_update(self.pages, self.key_columns)
         p = pages_table.c
         self.page_by_url = Compiled(
             select(*_stored_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
         )
         self.url_by_id = Compiled(select(p.url).where(p.id == bindparam("p")), dialect, ["p"])
-        band_columns = ["table_no", "key", "page_id", "fingerprint"]
+        band_fields = ["table_no", "key", "page_id", "fingerprint"]
         self.band_insert = Compiled(
-            insert(bands_table).values({name: bindparam(name) for name in band_columns}),
+            insert(bands_table).values({name: bindparam(name) for name in band_fields}),
             dialect,
-            band_columns,
+            band_fields,
         )
 
 
@@ -259,16 +267,13 @@ class SqlBatchIO(BatchIO):
         return found
 
     def write(self, changes: Changes) -> dict[int, int]:
-        conn, now = self._conn, changes.now
-        n_tables, keyed = self._statements.n_tables, self._statements.keys_in_rows
-        names = band_columns.column_names(n_tables)
-        # PostgreSQL: each page's keys are columns of its row, set with the row
+        conn, now, statements = self._conn, changes.now, self._statements
+        keyed, names, pages = statements.keys_in_rows, statements.key_columns, statements.pages
         row_keys = (
-            band_columns.key_rows(changes.band_inserts, changes.band_deletes, n_tables)
+            band_columns.key_rows(changes.band_inserts, changes.band_deletes, statements.n_tables)
             if keyed
             else {}
         )
-        pages = band_columns.pages_with_keys(n_tables) if keyed else pages_table
         ids: dict[int, int] = {}  # temporary ref -> page id (refs > 0 are page ids)
         if changes.new_pages:
             result = conn.execute(
@@ -289,40 +294,19 @@ class SqlBatchIO(BatchIO):
             )
             for page, (page_id,) in zip(changes.new_pages, result.all(), strict=True):
                 ids[page.ref] = page_id
-        if keyed:
-            rekeyed = [
-                {"page": ref, **dict(zip(names, keys, strict=True))}
-                for ref, keys in row_keys.items()
-                if ref > 0
-            ]
-            if rekeyed:
-                conn.execute(
-                    update(pages)
-                    .where(pages.c.id == bindparam("page"))
-                    .values({name: bindparam(name) for name in names}),
-                    rekeyed,
-                )
+        if keyed:  # a stored page's new keys go with its update
+            plain, rekeyed = band_columns.split_updates(changes.page_updates, row_keys)
         else:
             self._write_band_rows(changes.band_deletes, changes.band_inserts, ids)
-        if changes.page_updates:
+            plain, rekeyed = list(changes.page_updates), []
+        if plain:
+            conn.execute(statements.update_page, [_update_values(u, now) for u in plain])
+        if rekeyed:
             conn.execute(
-                update(pages_table)
-                .where(pages_table.c.id == bindparam("p"))
-                .values(
-                    fingerprint=bindparam("fingerprint"),
-                    text_length=bindparam("text_length"),
-                    sketch=bindparam("sketch"),
-                    last_seen=bindparam("last_seen"),
-                ),
+                statements.update_page_and_keys,
                 [
-                    {
-                        "p": u.page_id,
-                        "fingerprint": u.fingerprint,
-                        "text_length": u.text_length,
-                        "sketch": u.sketch,
-                        "last_seen": now,
-                    }
-                    for u in changes.page_updates
+                    {**_update_values(k.update, now), **dict(zip(names, k.keys, strict=True))}
+                    for k in rekeyed
                 ],
             )
         if changes.drops:
@@ -371,6 +355,27 @@ class SqlBatchIO(BatchIO):
                 for r in inserts
             )
             conn.exec_driver_sql(compiled.sql, [compiled.bind(row) for row in rows])
+
+
+def _page_update(pages: Table, key_columns: Sequence[str]) -> Update:
+    """A stored page's UPDATE by id (``p``): its fields and ``key_columns``, bound by name."""
+    names = ("fingerprint", "text_length", "sketch", "last_seen", *key_columns)
+    return (
+        update(pages)
+        .where(pages.c.id == bindparam("p"))
+        .values({name: bindparam(name) for name in names})
+    )
+
+
+def _update_values(u: PageUpdate, now: datetime) -> dict[str, Any]:
+    """:func:`_page_update`'s values of a page update (its key columns apart)."""
+    return {
+        "p": u.page_id,
+        "fingerprint": u.fingerprint,
+        "text_length": u.text_length,
+        "sketch": u.sketch,
+        "last_seen": now,
+    }
 
 
 def stored_page(row: Sequence[Any]) -> StoredPage:
