@@ -33,10 +33,10 @@ from typing import Any
 
 from bench._common import DATA_DIR, ROOT, machine, pg_database, write_results
 from bench.crawl_site import load_corpus
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.pagework import sign_page
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.stored_text import pack_text
+from simhash_filter.page.work import sign_page
 from simhash_filter.store import FingerprintStore, PageRow
-from simhash_filter.stored_text import pack_text
 
 SPEC = "bench-audit;synthetic"
 WORDS = (
@@ -102,7 +102,7 @@ def bytes_part(data: Path) -> dict[str, Any]:
 
 
 def _main_text_bytes(blob: bytes) -> bytes:
-    from simhash_filter.stored_text import unpack_text
+    from simhash_filter.core.stored_text import unpack_text
 
     return unpack_text(blob).text.encode("utf-8")
 

@@ -183,7 +183,7 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
     from scrapy.http import HtmlResponse
 
     from simhash_filter import Fingerprinter
-    from simhash_filter.extract import extract_text
+    from simhash_filter.page.extract import extract_text
     from simhash_filter.store import FingerprintStore
 
     fingerprinter = Fingerprinter()
@@ -331,7 +331,7 @@ def run_part(
     part: str, corpus: list[tuple[str, str, bytes]], repeats: int, latency: float
 ) -> list[dict[str, Any]]:
     """Crawl every variant of the part's scenarios, interleaved, ``repeats`` times."""
-    from simhash_filter.pool import usable_cpus
+    from simhash_filter.page.pool import usable_cpus
 
     cores = usable_cpus()
     site, _ = build_bench_site(corpus)

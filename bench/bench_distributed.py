@@ -34,7 +34,7 @@ from bench._common import REDIS_URL, ROOT, machine, pg_database, write_results
 from crawler.distributed import RedisKeys, clear
 from crawler.testsite import SiteServer, build_site
 from crawler.workers import start_worker
-from simhash_filter.bands import BandScheme
+from simhash_filter.index.schemes import PermutedScheme
 
 
 @dataclass
@@ -128,13 +128,13 @@ def crawl(
     return Run(label, workers, pages, window.seconds, kept, dropped, per_worker)
 
 
-def pg_sizes(db_url: str) -> tuple[dict[str, tuple[int, int]], BandScheme]:
+def pg_sizes(db_url: str) -> tuple[dict[str, tuple[int, int]], PermutedScheme]:
     """Table → (rows, bytes with indexes and TOAST), and the index's band scheme."""
     engine = create_engine(db_url)
     sizes = {}
     with engine.connect() as conn:
         meta = {key: value for key, value in conn.execute(text("SELECT key, value FROM meta"))}
-        scheme = BandScheme(max_distance=int(meta["max_distance"]), blocks=int(meta["blocks"]))
+        scheme = PermutedScheme(max_distance=int(meta["max_distance"]), blocks=int(meta["blocks"]))
         conn.execute(text("ANALYZE"))
         for table in ("pages", "bands", "duplicates", "meta"):
             rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
@@ -145,7 +145,7 @@ def pg_sizes(db_url: str) -> tuple[dict[str, tuple[int, int]], BandScheme]:
 
 
 def capacity_note(
-    bytes_per_band_row: float, bytes_per_page_row: float, rate: float, default: BandScheme
+    bytes_per_band_row: float, bytes_per_page_row: float, rate: float, default: PermutedScheme
 ) -> str:
     n_pages, n_workers = 100_000_000, 10
     lines = [
@@ -156,7 +156,7 @@ def capacity_note(
         "| --- | --- | --- | --- |",
     ]
     for k, blocks in ((3, 4), (3, 5), (3, 6), (4, 6), (4, 7), (4, 8)):
-        scheme = BandScheme(max_distance=k, blocks=blocks)
+        scheme = PermutedScheme(max_distance=k, blocks=blocks)
         size = n_pages * (scheme.n_tables * bytes_per_band_row + bytes_per_page_row)
         mark = " (default)" if scheme == default else ""
         lines.append(
@@ -208,7 +208,7 @@ def main() -> None:
     )
     runs: list[Run] = []
     sizes: dict[str, tuple[int, int]] = {}
-    scheme = BandScheme()
+    scheme = PermutedScheme()
     with tempfile.TemporaryDirectory() as folder, SiteServer(pages, latency=args.latency) as site:
         workdir = Path(folder)
         for workers in (int(w) for w in args.workers.split(",")):

@@ -41,8 +41,8 @@ import numpy as np
 
 from bench._common import DATA_DIR
 from simhash_filter import Fingerprinter, hamming_distance
-from simhash_filter.bands import DEFAULT_MAX_DISTANCE
-from simhash_filter.extract import extract_text
+from simhash_filter.index.schemes import DEFAULT_MAX_DISTANCE
+from simhash_filter.page.extract import extract_text
 
 DEFAULT_DATA = DATA_DIR
 KS = (2, 3, 4, 5)
@@ -71,7 +71,7 @@ def _peer_trafilatura() -> Callable[[str], int]:
 
 def _word_5grams(text: str, zh: bool = False) -> list[str]:
     if zh:
-        from simhash_filter.text import jieba_tokenizer
+        from simhash_filter.core.text import jieba_tokenizer
 
         words = [w for w in jieba_tokenizer().lcut(text) if w.strip()]
     else:
@@ -395,7 +395,7 @@ def _interleaved_best(rounds: int, methods: dict[str, Callable[[], object]]) -> 
 
 
 def _speed_methods(texts: list[str], zh: bool) -> dict[str, Callable[[], object]]:
-    from simhash_filter.text import jieba_tokenizer
+    from simhash_filter.core.text import jieba_tokenizer
 
     lcut = jieba_tokenizer().lcut  # the dictionary loads once per process, for every method
     s1e0ng, straf = _peer_1e0ng(), _peer_trafilatura()

@@ -60,8 +60,8 @@ SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "cap": 2 * 1024 * 1
 
 def measure_one(kind: str, size: int) -> dict[str, float | int | None]:
     """Sign one page in a thread while this thread ticks: CPU seconds, longest stall."""
-    from simhash_filter.fingerprint import Fingerprinter
-    from simhash_filter.pagework import sign_page
+    from simhash_filter.core.fingerprint import Fingerprinter
+    from simhash_filter.page.work import sign_page
 
     fingerprinter = Fingerprinter()
     fingerprinter.sign(WORDS * 10 + "预热结巴分词的词典。" * 4)  # jieba's dictionary, imports

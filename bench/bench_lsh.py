@@ -48,7 +48,7 @@ from bench import quality_pairs as qp
 from bench._common import DATA_DIR, RESULTS_DIR, machine
 from bench.lsh_bands import LAYOUTS, join_pairs, keys_matrix
 from bench.lsh_signatures import Signed, signed
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
 
 __all__ = ["Variant", "evaluate", "load_ctx", "main"]
 

@@ -68,9 +68,9 @@ from bench.quality_pairs import (
     score,
 )
 from simhash_filter import Fingerprinter
-from simhash_filter import stopwords as sw
-from simhash_filter.sketch import DEFAULT_SLOTS
-from simhash_filter.text import Tokenizer, fold
+from simhash_filter.core import stopwords as sw
+from simhash_filter.core.sketch import DEFAULT_SLOTS
+from simhash_filter.core.text import Tokenizer, fold
 
 DEFAULT_DATA = DATA_DIR
 RESULTS = RESULTS_DIR
@@ -143,7 +143,7 @@ def fingerprints(fn: Callable[[str], int | None], texts: Sequence[str]) -> np.nd
 
 
 def sketches(texts: Sequence[str], slots: int) -> np.ndarray:
-    from simhash_filter.signature import decode_sketch
+    from simhash_filter.core.signature import decode_sketch
 
     fp = Fingerprinter(sketch_slots=slots)
     return np.stack([decode_sketch(fp.sketch(t[:MAX_CHARS])).text for t in texts])
@@ -175,7 +175,7 @@ def peers() -> dict[str, Callable[[str], int | None]]:
 def speed(data: Path, rounds: int = 5) -> str:
     """Per English page of pages_en: trafilatura's extraction vs the fingerprint, the sketch
     and the visible-text sketch, interleaved page by page; the median of ``rounds``."""
-    from simhash_filter.extract import extract_page, extract_text, visible_text
+    from simhash_filter.page.extract import extract_page, extract_text, visible_text
 
     pages = [
         gzip.decompress(p.read_bytes()) for p in sorted((data / "pages_en" / "html").glob("*.gz"))
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--default-k1", type=int, default=None)
     parser.add_argument("--default-t", type=float, default=None)
     args = parser.parse_args(argv)
-    from simhash_filter.signature import MatchRule
+    from simhash_filter.core.signature import MatchRule
 
     rule = MatchRule()
     k1 = args.default_k1 if args.default_k1 is not None else rule.candidate_distance

@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 
 from bench._common import ROOT, create_pg_database, drop_pg_database
-from simhash_filter.bands import (
+from simhash_filter.index.schemes import (
     DEFAULT_MAX_DISTANCE,
-    BandScheme,
+    PermutedScheme,
     default_blocks,
 )
 from simhash_filter.store import FingerprintStore
@@ -166,7 +166,7 @@ def parse_schemes(text: str) -> list[tuple[Scheme, int | None]]:
         k_text, _, b_text = spec.partition(":")
         k = int(k_text)
         b = int(b_text) if b_text else default_blocks(k)
-        BandScheme(max_distance=k, blocks=b)  # validates
+        PermutedScheme(max_distance=k, blocks=b)  # validates
         schemes.append(((k, b), int(cap) if cap else None))
     return schemes
 
@@ -178,8 +178,8 @@ def name(scheme: Scheme) -> str:
     return f"k={k} b={b}{default}{paper}"
 
 
-def band_scheme(scheme: Scheme) -> BandScheme:
-    return BandScheme(max_distance=scheme[0], blocks=scheme[1])
+def band_scheme(scheme: Scheme) -> PermutedScheme:
+    return PermutedScheme(max_distance=scheme[0], blocks=scheme[1])
 
 
 def bench_schemes(

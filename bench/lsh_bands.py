@@ -1,6 +1,6 @@
 """Band keys over a page's sketch, and the exact hash join that counts shared keys, for
 bench/bench_lsh.py's sweep over many band shapes and layouts at once (vectorized over pages).
-Its key is another hash than the package's (``simhash_filter.bands.MinHashLshScheme``, which
+Its key is another hash than the package's (``simhash_filter.index.schemes.MinHashLshScheme``, which
 folds the band's bytes), but both are equal exactly when the band's slots are (up to 2^-64),
 so they find the same candidate pairs; the package's scheme is what the store uses.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from simhash_filter import sketch as _sketch
-from simhash_filter.signature import decode_sketch
+from simhash_filter.core import sketch as _sketch
+from simhash_filter.core.signature import decode_sketch
 
 __all__ = ["LAYOUTS", "band_slots", "join_pairs", "keys_matrix", "page_keys"]
 

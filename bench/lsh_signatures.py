@@ -16,8 +16,8 @@ import numpy as np
 from bench import bench_quality as bq
 from bench import quality_data as qd
 from simhash_filter import Fingerprinter
-from simhash_filter import sketch as _sketch
-from simhash_filter.signature import decode_sketch
+from simhash_filter.core import sketch as _sketch
+from simhash_filter.core.signature import decode_sketch
 
 __all__ = ["Signed", "sign_all", "signed"]
 
@@ -34,7 +34,7 @@ class Signed:
 
 
 def sign_all(texts: list[str]) -> Signed:
-    from simhash_filter.text import normalize
+    from simhash_filter.core.text import normalize
 
     fper = Fingerprinter()
     n, s = len(texts), fper.sketch_slots

@@ -24,7 +24,7 @@ import numpy as np
 
 from bench._common import machine, write_results
 from bench.bench_store import SPEC, db_bytes, log, percentiles
-from simhash_filter.bands import MULTI_INDEX, PERMUTED, default_blocks
+from simhash_filter.index.schemes import MULTI_INDEX, PERMUTED, default_blocks
 from simhash_filter.store import FingerprintStore
 
 __all__ = ["run_study"]
@@ -56,7 +56,7 @@ def fill_store(store: FingerprintStore, url: str, fps: np.ndarray, start: int, e
     (``add_many`` rate). The bench's fast loader: the rows ``add_many`` would write."""
     from sqlalchemy import create_engine, insert
 
-    from simhash_filter.store.schema import bands_table, pages_table
+    from simhash_filter.store.schema import keys_table, pages_table
 
     now = datetime.now(UTC)
     scheme = store.scheme
@@ -88,7 +88,7 @@ def fill_store(store: FingerprintStore, url: str, fps: np.ndarray, start: int, e
             ]
             with engine.begin() as conn:
                 conn.execute(insert(pages_table), pages)
-                conn.execute(insert(bands_table), bands)
+                conn.execute(insert(keys_table), bands)
     finally:
         engine.dispose()
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .features import IdfTable
-from .fingerprint import Fingerprinter
-from .signature import MatchRule, PageSignature, Verification
-from .simhash import hamming_distance, similarity
+from .core.features import IdfTable
+from .core.fingerprint import Fingerprinter
+from .core.signature import MatchRule, PageSignature, Verification
+from .core.simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
-    from .addon import Addon
-    from .bands import BandScheme
-    from .extract import extract_page, extract_text
-    from .middlewares import NearDuplicateMiddleware
-    from .pipelines import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+    from .crawl.addon import Addon
+    from .crawl.middleware import NearDuplicateMiddleware
+    from .crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+    from .index.schemes import BandScheme, PermutedScheme
+    from .page.extract import extract_page, extract_text
     from .store import FingerprintStore
     from .store.records import Match, Verdict, VerdictKind
 
@@ -39,6 +39,7 @@ __all__ = [
     "NearDuplicateMiddleware",
     "NearDuplicatePipeline",
     "PageSignature",
+    "PermutedScheme",
     "Verdict",
     "VerdictKind",
     "Verification",
@@ -49,19 +50,22 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Addon": ".addon",
-    "BandScheme": ".bands",
+    "Addon": ".crawl.addon",
+    "BandScheme": ".index.schemes",
+    "PermutedScheme": ".index.schemes",
     "FingerprintStore": ".store",
     "Match": ".store.records",
     "Verdict": ".store.records",
     "VerdictKind": ".store.records",
-    "NearDuplicate": ".pipelines",
-    "FilterUnavailable": ".pipelines",
-    "extract_page": ".extract",
-    "extract_text": ".extract",
-    "NearDuplicatePipeline": ".pipelines",
-    "NearDuplicateMiddleware": ".middlewares",
+    "NearDuplicate": ".crawl.pipeline",
+    "FilterUnavailable": ".crawl.pipeline",
+    "extract_page": ".page.extract",
+    "extract_text": ".page.extract",
+    "NearDuplicatePipeline": ".crawl.pipeline",
+    "NearDuplicateMiddleware": ".crawl.middleware",
 }
+"""Where each lazily imported public name lives (``BandScheme``: the old name of
+:class:`PermutedScheme`, kept for users who wrote it)."""
 
 
 def __getattr__(name: str) -> Any:

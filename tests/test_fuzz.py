@@ -23,19 +23,19 @@ from scrapy.http import HtmlResponse, Request
 from support import helpers
 from support.helpers import run, stat
 
-import simhash_filter.extract as extract_module
+import simhash_filter.page.extract as extract_module
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from simhash_filter import hamming_distance
-from simhash_filter.extract import MAX_TEXT_CHARS
-from simhash_filter.middlewares import NearDuplicateMiddleware
-from simhash_filter.pipelines import (
+from simhash_filter.core.text import Tokenizer
+from simhash_filter.crawl.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pipeline import (
     FilterUnavailable,
     NearDuplicate,
     NearDuplicatePipeline,
 )
+from simhash_filter.page.extract import MAX_TEXT_CHARS
 from simhash_filter.store import FingerprintStore, canonical_url
 from simhash_filter.store.records import VerdictKind
-from simhash_filter.text import Tokenizer
 
 FUZZ = settings(
     max_examples=60,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from simhash_filter.store.band_columns import PRESENT_COLUMNS_SQL, band_rows_source
+from simhash_filter.store.key_columns import PRESENT_COLUMNS_SQL, key_rows_source
 
 __all__ = ["database_name", "libpq_url", "psycopg_connect", "sqlalchemy_url", "table_contents"]
 
@@ -37,7 +37,7 @@ def psycopg_connect(url: str, *, autocommit: bool = True) -> Any:
 def table_contents(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every row that matters, in a stable order (timestamps only as "seen again")."""
     with psycopg_connect(url) as conn:
-        bands = band_rows_source("postgresql", len(conn.execute(PRESENT_COLUMNS_SQL).fetchall()))
+        bands = key_rows_source("postgresql", len(conn.execute(PRESENT_COLUMNS_SQL).fetchall()))
         return {
             "pages": conn.execute(
                 "SELECT id, url, domain, fingerprint, text_length, sketch, "

@@ -18,8 +18,8 @@ from typing import Any
 
 from bench.pg.database import psycopg_connect, sqlalchemy_url
 from bench.pg.setup import Page, Setup
-from simhash_filter.store.band_columns import column_names, hits_sql
 from simhash_filter.store.encoding import bool_array, int_array, to_sql_int
+from simhash_filter.store.key_columns import column_names, hits_sql
 
 __all__ = ["FLOOR_CALL", "FLOOR_SQL", "FloorClient", "install_floor"]
 
@@ -205,7 +205,7 @@ class FloorClient:
 def floor_sql(n_tables: int) -> str:
     """:data:`FLOOR_SQL` for a scheme of ``n_tables`` tables, each table's key (the
     ``p_index_keys`` element of its number: the floor's schemes key every table) a column
-    of the page row (the store's band_columns.py layout)."""
+    of the page row (the store's key_columns.py layout)."""
     return (
         FLOOR_SQL.replace("__COLUMNS__", ", ".join(column_names(n_tables)))
         .replace("__HITS__", hits_sql(n_tables, "q.t", "q.key", "id, url, fingerprint, sketch"))

@@ -18,7 +18,7 @@ from bench.pg.database import psycopg_connect, table_contents
 from bench.pg.setup import Page, Setup, stored_pages
 
 if TYPE_CHECKING:
-    from simhash_filter.bands import IndexScheme
+    from simhash_filter.index.schemes import IndexScheme
 
 __all__ = ["bulk_load", "check_loader", "check_no_matches", "load_pages", "near_pairs"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from simhash_filter.bands import IndexScheme
-    from simhash_filter.signature import MatchRule
+    from simhash_filter.core.signature import MatchRule
+    from simhash_filter.index.schemes import IndexScheme
     from simhash_filter.store import FingerprintStore
 
 __all__ = [
@@ -34,7 +34,7 @@ SIMHASH_K1 = 9
 project's default before the minhash-lsh index; bench_scale measures that one)."""
 SIMHASH_INDEX = "multi-index"
 """The index ``default`` opens: a simhash-radius probe, as the floor's SQL is."""
-"""Text slots of the bench's sketches (the default of simhash_filter.sketch)."""
+"""Text slots of the bench's sketches (the default of simhash_filter.core.sketch)."""
 
 
 class Page(NamedTuple):
@@ -66,7 +66,7 @@ class Setup:
 
     @property
     def rule(self) -> MatchRule | None:
-        from simhash_filter.signature import MatchRule
+        from simhash_filter.core.signature import MatchRule
 
         if not self.sketches:
             return None
@@ -105,7 +105,7 @@ class Setup:
 
     def scheme(self) -> IndexScheme:
         """The scheme a new database gets under this setup (what ``open`` makes)."""
-        from simhash_filter.bands import DEFAULT_MAX_DISTANCE, make_scheme
+        from simhash_filter.index.schemes import DEFAULT_MAX_DISTANCE, make_scheme
 
         rule = self.rule
         return make_scheme(
@@ -137,7 +137,7 @@ def random_sketch(rng: random.Random) -> bytes:
     """A valid sketch of random slots (no page part)."""
     import numpy as np
 
-    from simhash_filter.signature import encode_sketch
+    from simhash_filter.core.signature import encode_sketch
 
     return encode_sketch(np.frombuffer(rng.randbytes(2 * SKETCH_SLOTS), dtype="<u2"))
 
@@ -146,7 +146,7 @@ def similar_sketch(rng: random.Random, sketch: bytes, changed: int) -> bytes:
     """``sketch`` with ``changed`` of its text slots replaced by other values."""
     import numpy as np
 
-    from simhash_filter.signature import decode_sketch, encode_sketch
+    from simhash_filter.core.signature import decode_sketch, encode_sketch
 
     slots = decode_sketch(sketch).text.copy()
     for i in rng.sample(range(len(slots)), changed):

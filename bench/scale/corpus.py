@@ -12,7 +12,7 @@ public haystack (``haystack_multilingual``), joined by a space. Its signature is
   union of its sentences' 5-grams, i.e. the element-wise minimum of the sentences' raw
   bins, plus the 5 shingles that straddle each joining space (hashed here from each
   sentence's first and last 4 normalized characters); then densified exactly as
-  ``simhash_filter.sketch.sketch_of`` does.
+  ``simhash_filter.core.sketch.sketch_of`` does.
 
 Each sentence is signed once (cached under ``/tmp``); a page then costs a gather and a
 minimum over a few 256-slot rows. What it does not reproduce (``validate`` measures it):
@@ -35,11 +35,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simhash_filter import Fingerprinter
-from simhash_filter.features import weigh
-from simhash_filter.signature import encode_sketch
-from simhash_filter.simhash import DEFAULT_SEED, column_sums, mmh3_64_many
-from simhash_filter.sketch import DEFAULT_SLOTS, SKETCH_SEED, shingle_hashes
-from simhash_filter.text import normalize
+from simhash_filter.core.features import weigh
+from simhash_filter.core.signature import encode_sketch
+from simhash_filter.core.simhash import DEFAULT_SEED, column_sums, mmh3_64_many
+from simhash_filter.core.sketch import DEFAULT_SLOTS, SKETCH_SEED, shingle_hashes
+from simhash_filter.core.text import normalize
 
 CACHE_DIR = Path("/tmp/sf-scale-cache")
 POOL_VERSION = 2

@@ -6,7 +6,7 @@ a URL that sorts as its id), the keys from the scheme's public ``index_items``/
 ``index_keys``, signed by ``encoding.to_sql_int``. SQLite: ``bands`` table by table in
 ``(table_no, key, page_id)`` order, ``executemany`` in large transactions (journal off
 while loading, WAL again after); PostgreSQL: the keys are columns of the page rows
-(band_columns.py), so ``pages`` alone, by binary ``COPY`` with the key columns' indexes
+(key_columns.py), so ``pages`` alone, by binary ``COPY`` with the key columns' indexes
 dropped and made again after. ``check_loader`` proves on a sample that the rows equal
 ``add_many``'s.
 
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from simhash_filter import Fingerprinter
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.store import FingerprintStore, PageRow, canonical_url, url_domain
-from simhash_filter.store.band_columns import band_rows_source, column_names, index_name, index_sql
 from simhash_filter.store.encoding import to_sql_int
+from simhash_filter.store.key_columns import column_names, index_name, index_sql, key_rows_source
 
 from .corpus import CHUNK, Pool, chunk_signatures, sketch_bytes
 
@@ -400,7 +400,7 @@ def check_loader(url_a: str, url_b: str, load: Callable[[], Any], kind: str, poo
                 )).fetchall(),
                 "bands": conn.execute(text(
                     "SELECT table_no, key, page_id, fingerprint FROM "
-                    f"{band_rows_source(engine.dialect.name, n_tables)} "
+                    f"{key_rows_source(engine.dialect.name, n_tables)} "
                     "ORDER BY table_no, key, page_id"
                 )).fetchall(),
             }  # fmt: skip

@@ -28,8 +28,8 @@ from bench.pg.cells import percentile
 from bench.pg.counters import ServerCounters, per_call
 from bench.pg.cpu import BackendCpu
 from bench.pg.database import database_name, libpq_url, psycopg_connect
-from simhash_filter.store.band_columns import column_name, column_names, keys_by_table
 from simhash_filter.store.encoding import from_sql_int, to_sql_int
+from simhash_filter.store.key_columns import column_name, column_names, keys_by_table
 
 from .corpus import CHUNK, Pool, compose, near_copies, page_sentences, sketch_bytes
 from .fill import index_items, open_store, probe_keys, url_of
@@ -105,7 +105,7 @@ def trim(url: str, n_fill: int, scheme: Any) -> int:
         conn.execute("BEGIN")
         if mark == "%s":
             # the drops go first: the foreign keys' per-row checks are skipped; the keys
-            # are columns of the page rows (band_columns.py) and go with them
+            # are columns of the page rows (key_columns.py) and go with them
             conn.execute("SET LOCAL session_replication_role = replica")
             conn.execute("DELETE FROM duplicates")
             conn.execute(f"DELETE FROM pages WHERE id > {mark}", (n_fill,))
@@ -226,7 +226,7 @@ def probe_rows(conn: Any, mark: str, keys: list[tuple[int, int]]) -> list[tuple[
                 "(SELECT value FROM json_each(?))"
             )
             out += conn.execute(sql, (t, json.dumps(ks))).fetchall()
-        else:  # the keys in the page rows (band_columns.py)
+        else:  # the keys in the page rows (key_columns.py)
             sql = f"SELECT id, fingerprint FROM pages WHERE {column_name(t)} = ANY(%s)"
             out += conn.execute(sql, (ks,)).fetchall()
     return out

@@ -27,7 +27,7 @@ This measures the layout, not the store: the store's check function also takes a
 locks, looks the URL up and logs drops, the same for every layout.
 
 The store has kept its keys in the page rows on PostgreSQL since schema 4 (the "wide"
-layout, store/band_columns.py), so its fills have no ``bands`` table: this bench runs on
+layout, store/key_columns.py), so its fills have no ``bands`` table: this bench runs on
 fills of schema 3 (``--prefix``: the databases a tree before that change filled, under a
 name of their own) and says so when given others.
 """

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from simhash_filter import Fingerprinter
-from simhash_filter.signature import decode_sketch
+from simhash_filter.core.signature import decode_sketch
 
 from .corpus import Pool, compose, near_copies, page_sentences, page_text
 

@@ -13,10 +13,10 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
-from simhash_filter.bands import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
 from simhash_filter.cli import audit, compare, corpus, importing, options, queries, report
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
+from simhash_filter.index.schemes import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, redact
 
 PROG = "simhash-filter"

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from simhash_filter.bands import IndexScheme
 from simhash_filter.cli.common import (
     CommandError,
     duplicate_row,
@@ -24,11 +23,12 @@ from simhash_filter.cli.common import (
     similarity_of,
 )
 from simhash_filter.cli.output import Fields, Lines, Output, Record, hex64
-from simhash_filter.simhash import hamming_distance
+from simhash_filter.core.simhash import hamming_distance
+from simhash_filter.core.stored_text import StoredText, unpack_text
+from simhash_filter.core.textdiff import Passage, diff_texts, text_similarity, word_diff
+from simhash_filter.index.schemes import IndexScheme
 from simhash_filter.store import FingerprintStore, reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord, SchemeMismatchError
-from simhash_filter.stored_text import StoredText, unpack_text
-from simhash_filter.textdiff import Passage, diff_texts, text_similarity, word_diff
 
 NO_TEXT_HINT = "texts are stored by a crawl with SIMHASH_FILTER_STORE_TEXT, or import --store-text"
 _CONTEXT = 2  # equal passages shown around a change

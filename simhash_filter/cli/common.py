@@ -11,8 +11,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simhash_filter.cli.errors import CommandError, UsageError
 from simhash_filter.cli.output import Column, Output, Record, hex64, iso_time
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.store import FingerprintStore, spec_difference
 from simhash_filter.store.engine import error_reason, first_line
 from simhash_filter.store.records import (

@@ -26,9 +26,9 @@ from simhash_filter.cli.common import (
     limited,
     similarity_of,
 )
+from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.importers import HTML_SUFFIXES
+from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, reports
 from simhash_filter.store.records import DatabaseNotFoundError
 
@@ -75,7 +75,7 @@ def _read_input(args: argparse.Namespace) -> tuple[str, str]:
         args.input_type == "auto" and _looks_like_html(source, body)
     )
     if is_html:
-        from simhash_filter.extract import extract_text
+        from simhash_filter.page.extract import extract_text
 
         text = extract_text(body)
         if text is None:

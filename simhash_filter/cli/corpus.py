@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import IO, TYPE_CHECKING
 
-from simhash_filter.bands import LSH_CANDIDATE_DISTANCE, MINHASH_LSH, make_scheme
 from simhash_filter.cli.common import (
     UsageError,
     duplicate_row,
@@ -19,7 +18,8 @@ from simhash_filter.cli.common import (
     page_fields,
 )
 from simhash_filter.cli.output import Fields, Output, Record, json_line
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.schemes import LSH_CANDIDATE_DISTANCE, MINHASH_LSH, make_scheme
 from simhash_filter.store import FingerprintStore, reports
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """``import``: add a corpus through the store's ``add_many`` (the crawl's check-and-add,
 batched), the page work (extraction and fingerprinting) in this process or, with
-``--jobs N``, in the crawl's page pool (:class:`~simhash_filter.pool.PagePool`).
+``--jobs N``, in the crawl's page pool (:class:`~simhash_filter.page.pool.PagePool`).
 
 What it promises on bad input: every readable record is imported; a bad line or record
 is skipped and named (file, line or offset, reason); a source that cannot be read on (a
@@ -27,28 +27,28 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from simhash_filter.bands import make_scheme
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
+from simhash_filter.cli.importers import ReaderOptions, SourceError, check_source, read_source
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
-from simhash_filter.config import Config
-from simhash_filter.extract import DEFAULT_MAX_BYTES
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.importers import ReaderOptions, SourceError, check_source, read_source
-from simhash_filter.pagework import work_job
-from simhash_filter.pool import (
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.crawl.config import Config
+from simhash_filter.index.schemes import make_scheme
+from simhash_filter.page.extract import DEFAULT_MAX_BYTES
+from simhash_filter.page.pool import (
     DEFAULT_PAGE_TIMEOUT,
     PageFailed,
     PagePool,
     PageResult,
     PageWorkError,
 )
+from simhash_filter.page.work import work_job
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
 from simhash_filter.store.records import DatabaseNotFoundError, PageRow, VerdictKind
 
 if TYPE_CHECKING:
-    from simhash_filter.importers import Record as SourceRecord
-    from simhash_filter.signature import PageSignature
+    from simhash_filter.cli.importers import Record as SourceRecord
+    from simhash_filter.core.signature import PageSignature
 
 PROG = "simhash-filter"
 COUNTS = ("read", "kept", "dropped", "unchanged", "changed", "no_text", "skipped")

@@ -30,8 +30,8 @@ from simhash_filter.cli.output import (
     hex64,
     iso_time,
 )
-from simhash_filter.signature import MatchRule
-from simhash_filter.simhash import hamming_distance
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.store import reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord
 from simhash_filter.store.server_settings import Advice, ServerSettings, advice, server_settings

@@ -17,9 +17,9 @@ from pathlib import Path
 from simhash_filter.cli.common import existing_store
 from simhash_filter.cli.output import Output
 from simhash_filter.cli.report_html import DomainRow, ReportData, SampleView, render_report
+from simhash_filter.core.stored_text import unpack_text
+from simhash_filter.core.textdiff import diff_texts
 from simhash_filter.store import FingerprintStore, audit, reports, texts
-from simhash_filter.stored_text import unpack_text
-from simhash_filter.textdiff import diff_texts
 
 
 def _samples(store: FingerprintStore, size: int) -> tuple[list[SampleView], str]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from simhash_filter.cli.output import iso_time
+from simhash_filter.core.textdiff import Passage, word_diff
 from simhash_filter.store.audit import DropGroup, Histogram, Timeline
-from simhash_filter.textdiff import Passage, word_diff
 
 __all__ = ["DomainRow", "ReportData", "SampleView", "esc", "render_report"]
 

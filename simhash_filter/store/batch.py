@@ -1,11 +1,11 @@
 """The check-and-add decision in Python: this is where a page is judged NEW, DUPLICATE,
 UNCHANGED or CHANGED on the "sqlalchemy" and "pg-pipeline" write paths (write_path.py).
 
-:func:`check_batch` decides a batch of rows against the database *and* against the
+:func:`decide_batch` decides a batch of rows against the database *and* against the
 batch's own earlier rows (the paper's batch mode), so ``add_many(rows)`` returns exactly
 the verdicts ``check_and_add`` would have returned row by row; ``check_and_add`` is a
 batch of one. The "pg-function" path makes the same decision in SQL
-(check_function.sql); the equivalence tests (tests/test_pg_path.py,
+(decide_function.sql); the equivalence tests (tests/test_pg_path.py,
 tests/test_pg_function.py) pin that the two agree.
 
 It never touches SQL: it works on what a :class:`BatchIO` reads for it
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
-from simhash_filter.bands import BandKey
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.schemes import TableKey
 
 from .records import Match, Verdict, VerdictKind
 
@@ -40,7 +40,7 @@ class StoredPage(NamedTuple):
     sketch: bytes | None = None
 
 
-class BandHit(NamedTuple):
+class KeyHit(NamedTuple):
     """One band row found by a probe: the page it indexes, and that page's fingerprint."""
 
     page_id: int
@@ -55,16 +55,16 @@ class RowToCheck:
     domain: str
     fingerprint: int
     text_length: int
-    index_keys: list[BandKey]  # stored for the page
-    probe_keys: list[BandKey]  # looked up for the page (its near-duplicates share one)
+    index_keys: list[TableKey]  # stored for the page
+    probe_keys: list[TableKey]  # looked up for the page (its near-duplicates share one)
     sketch: bytes | None = None
 
-    def index_items(self) -> list[BandKey]:
+    def index_items(self) -> list[TableKey]:
         """The (table_no, key) pairs the page is stored under."""
         return list(self.index_keys)
 
 
-IndexItems = Callable[[int, bytes | None], list[BandKey]]
+IndexItems = Callable[[int, bytes | None], list[TableKey]]
 """The scheme's ``index_items``: a page's (table_no, key) pairs from its fingerprint and sketch."""
 
 
@@ -127,7 +127,7 @@ class NewPage(NamedTuple):
     sketch: bytes | None
 
 
-class BandRow(NamedTuple):
+class KeyRow(NamedTuple):
     table_no: int
     key: int
     page_ref: int  # a page id, or the ref of a NewPage
@@ -159,8 +159,8 @@ class Changes:
 
     now: datetime
     new_pages: list[NewPage] = field(default_factory=list)
-    band_deletes: list[BandRow] = field(default_factory=list)
-    band_inserts: list[BandRow] = field(default_factory=list)
+    key_deletes: list[KeyRow] = field(default_factory=list)
+    key_inserts: list[KeyRow] = field(default_factory=list)
     page_updates: list[PageUpdate] = field(default_factory=list)  # last_seen = now
     drops: list[Drop] = field(default_factory=list)
 
@@ -172,7 +172,7 @@ class BatchIO(Protocol):
         """The stored pages with these canonical URLs."""
         ...
 
-    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+    def probe(self, keys: Collection[TableKey]) -> Mapping[TableKey, Sequence[KeyHit]]:
         """The band rows under these keys."""
         ...
 
@@ -185,7 +185,7 @@ class BatchIO(Protocol):
         ...
 
 
-def check_batch(
+def decide_batch(
     rows: Sequence[RowToCheck],
     io: BatchIO,
     *,
@@ -248,13 +248,13 @@ class _Batch:
         self.by_url: dict[str, int] = {}
         self.urls: dict[int, str] = {}  # ref -> URL of every page a row may match
         self.sketches: dict[int, bytes | None] = {}  # page id -> sketch of those stored
-        self.index: dict[BandKey, list[int]] = defaultdict(list)  # the batch's new keys
-        self.db_candidates: Mapping[BandKey, Sequence[BandHit]] = {}
+        self.index: dict[TableKey, list[int]] = defaultdict(list)  # the batch's new keys
+        self.db_candidates: Mapping[TableKey, Sequence[KeyHit]] = {}
         # pages re-keyed by the batch: their keys now (a hit under another is stale)
-        self.rekeyed: dict[int, set[BandKey]] = {}
+        self.rekeyed: dict[int, set[TableKey]] = {}
         self.next_tmp = -1
 
-    def index_items(self, fingerprint: int, sketch: bytes | None) -> list[BandKey]:
+    def index_items(self, fingerprint: int, sketch: bytes | None) -> list[TableKey]:
         """The scheme's keys of a page (a row's own, without computing them again)."""
         known = self._known_keys.get((fingerprint, sketch))
         return list(known) if known is not None else self._index_items(fingerprint, sketch)
@@ -339,11 +339,11 @@ class _Batch:
         state = self.pages.get(ref)
         return state.sketch if state is not None else self.sketches.get(ref)
 
-    def _index(self, ref: int, keys: list[BandKey]) -> None:
+    def _index(self, ref: int, keys: list[TableKey]) -> None:
         for key in keys:
             self.index[key].append(ref)
 
-    def _rekey(self, ref: int, keys: list[BandKey]) -> None:
+    def _rekey(self, ref: int, keys: list[TableKey]) -> None:
         """A page now lives under ``keys`` (as the writer will leave it): a hit under
         another key, from the database or from the batch's earlier rows, is stale."""
         self.rekeyed[ref] = set(keys)
@@ -392,17 +392,17 @@ class _Batch:
                         state.sketch,
                     )
                 )
-                changes.band_inserts.extend(
-                    BandRow(t, key, ref, state.fingerprint) for t, key in new_keys
+                changes.key_inserts.extend(
+                    KeyRow(t, key, ref, state.fingerprint) for t, key in new_keys
                 )
                 continue
             old_keys = self.index_items(state.stored_fp, state.stored_sketch)
             if state.fingerprint != state.stored_fp or old_keys != new_keys:
-                changes.band_deletes.extend(
-                    BandRow(t, key, ref, state.stored_fp) for t, key in old_keys
+                changes.key_deletes.extend(
+                    KeyRow(t, key, ref, state.stored_fp) for t, key in old_keys
                 )
-                changes.band_inserts.extend(
-                    BandRow(t, key, ref, state.fingerprint) for t, key in new_keys
+                changes.key_inserts.extend(
+                    KeyRow(t, key, ref, state.fingerprint) for t, key in new_keys
                 )
             if state.seen:
                 changes.page_updates.append(

@@ -5,11 +5,11 @@ Where things are (one module per concern):
 - **check-and-add**: :meth:`FingerprintStore.check_and_add` (a batch of one;
   ``add_many`` runs batches) builds the rows and their locks and hands them to the store's
   **write path**, chosen at open (write_path.py): "sqlalchemy" (sqlalchemy_path.py:
-  :func:`~simhash_filter.store.batch.check_batch` decides in Python), "pg-function"
-  (pg_function.py: check_function.sql decides on the server, one round trip) or
-  "pg-pipeline" (pg_pipeline.py: ``check_batch`` between two round trips);
+  :func:`~simhash_filter.store.batch.decide_batch` decides in Python), "pg-function"
+  (pg_function.py: decide_function.sql decides on the server, one round trip) or
+  "pg-pipeline" (pg_pipeline.py: ``decide_batch`` between two round trips);
 - who is a near-duplicate: ``batch.Judge`` (the distance alone, or a ``MatchRule``:
-  candidates within k1 confirmed by the sketches); the band schemes: ``simhash_filter.bands``;
+  candidates within k1 confirmed by the sketches); the index schemes: ``simhash_filter.index``;
 - write transactions, retries and locks (SQLite writer queue, PostgreSQL advisory
   locks): ``locks.py``; making the tables and checking spec and scheme against ``meta``:
   ``meta.py``; unsigned ints and PostgreSQL literals: ``encoding.py``.
@@ -31,14 +31,14 @@ import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import URL, Connection
 
-from simhash_filter.bands import (
+from simhash_filter.core.signature import MatchRule, decode_sketch
+from simhash_filter.index.schemes import (
     DEFAULT_MAX_DISTANCE,
     IndexScheme,
     MinHashLshScheme,
     default_index,
     make_scheme,
 )
-from simhash_filter.signature import MatchRule, decode_sketch
 
 from .batch import Judge, RowToCheck
 from .checkpointer import WalCheckpointer
@@ -70,7 +70,7 @@ from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
 from .texts import ensure_text_tables
 from .urls import canonical_url, url_domain
-from .write_path import WritePath, check_write_path, open_write_path
+from .write_path import WritePath, open_write_path, validate_write_path
 
 log = logging.getLogger(__name__)
 
@@ -160,16 +160,16 @@ class FingerprintStore:
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
-        (:data:`~simhash_filter.bands.INDEX_KINDS`; None: the database's own, else
-        :func:`~simhash_filter.bands.default_index`) with ``blocks`` blocks, judged by
+        (:data:`~simhash_filter.index.schemes.INDEX_KINDS`; None: the database's own, else
+        :func:`~simhash_filter.index.schemes.default_index`) with ``blocks`` blocks, judged by
         ``rule``.
 
         ``max_distance=None``: the rule's reach (``rule.max_distance``), else
-        :data:`~simhash_filter.bands.DEFAULT_MAX_DISTANCE`. ``rule=None``: the database's
+        :data:`~simhash_filter.index.schemes.DEFAULT_MAX_DISTANCE`. ``rule=None``: the database's
         own rule when it has one, else a page within ``max_distance`` is a duplicate.
         ``index=None`` and ``blocks=None`` take the database's own when it has them
         (they change speed, not results), else the defaults of
-        :mod:`simhash_filter.bands`.
+        :mod:`simhash_filter.index.schemes`.
 
         ``durable``: None (the default) keeps each back-end's own promise: a commit
         survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
@@ -199,7 +199,7 @@ class FingerprintStore:
         scheme = make_scheme(kind, bits=bits, max_distance=max_distance, blocks=blocks)
         requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
-        check_write_path(write_path, sa_url)
+        validate_write_path(write_path, sa_url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
         queue = (
             WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
@@ -253,7 +253,7 @@ class FingerprintStore:
         database of an older schema opens too, for :meth:`reindex` to convert it.
         ``write_path``: as for :meth:`open`."""
         sa_url = parse_url(url)
-        check_write_path(write_path, sa_url)
+        validate_write_path(write_path, sa_url)
         engine = make_engine(sa_url, create=False)
         try:
             stored = init_schema(engine, sa_url, settings=None, create=False, convert=convert)
@@ -315,7 +315,7 @@ class FingerprintStore:
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
         lock; ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
         verdicts."""
-        return self._write_path.check(
+        return self._write_path.check_and_add(
             rows,
             locks,
             judge=self._judge,
@@ -355,7 +355,7 @@ class FingerprintStore:
         UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
-        ``text``: the page's text as :func:`simhash_filter.stored_text.pack_text` made it,
+        ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
         stored with the page or with its drop.
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])

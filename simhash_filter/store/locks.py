@@ -5,7 +5,7 @@
   file's :class:`~simhash_filter.store.engine.WriterQueue` queues them in front of it so
   they do not spin in SQLite's busy handler.
 - PostgreSQL: advisory locks on a hash of the page's URL (:func:`url_lock_id`) and of
-  each of its band keys (:func:`band_lock_id`), taken in sorted order at the start of the
+  each of its band keys (:func:`key_lock_id`), taken in sorted order at the start of the
   transaction (:func:`write_locks`): the URL and the keys the page is stored under
   exclusive, the further keys its probe looks up shared. Of two pages within distance
   k, each probes a key the other is stored under (the scheme's guarantee), so one's
@@ -17,7 +17,7 @@
 :class:`WriteTransactions` runs one unit of work in such a transaction, committed on
 return, retried on deadlocks, serialization failures and lost insert races (the
 "sqlalchemy" write path). The PostgreSQL write paths take the same locks
-(:func:`write_locks`): pg_pipeline.py in its first round trip, check_function.sql first.
+(:func:`write_locks`): pg_pipeline.py in its first round trip, decide_function.sql first.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ TAKE_LOCKS = (
 ``{shared}`` are its parameters' placeholders)."""
 
 
-def band_lock_id(table_no: int, key: int) -> int:
+def key_lock_id(table_no: int, key: int) -> int:
     """The PostgreSQL advisory lock id (signed 64-bit) of one band key."""
     return int(mmh3.hash64(key.to_bytes(8, "little"), seed=table_no, signed=True)[0])
 
@@ -101,8 +101,8 @@ def _page_locks(
     url: str, index_keys: Iterable[tuple[int, int]], probe_keys: Iterable[tuple[int, int]]
 ) -> _PageLocks:
     exclusive = {url_lock_id(url)}
-    exclusive.update(band_lock_ids(index_keys))
-    return _PageLocks(exclusive, set(band_lock_ids(probe_keys)))
+    exclusive.update(key_lock_ids(index_keys))
+    return _PageLocks(exclusive, set(key_lock_ids(probe_keys)))
 
 
 def _merged(pages: Iterable[_PageLocks]) -> WriteLocks:
@@ -123,8 +123,8 @@ def write_locks(pages: Iterable[PageKeys]) -> WriteLocks:
     return _merged(_page_locks(*page) for page in pages)
 
 
-def band_lock_ids(keys: Iterable[tuple[int, int]]) -> list[int]:
-    """:func:`band_lock_id` of each (table_no, key), in one comprehension (a page's
+def key_lock_ids(keys: Iterable[tuple[int, int]]) -> list[int]:
+    """:func:`key_lock_id` of each (table_no, key), in one comprehension (a page's
     hundreds of probe keys: no Python call per key)."""
     hash64 = mmh3.hash64
     return [hash64(key.to_bytes(8, "little"), seed=t, signed=True)[0] for t, key in keys]

@@ -19,10 +19,16 @@ from sqlalchemy import Engine, delete, insert, inspect, select, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from simhash_filter.bands import MINHASH_LSH, PERMUTED, IndexScheme, MinHashLshScheme, make_scheme
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.schemes import (
+    MINHASH_LSH,
+    PERMUTED,
+    IndexScheme,
+    MinHashLshScheme,
+    make_scheme,
+)
 
-from . import band_columns
+from . import key_columns as key_columns
 from .engine import WRITE_OPTION, display_url, error_reason
 from .locks import SCHEMA_LOCK
 from .records import (
@@ -34,8 +40,8 @@ from .schema import (
     SCHEMA_VERSION,
     SQLITE_SAME_AS,
     Base,
-    bands_table,
     duplicates_table,
+    keys_table,
     meta_table,
     pages_table,
     tables_of,
@@ -108,7 +114,7 @@ def init_schema(
                         )
                     present = [
                         t.name
-                        for t in (pages_table, bands_table, duplicates_table)
+                        for t in (pages_table, keys_table, duplicates_table)
                         if inspector.has_table(t.name)
                     ]
                     if present:
@@ -120,8 +126,8 @@ def init_schema(
                     dialect = engine.dialect.name
                     Base.metadata.create_all(conn, tables=tables_of(dialect), checkfirst=True)
                     if dialect == "postgresql":
-                        band_columns.add_columns(conn, settings.scheme.n_tables)
-                        band_columns.add_indexes(conn, settings.scheme.n_tables)
+                        key_columns.add_columns(conn, settings.scheme.n_tables)
+                        key_columns.add_indexes(conn, settings.scheme.n_tables)
                     conn.execute(
                         insert(meta_table),
                         [

@@ -23,9 +23,9 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from simhash_filter.bands import BandKey, IndexScheme
+from simhash_filter.index.schemes import IndexScheme, TableKey
 
-from . import band_columns
+from . import key_columns as key_columns
 from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
@@ -66,7 +66,7 @@ def near_sql(n_tables: int, *, bit_count: bool) -> str:
     keys, filtered on the server (the probe's other hits never leave it); without
     ``bit_count`` (before 14) the portable popcount, which names the fingerprint more than
     once, so it is a column of its own."""
-    hits = band_columns.hits_sql(n_tables, "q.t", "q.key", "id, fingerprint")
+    hits = key_columns.hits_sql(n_tables, "q.t", "q.key", "id, fingerprint")
     popcount = popcount_sql("b.fingerprint # f.fp", portable=not bit_count)
     return (
         "SELECT p.id, p.url, p.domain, p.fingerprint, p.text_length, p.sketch FROM pages p "
@@ -145,7 +145,7 @@ class PgWritePath:
         self._async = durable is False  # synchronous_commit = off for the transaction
         self._bit_count = bit_count  # False: the portable popcount (before PostgreSQL 14)
 
-    def check(
+    def check_and_add(
         self,
         rows: Sequence[RowToCheck],
         locks: WriteLocks | None,
@@ -155,7 +155,7 @@ class PgWritePath:
         now: datetime,
         texts: Sequence[bytes | None],
     ) -> list[Verdict]:
-        """:meth:`WritePath.check`: the write, retried on a deadlock, a serialization
+        """:meth:`WritePath.check_and_add`: the write, retried on a deadlock, a serialization
         failure, a lost insert race or a lost connection; the texts in a transaction of
         their own once the verdicts are committed."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
@@ -192,7 +192,7 @@ class PgWritePath:
         raise NotImplementedError
 
     def near(
-        self, probe_keys: Collection[BandKey], fingerprint: int, limit: int, *, scheme: IndexScheme
+        self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
     ) -> list[Match]:
         """:meth:`WritePath.near`: one prepared statement in autocommit (one round trip,
         no transaction left open)."""

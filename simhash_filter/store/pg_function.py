@@ -1,18 +1,18 @@
 """The "pg-function" write path: check-and-add as one server-side function, one round trip.
 
-The PL/pgSQL lives in ``check_function.sql``: the advisory locks, then for each row in
+The PL/pgSQL lives in ``decide_function.sql``: the advisory locks, then for each row in
 order the page under its URL, the probe, the judgement of each candidate (nearest first,
 then by URL) and the writes, all in the one statement that calls it, in autocommit (one
 transaction, one round trip). Rows of a batch are decided one after another, so a row sees
 the pages earlier rows admitted or changed through the band rows they wrote: what
-:func:`~simhash_filter.store.batch.check_batch` decides in Python, written a second time
+:func:`~simhash_filter.store.batch.decide_batch` decides in Python, written a second time
 in SQL (the judge, ``MatchRule.verify``, the index keys of a stored page); the
 equivalence tests pin the two.
 
 The match rule and the band scheme travel as parameters, so one function serves every
 rule and scheme of a table count (the statements name the page row's key columns,
-band_columns.py). The functions' names carry a digest of the SQL as installed
-(:func:`check_function`): an edited body can never run under an old name, and crawlers of
+key_columns.py). The functions' names carry a digest of the SQL as installed
+(:func:`decide_function`): an edited body can never run under an old name, and crawlers of
 two releases sharing one database each call their own. The store's first write installs
 them, under the schema lock; the store takes this path only where the server has
 ``bit_count`` (PostgreSQL 14) and the functions are there or the role may create them
@@ -32,10 +32,15 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Engine
 
-from simhash_filter.bands import FALLBACK_SCHEME, BandScheme, IndexScheme, MinHashLshScheme
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.schemes import (
+    FALLBACK_SCHEME,
+    IndexScheme,
+    MinHashLshScheme,
+    PermutedScheme,
+)
 
-from . import band_columns
+from . import key_columns as key_columns
 from .batch import Judge, RowToCheck
 from .encoding import bool_array, bytea_array, float_array, from_sql_int, int_array, text_array
 from .locks import GLOBAL_LOCK, SCHEMA_LOCK, TAKE_LOCKS, WriteLocks
@@ -44,7 +49,7 @@ from .records import Match, Verdict, VerdictKind
 
 log = logging.getLogger(__name__)
 
-_SOURCE = "check_function.sql"
+_SOURCE = "decide_function.sql"
 _VERSION_MARK = "__V__"
 _LOCKS_MARK = "__TAKE_LOCKS__"
 _COLUMNS_MARK = "__BAND_COLUMNS__"
@@ -55,16 +60,16 @@ _HIT_COLUMNS = "id, url, fingerprint, sketch"  # what the probe reads of a candi
 
 
 def function_sql(source: str, n_tables: int) -> tuple[str, str]:
-    """The installable SQL of ``source`` (check_function.sql's text) for a scheme of
+    """The installable SQL of ``source`` (decide_function.sql's text) for a scheme of
     ``n_tables`` tables, and the digest that names its functions: the digest is taken of
     the text as installed (the lock clause and the band columns filled in), so an edit to
     any of them, or another table count, gives the functions a new name."""
     body = (
         source.replace(_LOCKS_MARK, TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared"))
-        .replace(_COLUMNS_MARK, ", ".join(band_columns.column_names(n_tables)))
-        .replace(_HITS_MARK, band_columns.table_hits_sql(n_tables, _probe_keys, _HIT_COLUMNS))
+        .replace(_COLUMNS_MARK, ", ".join(key_columns.column_names(n_tables)))
+        .replace(_HITS_MARK, key_columns.table_hits_sql(n_tables, _probe_keys, _HIT_COLUMNS))
         .replace(_TABLES_MARK, str(n_tables))
-        .replace(_TABLE_KEYS_MARK, band_columns.table_keys_sql(n_tables, "k.t", "k.key"))
+        .replace(_TABLE_KEYS_MARK, key_columns.table_keys_sql(n_tables, "k.t", "k.key"))
     )
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
     return body.replace(_VERSION_MARK, f"_{digest}"), digest
@@ -79,11 +84,11 @@ def _probe_keys(table_no: int) -> str:
 
 
 def function_source() -> str:
-    """check_function.sql, as shipped with the package."""
+    """decide_function.sql, as shipped with the package."""
     return resources.files(__package__).joinpath(_SOURCE).read_text(encoding="utf-8")
 
 
-class CheckFunction(NamedTuple):
+class DecideFunction(NamedTuple):
     """The functions of one table count, as installed."""
 
     sql: str  # their definitions
@@ -93,8 +98,8 @@ class CheckFunction(NamedTuple):
 
 
 @functools.lru_cache(maxsize=8)
-def check_function(n_tables: int) -> CheckFunction:
-    """The :class:`CheckFunction` of a scheme of ``n_tables`` tables."""
+def decide_function(n_tables: int) -> DecideFunction:
+    """The :class:`DecideFunction` of a scheme of ``n_tables`` tables."""
     sql, digest = function_sql(function_source(), n_tables)
     name = f"simhash_filter_check_{digest}"
     call = (
@@ -103,7 +108,7 @@ def check_function(n_tables: int) -> CheckFunction:
         "%s::int4[], %s::int2[], %s::int4[], %s::int8[], %s::int4[], "
         "%s::int8[], %s::bool[], %s::int8, %s::bool, %s::timestamptz, %s::int4, %s::float8[])"
     )
-    return CheckFunction(sql, digest, name, call)
+    return DecideFunction(sql, digest, name, call)
 
 
 INSTALLED_SQL = (
@@ -133,9 +138,9 @@ def key_cuts(scheme: IndexScheme) -> list[KeyCut]:
     for table in scheme.tables:
         # a permuted table's key joins its blocks, the first one highest; a multi-index
         # table's key is its one block
-        left = sum(widths[b] for b in table.blocks) if isinstance(scheme, BandScheme) else 0
+        left = sum(widths[b] for b in table.blocks) if isinstance(scheme, PermutedScheme) else 0
         for block in table.blocks:
-            left -= widths[block] if isinstance(scheme, BandScheme) else 0
+            left -= widths[block] if isinstance(scheme, PermutedScheme) else 0
             shift, mask = scheme.block_cuts[block]
             cuts.append(KeyCut(table.table_no, shift, mask, left))
     return cuts
@@ -188,7 +193,7 @@ def function_installable(conn: Any, n_tables: int) -> bool:
     """Whether the function of ``n_tables`` tables is installed in the current schema, or
     the role may create it there (the server's version is checked apart:
     pg.server_supports)."""
-    (present,) = conn.execute(INSTALLED_SQL, (check_function(n_tables).name,)).fetchone()
+    (present,) = conn.execute(INSTALLED_SQL, (decide_function(n_tables).name,)).fetchone()
     if present:
         return True
     (may_create,) = conn.execute(
@@ -209,7 +214,7 @@ class PgFunctionPath(PgWritePath):
         super().__init__(engine, display_url=display_url, durable=durable, bit_count=bit_count)
         self._installed: set[str] = set()
 
-    def _install(self, conn: Any, function: CheckFunction) -> None:
+    def _install(self, conn: Any, function: DecideFunction) -> None:
         """Install the function unless it is there, under the schema lock (so concurrent
         first writers do not race)."""
         conn.autocommit = True
@@ -233,7 +238,7 @@ class PgFunctionPath(PgWritePath):
     ) -> list[Verdict]:
         """One call of the function in autocommit: one round trip (the first write of
         the store installs the function first)."""
-        function = check_function(scheme.n_tables)
+        function = decide_function(scheme.n_tables)
         if function.name not in self._installed:
             self._install(conn, function)
         if not rows:

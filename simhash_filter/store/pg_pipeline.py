@@ -8,11 +8,11 @@ Sync messages of the extended protocol; no ``BEGIN``, no ``COMMIT``):
   URL locks in sorted order, or the database-wide lock exclusive for a bulk batch), with
   ``synchronous_commit = off`` for the transaction when the store is not durable; then, in
   one statement, the pages stored under the rows' URLs and the pages under the rows'
-  probe keys (band_columns.py) within ``Judge.radius`` of the row that probes them (each
+  probe keys (key_columns.py) within ``Judge.radius`` of the row that probes them (each
   key sent with that row's fingerprint, the distance computed on the server). The farther
   pages under the keys never leave the server: the decision needs no hit beyond the
   radius (a changed page's old keys come from its stored fingerprint and sketch).
-  :func:`~simhash_filter.store.batch.check_batch` then decides on what came back, as on
+  :func:`~simhash_filter.store.batch.decide_batch` then decides on what came back, as on
   the SQLAlchemy path;
 - round trip 2: what the decision wrote, one statement per kind of change (new pages with
   their key columns, stored pages' new keys, page updates, drops), and the Sync that
@@ -34,10 +34,10 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Engine
 
-from simhash_filter.bands import BandKey, IndexScheme
+from simhash_filter.index.schemes import IndexScheme, TableKey
 
-from . import band_columns
-from .batch import BandHit, BatchIO, Changes, Judge, RowToCheck, StoredPage, check_batch
+from . import key_columns as key_columns
+from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
 from .encoding import PgTypes, bool_array, from_sql_int, int_array
 from .locks import GLOBAL_LOCK, TAKE_LOCKS, WriteLocks
 from .pg import PgWritePath, popcount_sql
@@ -53,8 +53,8 @@ LOCK_EXCLUSIVE = "pg_advisory_xact_lock(%s)"
 ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true), "
 
 
-class BandStatements(NamedTuple):
-    """The statements that name the key columns (band_columns.py), for a table count."""
+class KeyStatements(NamedTuple):
+    """The statements that name the key columns (key_columns.py), for a table count."""
 
     pages_and_probe: str
     insert_new_pages: str
@@ -62,8 +62,8 @@ class BandStatements(NamedTuple):
 
 
 @functools.lru_cache(maxsize=16)
-def band_statements(n_tables: int, *, bit_count: bool) -> BandStatements:
-    """:class:`BandStatements` of a scheme of ``n_tables`` tables.
+def key_statements(n_tables: int, *, bit_count: bool) -> KeyStatements:
+    """:class:`KeyStatements` of a scheme of ``n_tables`` tables.
 
     ``pages_and_probe``, round trip 1's read: the pages stored under the rows' URLs
     (table_no -1), then the pages under the probe keys within the radius of the
@@ -71,14 +71,14 @@ def band_statements(n_tables: int, *, bit_count: bool) -> BandStatements:
     row's fingerprint (a page near both comes back twice); the farther pages under the
     keys never leave the server. ``insert_new_pages``: new pages with their keys, their
     ids by ordinal. ``update_pages_and_keys``: stored pages updated with new keys."""
-    columns = band_columns.column_names(n_tables)
+    columns = key_columns.column_names(n_tables)
     named = ", ".join(columns)
-    hits = band_columns.hits_sql(
+    hits = key_columns.hits_sql(
         n_tables, "q.t", "q.key", "id, url, domain, fingerprint, text_length, sketch"
     )
     popcount = popcount_sql("b.fingerprint # q.fp", portable=not bit_count)
-    keys = band_columns.placeholders(n_tables, "int8[]")
-    return BandStatements(
+    keys = key_columns.placeholders(n_tables, "int8[]")
+    return KeyStatements(
         pages_and_probe=(
             "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch "
             "FROM pages WHERE url = ANY(%s::text[]) UNION ALL "
@@ -159,7 +159,7 @@ class PgPipelinePath(PgWritePath):
         now: datetime,
     ) -> list[Verdict]:
         types = self._types
-        statements = band_statements(scheme.n_tables, bit_count=self._bit_count)
+        statements = key_statements(scheme.n_tables, bit_count=self._bit_count)
         # each probe key with the fingerprint of each row that probes it, once
         probes = list(
             dict.fromkeys((t, key, row.fingerprint) for row in rows for t, key in row.probe_keys)
@@ -199,7 +199,7 @@ class PgPipelinePath(PgWritePath):
                 else:
                     hits.append(ProbeRow(t, from_sql_int(key), stored_page(page)))
             io = _PipelinedIO(conn, types, pages, hits, stack, statements, scheme.n_tables)
-            return check_batch(rows, io, judge=judge, index_items=scheme.index_items, now=now)
+            return decide_batch(rows, io, judge=judge, index_items=scheme.index_items, now=now)
         raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
 
 
@@ -214,7 +214,7 @@ class _PipelinedIO(BatchIO):
         pages: list[StoredPage],
         hits: list[ProbeRow],
         pipeline: ExitStack,
-        statements: BandStatements,
+        statements: KeyStatements,
         n_tables: int,
     ) -> None:
         self._conn = conn
@@ -222,7 +222,7 @@ class _PipelinedIO(BatchIO):
         self._n_tables = n_tables
         self._types = types
         self._pages = pages
-        self._hits: dict[BandKey, list[BandHit]] = defaultdict(list)
+        self._hits: dict[TableKey, list[KeyHit]] = defaultdict(list)
         self._by_id: dict[int, StoredPage] = {}
         found: set[tuple[int, int, int]] = set()
         for hit in hits:
@@ -230,7 +230,7 @@ class _PipelinedIO(BatchIO):
                 continue  # the same band row, near two rows that probe its key
             found.add((hit.table_no, hit.key, hit.page.page_id))
             self._hits[(hit.table_no, hit.key)].append(
-                BandHit(hit.page.page_id, hit.page.fingerprint)
+                KeyHit(hit.page.page_id, hit.page.fingerprint)
             )
             self._by_id[hit.page.page_id] = hit.page
         self._pipeline = pipeline
@@ -239,7 +239,7 @@ class _PipelinedIO(BatchIO):
         wanted = set(urls)
         return [page for page in self._pages if page.url in wanted]
 
-    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+    def probe(self, keys: Collection[TableKey]) -> Mapping[TableKey, Sequence[KeyHit]]:
         return {key: self._hits[key] for key in keys if key in self._hits}
 
     def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
@@ -249,7 +249,7 @@ class _PipelinedIO(BatchIO):
     def write(self, changes: Changes) -> dict[int, int]:
         conn, t, now = self._conn, self._types, changes.now
         new_pages = None
-        row_keys = band_columns.key_rows(changes.band_inserts, changes.band_deletes, self._n_tables)
+        row_keys = key_columns.key_rows(changes.key_inserts, changes.key_deletes, self._n_tables)
         if changes.new_pages:
             new_keys = [row_keys[page.ref] for page in changes.new_pages]
             new_pages = conn.execute(
@@ -260,19 +260,19 @@ class _PipelinedIO(BatchIO):
                     t.int8s([page.fingerprint for page in changes.new_pages]),
                     [t.int4(page.text_length) for page in changes.new_pages],
                     [page.sketch for page in changes.new_pages],
-                    *[t.ids(c) for c in band_columns.column_arrays(new_keys, self._n_tables)],
+                    *[t.ids(c) for c in key_columns.column_arrays(new_keys, self._n_tables)],
                     now,
                     now,
                 ),
                 prepare=True,
             )
-        plain, rekeyed = band_columns.split_updates(changes.page_updates, row_keys)
+        plain, rekeyed = key_columns.split_updates(changes.page_updates, row_keys)
         for statement, updates, keys in (
             (UPDATE_PAGES, plain, []),
             (
                 self._statements.update_pages_and_keys,
                 [k.update for k in rekeyed],
-                band_columns.column_arrays([k.keys for k in rekeyed], self._n_tables),
+                key_columns.column_arrays([k.keys for k in rekeyed], self._n_tables),
             ),
         ):
             if updates:

@@ -20,8 +20,8 @@ from .records import StoreError
 from .schema import duplicates_table, pages_table
 
 if TYPE_CHECKING:
-    from simhash_filter.bands import IndexScheme
-    from simhash_filter.signature import MatchRule
+    from simhash_filter.core.signature import MatchRule
+    from simhash_filter.index.schemes import IndexScheme
 
 
 class ReadableStore(Protocol):

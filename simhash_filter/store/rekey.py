@@ -1,5 +1,5 @@
 """Every page's band keys made again for a scheme (``reindex``), in the caller's
-transaction: SQLite's ``bands`` rows, or PostgreSQL's key columns (band_columns.py; a
+transaction: SQLite's ``bands`` rows, or PostgreSQL's key columns (key_columns.py; a
 database of schema 2 or 3 loses its ``bands`` table here, which converts it).
 
 Pages are read in id order, a chunk at a time; on PostgreSQL the columns' indexes are made
@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
-from simhash_filter.bands import IndexScheme
+from simhash_filter.index.schemes import IndexScheme
 
-from . import band_columns
-from .schema import bands_table, pages_table
+from . import key_columns as key_columns
+from .schema import keys_table, pages_table
 
 CHUNK = 10_000  # pages a read
 
@@ -26,11 +26,11 @@ def rekey(conn: Connection, scheme: IndexScheme) -> None:
     """Replace every page's band keys with ``scheme``'s."""
     postgres = conn.dialect.name == "postgresql"
     if postgres:
-        bands_table.drop(conn, checkfirst=True)
-        band_columns.drop_columns(conn)
-        band_columns.add_columns(conn, scheme.n_tables)
+        keys_table.drop(conn, checkfirst=True)
+        key_columns.drop_columns(conn)
+        key_columns.add_columns(conn, scheme.n_tables)
     else:
-        conn.execute(delete(bands_table))
+        conn.execute(delete(keys_table))
     write = _set_columns if postgres else _insert_rows
     p = pages_table.c
     last = None
@@ -44,12 +44,12 @@ def rekey(conn: Connection, scheme: IndexScheme) -> None:
         write(conn, scheme, chunk)
         last = chunk[-1][0]
     if postgres:
-        band_columns.add_indexes(conn, scheme.n_tables)
+        key_columns.add_indexes(conn, scheme.n_tables)
 
 
 def _insert_rows(conn: Connection, scheme: IndexScheme, pages: Sequence[Any]) -> None:
     conn.execute(
-        insert(bands_table),
+        insert(keys_table),
         [
             {"table_no": t, "key": key, "page_id": page_id, "fingerprint": fp}
             for page_id, fp, sketch in pages
@@ -59,12 +59,12 @@ def _insert_rows(conn: Connection, scheme: IndexScheme, pages: Sequence[Any]) ->
 
 
 def _set_columns(conn: Connection, scheme: IndexScheme, pages: Sequence[Any]) -> None:
-    keyed = band_columns.pages_with_keys(scheme.n_tables)
-    names = band_columns.column_names(scheme.n_tables)
+    keyed = key_columns.pages_with_keys(scheme.n_tables)
+    names = key_columns.column_names(scheme.n_tables)
     rows = []
     for page_id, fp, sketch in pages:
         items = scheme.index_items(fp, sketch)
-        signed = band_columns.signed_keys_by_table(items, scheme.n_tables)
+        signed = key_columns.signed_keys_by_table(items, scheme.n_tables)
         rows.append({"page": page_id, **dict(zip(names, signed, strict=True))})
     stmt = update(keyed).where(keyed.c.id == bindparam("page"))
     conn.execute(stmt.values({name: bindparam(name) for name in names}), rows)

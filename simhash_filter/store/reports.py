@@ -14,15 +14,15 @@ from typing import Any
 
 from sqlalchemy import CompoundSelect, Select, func, select, text, union_all
 
-from simhash_filter.bands import PERMUTED, BandKey, IndexScheme
-from simhash_filter.simhash import hamming_distance
+from simhash_filter.core.simhash import hamming_distance
+from simhash_filter.index.schemes import PERMUTED, IndexScheme, TableKey
 
-from . import band_columns
+from . import key_columns as key_columns
 from .batch import Judge
 from .encoding import from_sql_int
 from .reading import ReadableStore, drops_select, page_record_columns, reading
 from .records import DuplicateRecord, PageRecord
-from .schema import TEXT_TABLES, bands_table, duplicates_table, meta_table, pages_table
+from .schema import TEXT_TABLES, duplicates_table, keys_table, meta_table, pages_table
 from .statements import Probe, chunked, connection_execute
 from .urls import canonical_url
 
@@ -69,7 +69,7 @@ def database_size(store: ReadableStore) -> int | None:
             page_size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
             return int(pages) * int(page_size)
         if store.dialect == "postgresql":
-            tables = (meta_table, pages_table, bands_table, duplicates_table, *TEXT_TABLES)
+            tables = (meta_table, pages_table, keys_table, duplicates_table, *TEXT_TABLES)
             total = 0
             for table in tables:
                 size = conn.execute(  # (NULL for a text table not made yet)
@@ -120,25 +120,25 @@ def duplicate_counts(store: ReadableStore) -> dict[int, int]:
         return {page_id: n for page_id, n in conn.execute(stmt)}
 
 
-def band_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
+def key_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
     """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a band
     key (``page_a < page_b``), streamed; a pair sharing keys in several tables comes once
     per table. Every pair within max_distance is among them only when each page's probe
     keys are among its own index keys (:func:`_shared_key_is_complete`)."""
     stmt: Select[Any] | CompoundSelect[Any]
     if store.engine.dialect.name == "postgresql":  # the keys in the page rows
-        keyed = band_columns.pages_with_keys(store.scheme.n_tables)
+        keyed = key_columns.pages_with_keys(store.scheme.n_tables)
         pa, pb = keyed.alias("a"), keyed.alias("b")
         stmt = union_all(
             *(
                 select(pa.c.id, pa.c.fingerprint, pb.c.id, pb.c.fingerprint).join(
                     pb, (pa.c[name] == pb.c[name]) & (pa.c.id < pb.c.id)
                 )
-                for name in band_columns.column_names(store.scheme.n_tables)
+                for name in key_columns.column_names(store.scheme.n_tables)
             )
         )
     else:
-        a, b = bands_table.alias("a"), bands_table.alias("b")
+        a, b = keys_table.alias("a"), keys_table.alias("b")
         stmt = select(a.c.page_id, a.c.fingerprint, b.c.page_id, b.c.fingerprint).join(
             b,
             (a.c.table_no == b.c.table_no) & (a.c.key == b.c.key) & (a.c.page_id < b.c.page_id),
@@ -166,7 +166,7 @@ def probed_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
             if not chunk:
                 return
             last = chunk[-1][0]
-            askers: dict[BandKey, list[tuple[int, int]]] = defaultdict(list)
+            askers: dict[TableKey, list[tuple[int, int]]] = defaultdict(list)
             for page_id, fingerprint in chunk:
                 for key in scheme.probe_keys(fingerprint):
                     askers[key].append((page_id, fingerprint))
@@ -192,7 +192,7 @@ def near_pairs(store: ReadableStore, k: int) -> Iterator[tuple[int, int, int]]:
         raise ValueError(
             f"k must be in 0..{store.scheme.max_distance} (the index's max_distance), got {k!r}"
         )
-    found = band_pairs if _shared_key_is_complete(store.scheme) else probed_pairs
+    found = key_pairs if _shared_key_is_complete(store.scheme) else probed_pairs
     seen: set[tuple[int, int]] = set()
     for a, fingerprint_a, b, fingerprint_b in found(store):
         distance = hamming_distance(fingerprint_a, fingerprint_b)

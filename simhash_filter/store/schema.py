@@ -6,7 +6,7 @@ covering index: its primary key ``(table_no, key, page_id)`` plus the fingerprin
 a probe without touching ``pages`` (a WITHOUT ROWID table, so the primary key *is* the
 table). A page's band rows are found by recomputing its keys from its fingerprint, so
 ``bands`` needs no second index on ``page_id``. PostgreSQL has no ``bands``: a page's
-keys are columns of its own row (band_columns.py).
+keys are columns of its own row (key_columns.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .encoding import from_sql_int, to_sql_int
 SCHEMA_VERSION = 4
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2.
-4: on PostgreSQL the band keys are columns of the page row (band_columns.py), not
+4: on PostgreSQL the band keys are columns of the page row (key_columns.py), not
 ``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
 
 SQLITE_SAME_AS = 3
@@ -110,9 +110,9 @@ class Page(Base):
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
 
 
-class Band(Base):
+class TableKeyEntry(Base):
     """One table key of one admitted page (one row per table of the scheme), on SQLite;
-    PostgreSQL keeps the keys in the page's row (band_columns.py)."""
+    PostgreSQL keeps the keys in the page's row (key_columns.py)."""
 
     __tablename__ = "bands"
     __table_args__ = (
@@ -170,7 +170,7 @@ class DropText(Base):
 
 meta_table = cast(Table, Meta.__table__)
 pages_table = cast(Table, Page.__table__)
-bands_table = cast(Table, Band.__table__)
+keys_table = cast(Table, TableKeyEntry.__table__)
 duplicates_table = cast(Table, Duplicate.__table__)
 page_texts_table = cast(Table, PageText.__table__)
 drop_texts_table = cast(Table, DropText.__table__)
@@ -179,7 +179,7 @@ TEXT_TABLES = (page_texts_table, drop_texts_table)
 
 def tables_of(dialect_name: str) -> list[Table]:
     """The tables a new database of this back-end has (PostgreSQL: no ``bands``)."""
-    tables = [meta_table, pages_table, bands_table, duplicates_table]
+    tables = [meta_table, pages_table, keys_table, duplicates_table]
     if dialect_name == "postgresql":
-        tables.remove(bands_table)
+        tables.remove(keys_table)
     return tables

@@ -1,7 +1,7 @@
 """The "sqlalchemy" write path: any back-end SQLAlchemy drives (the only one on SQLite).
 
 A write is one transaction of locks.WriteTransactions (SQLite's ``BEGIN IMMEDIATE``
-behind the writer queue; on PostgreSQL the advisory locks): batch.check_batch decides
+behind the writer queue; on PostgreSQL the advisory locks): batch.decide_batch decides
 in Python on what statements.SqlBatchIO reads, and SqlBatchIO writes the outcome and
 texts.py the texts, in the same transaction. ``near()`` runs the compiled probe on a
 DB-API cursor (cursors.py) and measures the distances in Python.
@@ -15,9 +15,9 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
-from simhash_filter.bands import BandKey, IndexScheme
+from simhash_filter.index.schemes import IndexScheme, TableKey
 
-from .batch import Judge, RowToCheck, check_batch
+from .batch import Judge, RowToCheck, decide_batch
 from .cursors import RawCursors
 from .encoding import from_sql_int, to_sql_int
 from .locks import WriteLocks, WriteTransactions
@@ -40,7 +40,7 @@ class SqlAlchemyPath:
         self._transactions = transactions
         self._cursors = cursors
 
-    def check(
+    def check_and_add(
         self,
         rows: Sequence[RowToCheck],
         locks: WriteLocks | None,
@@ -50,12 +50,12 @@ class SqlAlchemyPath:
         now: datetime,
         texts: Sequence[bytes | None],
     ) -> list[Verdict]:
-        """:meth:`~.write_path.WritePath.check`, the verdicts and texts in one transaction."""
+        """:meth:`~.write_path.WritePath.check_and_add`: verdicts and texts, one transaction."""
         statements = statements_for(self._dialect, scheme.n_tables)
         with_texts = any(blob is not None for blob in texts)
 
         def work(conn: Connection) -> list[Verdict]:
-            verdicts = check_batch(
+            verdicts = decide_batch(
                 rows,
                 SqlBatchIO(conn, statements),
                 judge=judge,
@@ -69,7 +69,7 @@ class SqlAlchemyPath:
         return self._transactions.run(work, locks=locks)
 
     def near(
-        self, probe_keys: Collection[BandKey], fingerprint: int, limit: int, *, scheme: IndexScheme
+        self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
     ) -> list[Match]:
         """:meth:`~.write_path.WritePath.near`: the probe's band rows read, their
         distances measured here."""

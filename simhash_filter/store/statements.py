@@ -11,7 +11,7 @@ through encoding.py (unsigned in Python, signed in SQL).
 :class:`Probe` reads the band rows under any set of (table_no, key) keys on any
 back-end: for the SQLAlchemy write path, its ``near()``, ``count_candidates`` and the
 reports. The PostgreSQL paths probe in SQL of their own (pg.py, pg_pipeline.py,
-check_function.sql).
+decide_function.sql).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
-from simhash_filter.bands import BandKey
+from simhash_filter.index.schemes import TableKey
 
-from . import band_columns
-from .batch import BandHit, BandRow, BatchIO, Changes, PageUpdate, StoredPage
+from . import key_columns as key_columns
+from .batch import BatchIO, Changes, KeyHit, KeyRow, PageUpdate, StoredPage
 from .encoding import from_sql_int, to_sql_int
-from .schema import UInt64, bands_table, duplicates_table, pages_table
+from .schema import UInt64, duplicates_table, keys_table, pages_table
 
 T = TypeVar("T")
 
@@ -130,7 +130,7 @@ class Probe:
 
     ``table_no = t AND key IN (<table t's keys>)`` for each table, joined by UNION ALL;
     each table's keys are one parameter: a typed ``BIGINT[]`` on PostgreSQL
-    (``band_<t> = ANY(...)`` over the page rows, band_columns.py; prepared once), a JSON
+    (``band_<t> = ANY(...)`` over the page rows, key_columns.py; prepared once), a JSON
     array read by ``json_each`` elsewhere (the index on (table_no, key) is searched once
     per key either way). Where no table has more than one key (the minhash-lsh and
     permuted schemes' probes), SQLite and other non-array dialects run ``table_no = t AND
@@ -140,12 +140,12 @@ class Probe:
     def __init__(self, dialect: Dialect, n_tables: int) -> None:
         self._tables = n_tables
         self._arrays = dialect.name == "postgresql"
-        b = bands_table.c
+        b = keys_table.c
         parts = []
         if self._arrays:
-            keyed = band_columns.pages_with_keys(n_tables).c
+            keyed = key_columns.pages_with_keys(n_tables).c
             for t in range(n_tables):
-                column = keyed[band_columns.column_name(t)]
+                column = keyed[key_columns.column_name(t)]
                 parts.append(
                     select(literal_column(str(t)), column, keyed.id, keyed.fingerprint).where(
                         column == func.any(cast(bindparam(f"k{t}"), ARRAY(BigInteger)))
@@ -173,7 +173,7 @@ class Probe:
             ]
             self._single = Compiled(union_all(*one_key), dialect, names)
 
-    def rows(self, execute: Execute, keys: Iterable[BandKey]) -> Sequence[Any]:
+    def rows(self, execute: Execute, keys: Iterable[TableKey]) -> Sequence[Any]:
         """The raw band rows under ``keys``: (table_no, key, page_id, fingerprint), the
         last two as stored (signed: :func:`from_sql_int` makes them unsigned)."""
         per_table: list[list[int]] = [[] for _ in range(self._tables)]
@@ -188,11 +188,11 @@ class Probe:
         values: list[Any] = per_table if self._arrays else [json.dumps(k) for k in per_table]
         return execute(self._statement.sql, self._statement.bind(values))
 
-    def run(self, execute: Execute, keys: Collection[BandKey]) -> dict[BandKey, list[BandHit]]:
-        """Every band row under ``keys``, grouped by key (``{(t, key): [BandHit]}``)."""
-        found: dict[BandKey, list[BandHit]] = defaultdict(list)
+    def run(self, execute: Execute, keys: Collection[TableKey]) -> dict[TableKey, list[KeyHit]]:
+        """Every band row under ``keys``, grouped by key (``{(t, key): [KeyHit]}``)."""
+        found: dict[TableKey, list[KeyHit]] = defaultdict(list)
         for t, key, page_id, stored in self.rows(execute, keys):
-            found[(t, from_sql_int(key))].append(BandHit(page_id, from_sql_int(stored)))
+            found[(t, from_sql_int(key))].append(KeyHit(page_id, from_sql_int(stored)))
         return found
 
 
@@ -215,10 +215,10 @@ class Statements:
         self.dialect = dialect
         self.n_tables = n_tables
         self.probe = Probe(dialect, n_tables)
-        # PostgreSQL keeps a page's keys in its row (band_columns.py): written with it
+        # PostgreSQL keeps a page's keys in its row (key_columns.py): written with it
         self.keys_in_rows = dialect.name == "postgresql"
-        self.key_columns = band_columns.column_names(n_tables) if self.keys_in_rows else []
-        self.pages = band_columns.pages_with_keys(n_tables) if self.keys_in_rows else pages_table
+        self.key_columns = key_columns.column_names(n_tables) if self.keys_in_rows else []
+        self.pages = key_columns.pages_with_keys(n_tables) if self.keys_in_rows else pages_table
         self.update_page = _page_update(self.pages, [])
         self.update_page_and_keys = _page_update(self.pages, self.key_columns)
         p = pages_table.c
@@ -226,11 +226,11 @@ class Statements:
             select(*_stored_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
         )
         self.url_by_id = Compiled(select(p.url).where(p.id == bindparam("p")), dialect, ["p"])
-        band_fields = ["table_no", "key", "page_id", "fingerprint"]
-        self.band_insert = Compiled(
-            insert(bands_table).values({name: bindparam(name) for name in band_fields}),
+        key_fields = ["table_no", "key", "page_id", "fingerprint"]
+        self.key_insert = Compiled(
+            insert(keys_table).values({name: bindparam(name) for name in key_fields}),
             dialect,
-            band_fields,
+            key_fields,
         )
 
 
@@ -256,7 +256,7 @@ class SqlBatchIO(BatchIO):
             )
         return [stored_page(row) for row in rows]
 
-    def probe(self, keys: Collection[BandKey]) -> Mapping[BandKey, Sequence[BandHit]]:
+    def probe(self, keys: Collection[TableKey]) -> Mapping[TableKey, Sequence[KeyHit]]:
         return self._statements.probe.run(self._execute, keys)
 
     def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
@@ -270,7 +270,7 @@ class SqlBatchIO(BatchIO):
         conn, now, statements = self._conn, changes.now, self._statements
         keyed, names, pages = statements.keys_in_rows, statements.key_columns, statements.pages
         row_keys = (
-            band_columns.key_rows(changes.band_inserts, changes.band_deletes, statements.n_tables)
+            key_columns.key_rows(changes.key_inserts, changes.key_deletes, statements.n_tables)
             if keyed
             else {}
         )
@@ -295,9 +295,9 @@ class SqlBatchIO(BatchIO):
             for page, (page_id,) in zip(changes.new_pages, result.all(), strict=True):
                 ids[page.ref] = page_id
         if keyed:  # a stored page's new keys go with its update
-            plain, rekeyed = band_columns.split_updates(changes.page_updates, row_keys)
+            plain, rekeyed = key_columns.split_updates(changes.page_updates, row_keys)
         else:
-            self._write_band_rows(changes.band_deletes, changes.band_inserts, ids)
+            self._write_key_rows(changes.key_deletes, changes.key_inserts, ids)
             plain, rekeyed = list(changes.page_updates), []
         if plain:
             conn.execute(statements.update_page, [_update_values(u, now) for u in plain])
@@ -327,24 +327,24 @@ class SqlBatchIO(BatchIO):
             )
         return ids
 
-    def _write_band_rows(
-        self, deletes: Sequence[BandRow], inserts: Sequence[BandRow], ids: Mapping[int, int]
+    def _write_key_rows(
+        self, deletes: Sequence[KeyRow], inserts: Sequence[KeyRow], ids: Mapping[int, int]
     ) -> None:
         """SQLite's layout: the band rows out, then in."""
         conn = self._conn
         if deletes:
             conn.execute(
-                delete(bands_table).where(
-                    bands_table.c.table_no == bindparam("t"),
-                    bands_table.c.key == bindparam("k", type_=UInt64()),
-                    bands_table.c.page_id == bindparam("p"),
+                delete(keys_table).where(
+                    keys_table.c.table_no == bindparam("t"),
+                    keys_table.c.key == bindparam("k", type_=UInt64()),
+                    keys_table.c.page_id == bindparam("p"),
                 ),
                 [{"t": r.table_no, "k": r.key, "p": r.page_ref} for r in deletes],
             )
         if inserts:
             # in index order: a batch's inserts walk the (table_no, key) B-tree forward
             # instead of jumping across it, so neighbouring keys share the pages read
-            compiled = self._statements.band_insert
+            compiled = self._statements.key_insert
             rows = sorted(
                 (
                     r.table_no,

@@ -3,7 +3,7 @@ beside a batch's verdicts, and read back for the command line and the report.
 
 ``page_texts`` holds a kept page's text (replaced when the page changes; an unchanged
 re-crawl fills in a missing one), ``drop_texts`` a dropped page's, keyed by its
-``duplicates`` row. The bytes are :mod:`simhash_filter.stored_text`'s (capped and
+``duplicates`` row. The bytes are :mod:`simhash_filter.core.stored_text`'s (capped and
 compressed); nothing here looks inside them. The tables are additive: a database made
 before them gains them when a writer opens it, and a reader treats their absence as
 "no stored text".

@@ -3,11 +3,11 @@
 ===============  ========================================  ==================================
 ``write_path``   where                                     the decision
 ===============  ========================================  ==================================
-"sqlalchemy"     any back-end (the only one on SQLite):    batch.check_batch, in Python,
+"sqlalchemy"     any back-end (the only one on SQLite):    batch.decide_batch, in Python,
                  sqlalchemy_path.SqlAlchemyPath            over statements.SqlBatchIO
-"pg-function"    PostgreSQL with psycopg, one round trip:  check_function.sql, on the
+"pg-function"    PostgreSQL with psycopg, one round trip:  decide_function.sql, on the
                  pg_function.PgFunctionPath                server
-"pg-pipeline"    PostgreSQL with psycopg, two round        batch.check_batch, in Python,
+"pg-pipeline"    PostgreSQL with psycopg, two round        batch.decide_batch, in Python,
                  trips: pg_pipeline.PgPipelinePath         between the round trips
 ===============  ========================================  ==================================
 
@@ -27,7 +27,7 @@ from typing import Protocol
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 
-from simhash_filter.bands import BandKey, IndexScheme
+from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from .batch import Judge, RowToCheck
 from .cursors import RawCursors
@@ -55,7 +55,7 @@ class WritePath(Protocol):
         """One of :data:`WRITE_PATHS`."""
         ...
 
-    def check(
+    def check_and_add(
         self,
         rows: Sequence[RowToCheck],
         locks: WriteLocks | None,
@@ -71,14 +71,14 @@ class WritePath(Protocol):
         ...
 
     def near(
-        self, probe_keys: Collection[BandKey], fingerprint: int, limit: int, *, scheme: IndexScheme
+        self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
     ) -> list[Match]:
         """The distinct pages within ``limit`` of ``fingerprint`` among those with a band
         row under ``probe_keys``, nearest first, then by URL."""
         ...
 
 
-def check_write_path(write_path: str | None, url: URL) -> None:
+def validate_write_path(write_path: str | None, url: URL) -> None:
     """ValueError unless ``write_path`` is None or one of :data:`WRITE_PATHS` that can run
     on ``url``'s back-end (checked before anything is opened or created)."""
     if write_path is not None and write_path not in WRITE_PATHS:
@@ -104,7 +104,7 @@ def open_write_path(
         (14 and later) and the function is installed or the role may create it, else the
         pipeline; elsewhere SQLAlchemy; ``n_tables``: the scheme's, whose function is looked
     for). ValueError naming the value when it cannot run here."""
-    check_write_path(write_path, engine.url)
+    validate_write_path(write_path, engine.url)
     dialect = engine.dialect
     psycopg = dialect.name == "postgresql" and dialect.driver == "psycopg"
     if write_path == SQLALCHEMY or (write_path is None and not psycopg):

@@ -20,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 
 from simhash_filter import Fingerprinter, hamming_distance
 from simhash_filter.cli import main
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.schema import duplicates_table, meta_table, pages_table
 

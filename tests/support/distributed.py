@@ -17,7 +17,7 @@ from sqlalchemy import Connection, create_engine, select
 from crawler.distributed import RedisKeys
 from crawler.testsite import Page, generated_site
 from simhash_filter import hamming_distance
-from simhash_filter.signature import MatchRule
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.store.schema import duplicates_table, meta_table, pages_table
 
 from . import DISTINCT, HARBOUR_CLUSTER, ZH_CLUSTER

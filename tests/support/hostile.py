@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from simhash_filter.fingerprint import Fingerprinter
-from simhash_filter.signature import PageSignature
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.signature import PageSignature
 
 __all__ = ["SPIN", "SpinningFingerprinter"]
 

@@ -1,0 +1,265 @@
+"""Text normalization and script-aware tokenization (pure; no I/O of its own).
+
+Runs of Han characters are segmented into words (:mod:`simhash_filter.core.segment`: jieba by
+default); Japanese kana and Korean hangul become character bigrams; every other script is
+split into words by a regular expression.
+
+Two steps are quadratic in the length of a run, so runs are bounded before them: NFKC sorts
+each run of combining marks (an insertion sort), so a run longer than
+:data:`MAX_NON_STARTERS` is cut to that length first (Unicode's stream-safe text format,
+UAX #15, sets the same bound of 30); jieba's HMM is quadratic in a run of Han characters
+that form no dictionary word, so a Han run is segmented in pieces of at most
+:data:`MAX_HAN_RUN` characters. Neither cap changes the tokens of ordinary text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import cache
+from typing import Literal, NamedTuple
+
+from .segment import check_segmenter, jieba_tokenizer, segment_function
+
+__all__ = [
+    "HAN",
+    "KANA_HANGUL",
+    "MAX_HAN_RUN",
+    "MAX_NON_STARTERS",
+    "Tokenizer",
+    "cap_non_starters",
+    "collapse_white_space",
+    "fold",
+    "jieba_tokenizer",  # re-exported from simhash_filter.core.segment, where it lives
+    "long_runs",
+    "non_starter_run_re",
+    "normalize",
+    "strip_machine_text",
+]
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+
+
+def _combining_marks() -> str:
+    """Regex class ranges of the combining marks (Unicode categories M*) of the BMP.
+
+    ``\\w`` does not match them: without them a Devanagari word, Arabic with vowel
+    signs, or a case-folded Turkish "İ" (i + U+0307) would break at every mark.
+    (Marks beyond the BMP, in historic and minority scripts, are left out: ``re``
+    tests those by a linear scan, which would slow down every word.)
+    """
+    marks = [c for c in range(0x10000) if unicodedata.category(chr(c)).startswith("M")]
+    return _class_ranges(marks, "\\u{:04x}")
+
+
+def _class_ranges(codes: list[int], escape: str) -> str:
+    """Regex class ranges (``a-b`` a run of consecutive code points) of sorted ``codes``,
+    each code point written with ``escape`` (``"\\u{:04x}"``)."""
+    ranges: list[str] = []
+    start = previous = codes[0]
+    for c in [*codes[1:], -1]:
+        if c != previous + 1:
+            ranges.append(f"{escape.format(start)}-{escape.format(previous)}")
+            start = c
+        previous = c
+    return "".join(ranges)
+
+
+MARKS = _combining_marks()
+
+
+def _word(letter: str) -> str:
+    """Letters or digits, with marks inside, and inner apostrophes (``keeper's``)."""
+    run = f"{letter}+(?:[{MARKS}]+{letter}*)*"
+    return f"{run}(?:'{run})*"
+
+
+_LETTER = r"[^\W_]"  # a letter or digit (\w without the underscore)
+_NON_CJK_LETTER = rf"[^\W_{HAN}{KANA_HANGUL}]"
+_TOKEN_RE = re.compile(
+    rf"(?P<han>[{HAN}]+)"
+    rf"|(?P<bigram>[{KANA_HANGUL}]+)"
+    rf"|(?P<word>{_word(_NON_CJK_LETTER)})"
+)
+_CJK_RE = re.compile(f"[{HAN}{KANA_HANGUL}]")
+_WORD_RE = re.compile(_word(_LETTER))  # the fast path, for text with no CJK
+_SPACE_RE = re.compile(r"\s+")
+
+
+_URL_CHARS = r"[^\s<>()\[\]{}\"'`]"
+
+
+class _MachinePattern(NamedTuple):
+    """One kind of machine text: ``found`` starts with a literal (so ``re`` finds it fast);
+    ``before``, when given, must match right before it and is removed too (a URL's scheme,
+    an address's local part)."""
+
+    found: re.Pattern[str]
+    before: re.Pattern[str] | None = None
+
+
+_MACHINE_TEXT = (
+    _MachinePattern(
+        re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+[\"'][^\"']*[\"'])?\)")
+    ),
+    _MachinePattern(re.compile(rf"://{_URL_CHARS}+"), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*$")),
+    _MachinePattern(re.compile(rf"www\.{_URL_CHARS}+")),
+    _MachinePattern(re.compile(r"@[\w-]+(?:\.[\w-]+)+"), re.compile(r"[\w.+-]+$")),
+    _MachinePattern(re.compile(r"</?[a-zA-Z][a-zA-Z0-9-]*(?:\s[^<>]*)?/?>")),
+)
+_LOOK_BACK = 64
+
+
+def strip_machine_text(text: str) -> str:
+    """``text`` without the text a person does not read: URLs, e-mail addresses, Markdown
+    link and image targets (the link text stays) and HTML tags (their content stays).
+
+    Such strings are long, unique and change when a site moves hosts, so as features
+    they would outweigh the prose. Each becomes a space (a link target becomes ``]``),
+    so words stay apart. Linear in the text: every pattern starts with a literal.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for pattern, before in _MACHINE_TEXT:
+        for m in pattern.finditer(text):
+            begin = m.start()
+            if before is not None:
+                head = before.search(text, max(0, begin - _LOOK_BACK), begin)
+                if head is None:
+                    continue  # "://" or "@" with nothing before it: not a URL or address
+                begin = head.start()
+            spans.append((begin, m.end(), "]" if m.group().startswith("]") else " "))
+    if not spans:
+        return text
+    spans.sort()
+    out: list[str] = []
+    at = 0
+    for begin, end, replacement in spans:
+        if end <= at:
+            continue  # inside a span already removed
+        out.append(text[at:begin] if begin > at else "")
+        out.append(replacement)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+MAX_NON_STARTERS = 30
+"""Combining marks (non-starters) in a row kept at most before NFKC (UAX #15's stream-safe
+bound); the rest of a longer run is dropped."""
+MAX_HAN_RUN = 2_000
+"""Han characters segmented at once at most (the longest run in the public data: 1,277)."""
+
+
+@cache
+def non_starter_run_re() -> re.Pattern[str]:
+    """A run of more than :data:`MAX_NON_STARTERS` non-starters: characters of a non-zero
+    canonical combining class, or whose decomposition starts with one (U+0F73, U+FF9E, ...).
+    Built on first use (a scan of every code point, ~0.1 s); a memo of a constant."""
+    combining, decomposition = unicodedata.combining, unicodedata.decomposition
+    codes = [
+        c
+        for c in range(0x110000)
+        if combining(ch := chr(c))
+        or (decomposition(ch) and combining(unicodedata.normalize("NFKD", ch)[0]))
+    ]
+    ranges = _class_ranges(codes, "\\U{:08x}")
+    return re.compile(f"[{ranges}]{{{MAX_NON_STARTERS + 1},}}")
+
+
+def cap_non_starters(text: str, form: Literal["NFC", "NFKC"] = "NFKC") -> str:
+    """``text`` with every run of combining marks cut to :data:`MAX_NON_STARTERS`, so that
+    normalizing it to ``form`` (whose canonical reordering is quadratic in a run out of order)
+    stays linear. A text already in ``form`` is returned as it is, without a scan: its runs are
+    in order and cost no reordering (``is_normalized`` is ~30x faster than the scan)."""
+    if text.isascii() or unicodedata.is_normalized(form, text):
+        return text
+    return non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
+
+
+_LONG_HAN_RE = re.compile(f"[{HAN}]{{{MAX_HAN_RUN + 1}}}")
+
+
+def long_runs(text: str) -> tuple[str, ...]:
+    """Which run caps ``text`` meets: ``marks`` (:data:`MAX_NON_STARTERS`), ``han``
+    (:data:`MAX_HAN_RUN`); for counting them."""
+    found = []
+    if cap_non_starters(text) != text:
+        found.append("marks")
+    if _LONG_HAN_RE.search(text):
+        found.append("han")
+    return tuple(found)
+
+
+def fold(text: str) -> str:
+    """Unicode NFKC (runs of combining marks capped first: :func:`cap_non_starters`),
+    case-folded, apostrophes unified (what tokenization needs)."""
+    text = unicodedata.normalize("NFKC", cap_non_starters(text)).casefold()
+    if "\u2019" in text or "\u02bc" in text:  # NFKC already maps the full-width one
+        return text.replace("\u2019", "'").replace("\u02bc", "'")
+    return text
+
+
+def normalize(text: str) -> str:
+    """:func:`fold`, then white space collapsed: the text a person would compare."""
+    return collapse_white_space(fold(text))
+
+
+def collapse_white_space(text: str) -> str:
+    """Runs of white space as one space, none at the ends (:func:`normalize` after
+    :func:`fold`, for a caller that has the folded text already)."""
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+class Tokenizer:
+    """Splits normalized text into tokens, by script, and drops stopwords.
+
+    >>> Tokenizer(stopwords=frozenset({"the"})).tokenize("the cat's hat")
+    ["cat's", 'hat']
+    """
+
+    def __init__(
+        self,
+        *,
+        stopwords: Iterable[str] = (),
+        hmm: bool = True,
+        drop_numbers: bool = False,
+        jieba_dictionary: str | None = None,
+        segmenter: str = "jieba",
+    ) -> None:
+        check_segmenter(segmenter, jieba_dictionary)
+        self.stopwords = frozenset(stopwords)
+        self.hmm = hmm
+        self.drop_numbers = drop_numbers
+        self.jieba_dictionary = jieba_dictionary
+        self.segmenter = segmenter  # see simhash_filter.core.segment
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of already-normalized text, stopwords removed, in order."""
+        stop = self.stopwords
+        if not _CJK_RE.search(text):
+            words = _WORD_RE.findall(text)
+            if self.drop_numbers:
+                return [w for w in words if w not in stop and not w.isdigit()]
+            return [w for w in words if w not in stop]
+        out: list[str] = []
+        segment = None
+        for match in _TOKEN_RE.finditer(text):
+            kind = match.lastgroup
+            run = match.group()
+            if kind == "word":
+                if run in stop or (self.drop_numbers and run.isdigit()):
+                    continue
+                out.append(run)
+            elif kind == "han":
+                if segment is None:
+                    segment = segment_function(self.segmenter, self.jieba_dictionary, self.hmm)
+                for at in range(0, len(run), MAX_HAN_RUN):  # jieba's HMM: quadratic in a run
+                    out.extend(w for w in segment(run[at : at + MAX_HAN_RUN]) if w not in stop)
+            else:  # kana / hangul: character bigrams (a lone character stands alone)
+                if len(run) == 1:
+                    out.append(run)
+                else:
+                    out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        return out

@@ -1,0 +1,298 @@
+"""The ``SIMHASH_FILTER_*`` settings, read and validated once into a frozen :class:`Config`.
+
+``from_crawler`` of the pipeline and of the middleware is the only place that calls
+:meth:`Config.from_settings`; everything downstream receives plain values. A bad value
+raises ``ValueError`` naming the setting, so a typo in ``settings.py`` or ``-s`` stops the
+crawl at start-up instead of silently filtering with the wrong options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.schemes import (
+    INDEX_KINDS,
+    LSH_CANDIDATE_DISTANCE,
+    MINHASH_LSH,
+    IndexScheme,
+    default_index,
+    make_scheme,
+)
+from simhash_filter.page.extract import DEFAULT_MAX_BYTES
+from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
+from simhash_filter.store.urls import DEFAULT_DATABASE_URL
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from simhash_filter.store import FingerprintStore
+
+__all__ = ["PREFIX", "Config"]
+
+PREFIX = "SIMHASH_FILTER_"
+_BITS = 64
+_NONE_STRINGS = frozenset({"", "none", "null"})
+_DEFAULT_RULE = MatchRule()
+
+
+def _name(key: str) -> str:
+    return PREFIX + key
+
+
+def _raw(settings: BaseSettings, key: str) -> Any:
+    return settings.get(_name(key))
+
+
+def _bool(settings: BaseSettings, key: str, default: bool) -> bool:
+    if _raw(settings, key) is None:
+        return default
+    try:
+        return bool(settings.getbool(_name(key), default))
+    except ValueError:
+        raise ValueError(
+            f"{_name(key)} must be a boolean (True/False, 1/0), got {_raw(settings, key)!r}"
+        ) from None
+
+
+def _optional_bool(settings: BaseSettings, key: str) -> bool | None:
+    value = _raw(settings, key)
+    if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_STRINGS):
+        return None
+    return _bool(settings, key, False)
+
+
+def _optional_int(settings: BaseSettings, key: str, *, minimum: int) -> int | None:
+    value = _raw(settings, key)
+    if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_STRINGS):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{_name(key)} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{_name(key)} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{_name(key)} must be >= {minimum}, got {number}")
+    return number
+
+
+def _int(settings: BaseSettings, key: str, default: int, *, minimum: int) -> int:
+    number = _optional_int(settings, key, minimum=minimum)
+    return default if number is None else number
+
+
+def _float(settings: BaseSettings, key: str, default: float) -> float:
+    value = _raw(settings, key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{_name(key)} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{_name(key)} must be a number, got {value!r}") from None
+
+
+def _optional_str(settings: BaseSettings, key: str) -> str | None:
+    value = _raw(settings, key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{_name(key)} must be a string, got {value!r}")
+    value = value.strip()
+    return None if value.lower() in _NONE_STRINGS else value
+
+
+def _str(settings: BaseSettings, key: str, default: str) -> str:
+    value = _optional_str(settings, key)
+    return default if value is None else value
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every ``SIMHASH_FILTER_*`` setting, validated. Field names drop the prefix."""
+
+    enabled: bool = True
+    database_url: str = DEFAULT_DATABASE_URL
+    max_distance: int | None = None  # k1, simhash bits to a candidate; None: the index's
+    min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
+    index: str | None = None  # None: the database's own, else minhash-lsh
+    blocks: int | None = None  # None: the database's own, else the index kind's default
+    text_field: str = "text"
+    html_field: str = "html"
+    url_field: str = "url"
+    min_tokens: int | None = None  # None: the Fingerprinter's default
+    weighting: str | None = None
+    top_n: int | None = None
+    fingerprint_field: str | None = None
+    debug: bool = False
+    fail_open: bool = True
+    durable: bool | None = None  # None: each back-end's default (FingerprintStore.open)
+    max_bytes: int = DEFAULT_MAX_BYTES
+    middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
+    segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
+    workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
+    page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
+    store_text: bool = False  # keep each page's main text (compressed, capped) for audits
+
+    def __post_init__(self) -> None:
+        if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
+            raise ValueError(
+                f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS}, got {self.max_distance}"
+            )
+        if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
+            raise ValueError(
+                f"{_name('MIN_SIMILARITY')} must be a number between 0 and 1, "
+                f"got {self.min_similarity}"
+            )
+        if self.index is not None and self.index not in INDEX_KINDS:
+            raise ValueError(
+                f"{_name('INDEX')} must be one of {', '.join(INDEX_KINDS)}, got {self.index!r}"
+            )
+        try:
+            self.scheme()
+        except ValueError as exc:
+            raise ValueError(
+                f"{_name('BLOCKS')}={self.blocks} does not fit {_name('MAX_DISTANCE')}="
+                f"{self.effective_max_distance} with the {self.effective_index} index: {exc}"
+            ) from None
+        if not self.database_url:
+            raise ValueError(f"{_name('DATABASE_URL')} must not be empty")
+        for key, value in (
+            ("TEXT_FIELD", self.text_field),
+            ("HTML_FIELD", self.html_field),
+            ("URL_FIELD", self.url_field),
+        ):
+            if not value:
+                raise ValueError(f"{_name(key)} must name an item field, got {value!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
+        if self.workers is not None and self.workers < 0:
+            raise ValueError(f"{_name('WORKERS')} must be >= 0, got {self.workers}")
+        if not (0 < self.page_timeout < float("inf")):
+            raise ValueError(
+                f"{_name('PAGE_TIMEOUT')} must be a number of seconds > 0, got {self.page_timeout}"
+            )
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Config:
+        """Read and validate every ``SIMHASH_FILTER_*`` setting (ValueError names the bad one)."""
+        defaults = cls()
+        config = cls(
+            enabled=_bool(settings, "ENABLED", defaults.enabled),
+            database_url=_str(settings, "DATABASE_URL", defaults.database_url),
+            max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
+            min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
+            index=_optional_str(settings, "INDEX"),
+            blocks=_optional_int(settings, "BLOCKS", minimum=1),
+            text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
+            html_field=_str(settings, "HTML_FIELD", defaults.html_field),
+            url_field=_str(settings, "URL_FIELD", defaults.url_field),
+            min_tokens=_optional_int(settings, "MIN_TOKENS", minimum=1),
+            weighting=_optional_str(settings, "WEIGHTING"),
+            top_n=_optional_int(settings, "TOP_N", minimum=1),
+            fingerprint_field=_optional_str(settings, "FINGERPRINT_FIELD"),
+            debug=_bool(settings, "DEBUG", defaults.debug),
+            fail_open=_bool(settings, "FAIL_OPEN", defaults.fail_open),
+            durable=_optional_bool(settings, "DURABLE"),
+            max_bytes=_int(settings, "MAX_BYTES", defaults.max_bytes, minimum=1),
+            middleware=_bool(settings, "MIDDLEWARE", defaults.middleware),
+            segmenter=_optional_str(settings, "SEGMENTER"),
+            workers=_optional_int(settings, "WORKERS", minimum=0),
+            page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
+            store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
+        )
+        config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
+        return config
+
+    @property
+    def effective_index(self) -> str:
+        """The index kind of a new database (``INDEX``, default minhash-lsh: the crawl's
+        rule confirms candidates with sketches)."""
+        if self.index is None:
+            return default_index(self.effective_max_distance, sketches=True)
+        return self.index
+
+    @property
+    def effective_max_distance(self) -> int:
+        """k1 (``MAX_DISTANCE``; default: any distance under the minhash-lsh index, whose
+        bands find the candidates, and 9 under the simhash indexes, which need a radius)."""
+        if self.max_distance is not None:
+            return self.max_distance
+        if self.index in (None, MINHASH_LSH):
+            return LSH_CANDIDATE_DISTANCE
+        return _DEFAULT_RULE.candidate_distance
+
+    def scheme(self) -> IndexScheme:
+        """The band scheme a new database gets from these settings (an existing one keeps
+        its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
+        return make_scheme(
+            self.effective_index, max_distance=self.effective_max_distance, blocks=self.blocks
+        )
+
+    @property
+    def effective_blocks(self) -> int:
+        """The number of blocks of :meth:`scheme` (``BLOCKS``, default: the index kind's)."""
+        return self.scheme().n_blocks
+
+    def match_rule(self) -> MatchRule:
+        """The match rule: candidates within ``MAX_DISTANCE`` bits, confirmed when the
+        sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
+        by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
+        return MatchRule.for_distance(self.effective_max_distance, self.min_similarity)
+
+    def open_store(self, spec: str) -> FingerprintStore:
+        """The store at ``DATABASE_URL`` for fingerprints made under ``spec``, made when it is
+        not there. A new database gets :meth:`match_rule` and the index and blocks of
+        :meth:`scheme`; an existing one keeps its own index and blocks unless ``INDEX`` or
+        ``BLOCKS`` name others. The crawl and ``simhash-filter import`` both open through
+        here, so a new database gets the same defaults either way."""
+        from simhash_filter.store import FingerprintStore
+
+        return FingerprintStore.open(
+            self.database_url,
+            spec=spec,
+            rule=self.match_rule(),
+            index=self.index,
+            blocks=self.blocks,
+            durable=self.durable,
+        )
+
+    @property
+    def effective_workers(self) -> int:
+        """The number of page worker processes (``WORKERS``, default
+        :func:`~simhash_filter.page.pool.default_workers`); 0 is the thread path."""
+        return default_workers() if self.workers is None else self.workers
+
+    def fingerprinter_options(self) -> dict[str, Any]:
+        """The keyword options for :class:`Fingerprinter` that the settings override."""
+        options: dict[str, Any] = {}
+        if self.min_tokens is not None:
+            options["min_tokens"] = self.min_tokens
+        if self.weighting is not None:
+            options["weighting"] = self.weighting
+        if self.top_n is not None:
+            options["top_n"] = self.top_n
+        if self.segmenter is not None:
+            options["segmenter"] = self.segmenter
+        return options
+
+    def make_fingerprinter(self) -> Fingerprinter:
+        """A :class:`Fingerprinter` with these options (ValueError names the setting at fault)."""
+        try:
+            return Fingerprinter(**self.fingerprinter_options())
+        except ValueError as exc:
+            names = ", ".join(
+                _name(key)
+                for key, value in (
+                    ("MIN_TOKENS", self.min_tokens),
+                    ("WEIGHTING", self.weighting),
+                    ("TOP_N", self.top_n),
+                    ("SEGMENTER", self.segmenter),
+                )
+                if value is not None
+            )
+            raise ValueError(f"{names}: {exc}") from exc

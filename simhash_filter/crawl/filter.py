@@ -1,0 +1,297 @@
+"""``PageFilter``: the near-duplicate check shared by the pipeline and the middleware.
+
+Page text → signature (:mod:`~simhash_filter.page.work`, in the page pool or a thread) →
+``FingerprintStore.check_and_add`` (grouped into shared transactions by
+:class:`~simhash_filter.crawl.group_commit.GroupCommit`), then stats and logs (the outcomes:
+:mod:`simhash_filter.crawl.outcomes`). There is one ``PageFilter`` (and one store) per crawler,
+kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever components use it;
+the pipeline and the middleware are thin Scrapy adapters around it. A response checked by
+the middleware is handed on to the pipeline (:class:`~simhash_filter.crawl.handoff.Handoff`), so
+its item is not checked twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, TypeVar
+
+from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
+
+from simhash_filter.page.pool import PageJob, PagePool, PageResult
+from simhash_filter.page.work import PageWork, has_text, work_page
+from simhash_filter.store.records import PageRow
+
+from .config import Config
+from .error_log import RepeatedErrors
+from .group_commit import GroupCommit, StoreFactory, StoreLike
+from .handoff import Handoff
+from .outcomes import STATS_PREFIX, FilterResult, Outcome
+from .start_failure import report_start_failure
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from simhash_filter.core.fingerprint import Fingerprinter
+
+__all__ = ["CRAWLER_ATTRIBUTE", "WORKER_STATS", "PageFilter"]
+
+logger = logging.getLogger(__name__)
+
+CRAWLER_ATTRIBUTE = "_simhash_filter_page_filter"
+"""The crawler attribute that holds its one :class:`PageFilter` (:meth:`PageFilter.for_crawler`)."""
+WORKER_STATS = STATS_PREFIX + "workers/"
+"""Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
+in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
+(queued for a free worker), ``restarts`` (workers replaced after a death or timeout), and
+``start_cpu_ms`` (CPU time the workers took to start, set when the pool closes)."""
+
+_T = TypeVar("_T")
+
+
+async def _result(future: Future[_T]) -> _T:
+    """Await a ``concurrent.futures.Future`` without blocking the reactor."""
+    if is_asyncio_available():
+        return await asyncio.wrap_future(future)
+    return await run_in_thread(future.result)  # another Twisted reactor
+
+
+class PageFilter:
+    """Checks pages against the fingerprint store; shared by the pipeline and the middleware.
+
+    :meth:`check` runs the page work in the page pool (or a thread when there is none),
+    then the check-and-add (group commit); :meth:`record` updates stats and logs in the
+    reactor thread.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        stats: StatsCollector,
+        *,
+        fingerprinter: Fingerprinter | None = None,
+        store_factory: StoreFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.stats = stats
+        self.fingerprinter = fingerprinter or config.make_fingerprinter()
+        self.handoff = Handoff()
+        self._store_factory = store_factory or self._open_store
+        self._store: StoreLike | None = None
+        self._users = 0
+        self._lock = threading.Lock()
+        self._commits = GroupCommit(self._open_store_or_raise)
+        self._pool: PagePool | None = None
+        self._restarts_counted = 0
+        self._logged_first_drop = False
+        self.errors = RepeatedErrors(logger)
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
+        """The crawler's one filter, shared by every component: made by the first component
+        that asks (with the ``config`` its ``from_crawler`` read) and kept on the crawler
+        (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies with the crawler and two crawlers
+        in one process never share one."""
+        page_filter: PageFilter | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
+        if page_filter is None:
+            assert crawler.stats is not None
+            page_filter = cls(config, crawler.stats)
+            setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
+        return page_filter
+
+    def _open_store(self) -> StoreLike:
+        return self.config.open_store(self.fingerprinter.spec)
+
+    def _open_store_or_raise(self) -> StoreLike:
+        store = self._store
+        if store is None:
+            raise RuntimeError("the fingerprint store is not open")
+        return store
+
+    # -- lifecycle (blocking; reference-counted so the pipeline and the middleware share it)
+
+    def open(self) -> None:
+        """Open the store (and start the page pool) for one more user (the first user
+        really opens them)."""
+        with self._lock:
+            if self._store is None:
+                try:
+                    self._store = self._store_factory()
+                except Exception as exc:  # the crawl stops: one clear line, no tracebacks
+                    report_start_failure(exc)
+                    raise
+                self._pool = self._start_pool()
+            self._users += 1
+
+    def close(self) -> None:
+        """Release one user; the last one stops the page pool and closes the store."""
+        with self._lock:
+            self._users = max(0, self._users - 1)
+            if self._users == 0:
+                self.errors.flush()
+            if self._users == 0 and self._store is not None:
+                pool, self._pool = self._pool, None
+                store, self._store = self._store, None
+                try:
+                    if pool is not None:
+                        pool.close()
+                        self._count_restarts(pool)  # a replacement after the last page too
+                        self.stats.set_value(
+                            WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds)
+                        )
+                finally:
+                    store.close()
+
+    def _start_pool(self) -> PagePool | None:
+        """The page pool (``WORKERS`` > 0), or None: the thread path, also when the
+        workers cannot start (logged; the crawl goes on)."""
+        size = self.config.effective_workers
+        if size == 0:
+            return None
+        pool = PagePool(
+            size,
+            self.fingerprinter,
+            max_bytes=self.config.max_bytes,
+            page_timeout=self.config.page_timeout,
+        )
+        try:
+            pool.start()
+        except Exception:
+            logger.error(
+                "Could not start %d near-duplicate page workers (SIMHASH_FILTER_WORKERS): "
+                "the page work runs in threads",
+                size,
+                exc_info=True,
+            )
+            return None
+        # a filter dropped without close() (a test, an aborted start) still ends its workers
+        weakref.finalize(self, pool.close)
+        logger.info(
+            "simhash_filter: %d page workers (SIMHASH_FILTER_WORKERS), pids %s",
+            size,
+            " ".join(map(str, pool.pids)),
+        )
+        return pool
+
+    @property
+    def pool(self) -> PagePool | None:
+        """The running page pool, or None (the thread path)."""
+        return self._pool
+
+    # -- checks
+
+    def sign(self, url: str, text: object, html: object) -> PageWork:
+        """Blocking: the page work (see :func:`~simhash_filter.page.work.work_page`)."""
+        return work_page(
+            self.fingerprinter,
+            url,
+            text,
+            html,
+            max_bytes=self.config.max_bytes,
+            keep_text=self.config.store_text,
+        )
+
+    async def _sign_in_pool(self, pool: PagePool, url: str, text: object, html: object) -> PageWork:
+        source = html if isinstance(html, bytes | str) and html else None
+        if not has_text(text) and source is None:
+            return PageWork(None)
+        job = PageJob(
+            url, str(text) if has_text(text) else None, source, keep_text=self.config.store_text
+        )
+        try:
+            result: PageResult = await _result(pool.submit(job))
+        finally:
+            self._count_restarts(pool)
+        self.stats.inc_value(WORKER_STATS + "pages")
+        self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
+        self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
+        self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
+        return PageWork(result.signature, result.capped)
+
+    def _count_restarts(self, pool: PagePool) -> None:
+        new = pool.restarts - self._restarts_counted
+        if new > 0:
+            self.stats.inc_value(WORKER_STATS + "restarts", new)
+            self._restarts_counted += new
+
+    async def check(self, url: str, text: object = None, html: object = None) -> FilterResult:
+        """Check a page: the page work in the page pool (or a worker thread), then
+        check-and-add (grouped with other pages' into one transaction while the store is
+        busy)."""
+        pool = self._pool
+        try:
+            if pool is None:
+                work = await run_in_thread(self.sign, url, text, html)
+            else:
+                work = await self._sign_in_pool(pool, url, text, html)
+        except Exception as exc:  # a worker died or timed out; the page work itself does not
+            return FilterResult(Outcome.ERROR, url, error=exc)
+        signature, capped = work
+        if signature is None:
+            outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
+            return FilterResult(outcome, url, capped=capped)
+        row = PageRow(
+            url,
+            signature.fingerprint,
+            signature.text_length,
+            signature.sketch,
+            signature.stored_text,
+        )
+        try:
+            verdict = await self._commits.check_and_add(row)
+        except Exception as exc:
+            return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
+        return FilterResult(Outcome.of(verdict), url, signature.fingerprint, verdict, capped=capped)
+
+    # -- stats and logs (reactor thread)
+
+    def record(self, check: FilterResult) -> None:
+        """Count the check and log what needs logging."""
+        self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        for cap in check.capped:
+            self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
+        if check.verdict is not None and check.verdict.boilerplate_of is not None:
+            self.stats.inc_value(STATS_PREFIX + "boilerplate")
+            if self.config.debug:
+                logger.debug(
+                    "simhash_filter: %s admitted: its text matches %s, the pages around it "
+                    "differ (an extraction failure, not a copy)",
+                    check.url,
+                    check.verdict.boilerplate_of.url,
+                )
+        if check.outcome is Outcome.ERROR:
+            assert check.error is not None
+            self.errors.error(
+                f"Could not check {check.url} for near-duplicates ("
+                + (
+                    "the page passes: SIMHASH_FILTER_FAIL_OPEN"
+                    if self.config.fail_open
+                    else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
+                )
+                + ")",
+                check.error,
+            )
+        elif check.outcome is Outcome.DROPPED:
+            if self.config.debug:
+                logger.info("%s", self.drop_message(check))
+            elif not self._logged_first_drop:
+                logger.info(
+                    "%s - no more near-duplicates will be shown at INFO level "
+                    "(see SIMHASH_FILTER_DEBUG to show all of them)",
+                    self.drop_message(check),
+                )
+            self._logged_first_drop = True
+        elif self.config.debug:
+            logger.debug("simhash_filter: %s %s", check.outcome.value, check.url)
+
+    @staticmethod
+    def drop_message(check: FilterResult) -> str:
+        """``Near-duplicate of <url> (distance <d>): <url>``."""
+        match = check.verdict.duplicate_of if check.verdict else None
+        if match is None:
+            return f"Near-duplicate: {check.url}"
+        return f"Near-duplicate of {match.url} (distance {match.distance}): {check.url}"

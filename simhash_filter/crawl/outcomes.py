@@ -1,0 +1,90 @@
+"""What the filter made of one page: its :class:`Outcome`, carried by a :class:`FilterResult`.
+
+Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
+
+- ``kept``: a new page, admitted to the index; the item passes.
+- ``dropped``: a near-duplicate of a page already kept: within ``MAX_DISTANCE`` bits of it
+  and confirmed by the sketches (``MIN_SIMILARITY``; the store's match rule).
+- ``unchanged`` / ``changed``: a URL already in the index, re-crawled, matching / not
+  matching its stored version under the same rule (a changed page that became a
+  near-duplicate of *another* page is ``dropped``); the item passes.
+- ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
+  item passes unfingerprinted (an empty page must not collide with every other empty page).
+- ``too_deep``: no text because the page is nested deeper than even the ``huge_tree`` parser
+  reads (2,048 elements: its text is lost in the parser); the item passes unfingerprinted,
+  counted apart from ``no_text`` so that a page hiding its text this way is seen.
+- ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
+  main text matched a stored page's, but the visible pages around them differ, so it is an
+  extraction failure rather than a copy, and the page was admitted.
+- ``errors``: the store (or anything else) failed for this page. The error is logged with
+  its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
+  (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
+  a later crawl checks it again). One bad page never stops a crawl. The first error of each
+  kind is logged with its traceback, the next ones as one line per kind with a count
+  (:class:`~simhash_filter.crawl.error_log.RepeatedErrors`): a full disk does not flood the log.
+
+Caps a page met on the way (``capped/<cap>``, not disjoint; :mod:`simhash_filter.page.extract`,
+:mod:`simhash_filter.core.text`): ``bytes`` (``MAX_BYTES``), ``elements`` (the tree cut after
+``MAX_ELEMENTS``), ``deep`` (flattened), ``too_deep``, ``marks`` (a run of combining marks
+cut), ``han`` (a Han run segmented in pieces).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from simhash_filter.store.records import Verdict, VerdictKind
+
+__all__ = ["STATS_PREFIX", "FilterResult", "Outcome"]
+
+STATS_PREFIX = "simhash_filter/"
+"""The prefix of every stat the filter keeps (``simhash_filter/kept``, ...)."""
+
+
+class Outcome(enum.Enum):
+    """What the filter did with one page; each value is also its stat name."""
+
+    KEPT = "kept"
+    DROPPED = "dropped"
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    NO_TEXT = "no_text"
+    TOO_DEEP = "too_deep"
+    ERROR = "errors"
+
+    @property
+    def passes(self) -> bool:
+        """True when the page was admitted (or already stored) under this outcome."""
+        return self in {Outcome.KEPT, Outcome.UNCHANGED, Outcome.CHANGED}
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> Outcome:
+        """The outcome a store verdict means."""
+        return _OUTCOME_OF[verdict.kind]
+
+
+_OUTCOME_OF = {
+    VerdictKind.NEW: Outcome.KEPT,
+    VerdictKind.DUPLICATE: Outcome.DROPPED,
+    VerdictKind.UNCHANGED: Outcome.UNCHANGED,
+    VerdictKind.CHANGED: Outcome.CHANGED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    """The result of checking one page."""
+
+    outcome: Outcome
+    url: str
+    fingerprint: int | None = None
+    verdict: Verdict | None = None
+    error: BaseException | None = None
+    capped: tuple[str, ...] = ()
+    """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+
+    @property
+    def hex_fingerprint(self) -> str | None:
+        """The fingerprint as 16 hex digits, or None."""
+        return None if self.fingerprint is None else f"{self.fingerprint:016x}"

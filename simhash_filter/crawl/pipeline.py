@@ -1,0 +1,126 @@
+"""``NearDuplicatePipeline``: drop items whose page text is a near-duplicate of a kept page.
+
+A thin Scrapy adapter: it reads the item's fields and turns the
+:class:`~simhash_filter.crawl.filter.PageFilter`'s outcome into a ``DropItem`` or a pass (the
+outcomes and their stats are described in :mod:`simhash_filter.crawl.outcomes`). A near-duplicate
+raises :class:`NearDuplicate` (so Scrapy also counts
+``item_dropped_reasons_count/NearDuplicate``); a page that could not be checked raises
+:class:`FilterUnavailable` when ``SIMHASH_FILTER_FAIL_OPEN`` is False.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.asyncio import run_in_thread
+
+from simhash_filter.page.work import has_text
+
+from .config import Config
+from .error_log import first_line
+from .filter import PageFilter
+from .outcomes import STATS_PREFIX, FilterResult, Outcome
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+__all__ = ["FilterUnavailable", "NearDuplicate", "NearDuplicatePipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+class NearDuplicate(DropItem):
+    """The item's page is a near-duplicate of a page already kept."""
+
+    def __init__(self, url: str, duplicate_of: str, distance: int, *, log_level: str) -> None:
+        super().__init__(
+            f"Near-duplicate of {duplicate_of} (distance {distance}): {url}", log_level=log_level
+        )
+        self.url = url
+        self.duplicate_of = duplicate_of
+        self.distance = distance
+
+
+class FilterUnavailable(DropItem):
+    """The page could not be checked and ``SIMHASH_FILTER_FAIL_OPEN`` is False."""
+
+
+class NearDuplicatePipeline:
+    """Item pipeline that drops near-duplicate pages (``simhash_filter.NearDuplicatePipeline``).
+
+    The page's text comes from the item's ``SIMHASH_FILTER_TEXT_FIELD`` if it has one, else
+    from its ``SIMHASH_FILTER_HTML_FIELD`` (str or bytes), extracted with trafilatura. Any item
+    type itemadapter supports works (dict, ``scrapy.Item``, dataclass, attrs).
+    """
+
+    def __init__(self, page_filter: PageFilter) -> None:
+        self.filter = page_filter
+        self.config = page_filter.config
+        self._warned_fields: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = Config.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
+        return cls(PageFilter.for_crawler(crawler, config))
+
+    async def open_spider(self) -> None:
+        await run_in_thread(self.filter.open)
+
+    async def close_spider(self) -> None:
+        await run_in_thread(self.filter.close)
+
+    async def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        url = adapter.get(self.config.url_field)
+        if not isinstance(url, str) or not url:
+            self.filter.stats.inc_value(STATS_PREFIX + "no_url")
+            self._warn_once(
+                self.config.url_field,
+                "Items without a %r field (SIMHASH_FILTER_URL_FIELD) pass unchecked",
+            )
+            return item
+        text = adapter.get(self.config.text_field)
+        check = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
+        if check is None or (check.outcome is Outcome.NO_TEXT and has_text(text)):
+            check = await self.filter.check(url, text, adapter.get(self.config.html_field))
+            self.filter.record(check)
+        self._raise_for(check)
+        field = self.config.fingerprint_field
+        if field and check.outcome.passes and check.hex_fingerprint is not None:
+            try:
+                adapter[field] = check.hex_fingerprint
+            except KeyError:
+                self._warn_once(
+                    field, "Cannot set %r (SIMHASH_FILTER_FINGERPRINT_FIELD) on this item type"
+                )
+        return item
+
+    def _raise_for(self, check: FilterResult) -> None:
+        """Raise the ``DropItem`` a dropped (or, fail-closed, unchecked) page gets."""
+        if check.outcome is Outcome.DROPPED:
+            match = check.verdict.duplicate_of if check.verdict else None
+            raise NearDuplicate(
+                check.url,
+                match.url if match else "?",
+                match.distance if match else -1,
+                log_level="INFO" if self.config.debug else "DEBUG",
+            )
+        if check.outcome is Outcome.ERROR and not self.config.fail_open:
+            assert check.error is not None
+            raise FilterUnavailable(  # the filter logged the error (the first of a kind in full)
+                f"Could not check {check.url} for near-duplicates "
+                f"(SIMHASH_FILTER_FAIL_OPEN is False): {first_line(check.error)}",
+                log_level="DEBUG",
+            )
+
+    def _warn_once(self, field: str, message: str) -> None:
+        if field not in self._warned_fields:
+            self._warned_fields.add(field)
+            logger.warning(message, field)

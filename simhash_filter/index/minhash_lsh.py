@@ -1,0 +1,160 @@
+"""The minhash-lsh scheme: candidates by LSH banding over the page's MinHash sketch, and
+the paper's k=3 tables for pages without one. :mod:`simhash_filter.index.schemes` says why.
+Pure code: no I/O, no state beyond the frozen scheme.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .simhash_tables import MINHASH_LSH, BlockTable, PermutedScheme, TableKey, TableScheme
+
+FALLBACK_SCHEME = PermutedScheme(bits=64, max_distance=3, blocks=4)
+"""Where a :class:`MinHashLshScheme` stores pages without a sketch: the paper's 4 tables of
+16 bits, which find every sketchless page within 3 bits (the rule's fallback distance).
+Only sketchless pages are stored there, so its probes read rows in proportion to those
+pages alone."""
+
+DEFAULT_LSH_BANDS = 18
+"""Bands of the default MinHash LSH index (docs/quality.md, "The candidate index")."""
+DEFAULT_LSH_ROWS = 8
+"""Sketch slots a band."""
+LSH_CANDIDATE_DISTANCE = 64
+"""The match rule's k1 under the minhash-lsh index: no simhash condition, the bands find
+the candidates and the sketch decides (docs/quality.md, "The candidate index")."""
+SKETCH_HEADER_BYTES = 5
+"""Bytes before a sketch's first slot (signature.encode_sketch's header)."""
+MAX_LSH_BANDS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class MinHashLshScheme(TableScheme):
+    """Candidates by LSH banding over the sketch: ``bands`` bands of ``rows`` slots.
+
+    Band t is the text slots ``t, t + bands, t + 2*bands, ...`` (``rows`` of them: strided,
+    so no band takes two neighbouring slots, which densification correlates on short
+    texts); its key is the exclusive-or of the band's bytes (as stored: little-endian
+    16-bit slots, in that order) read as big-endian 64-bit words, the last one
+    zero-padded. Slots are hash values, so the fold is a hash of the band: unrelated
+    bands share a key with probability about 2**-64. A
+    page without a usable sketch (none, or fewer than ``bands * rows`` slots) is stored
+    under :data:`FALLBACK_SCHEME`'s tables, numbered after the bands. ``max_distance`` is
+    the simhash radius the match rule reaches (recorded with the scheme; no key depends on
+    it). The store's SQL computes the same keys (store/decide_function.sql), pinned by tests.
+    """
+
+    kind: ClassVar[str] = MINHASH_LSH
+    sketch_keyed: ClassVar[bool] = True
+
+    bits: int = 64
+    max_distance: int = 64
+    blocks: int | None = None  # bands (the name meta and the CLI share with the other kinds)
+    rows: int = DEFAULT_LSH_ROWS
+    tables: tuple[BlockTable, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.bits != 64:
+            raise ValueError(f"the minhash-lsh index needs 64-bit fingerprints, got {self.bits!r}")
+        if not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= self.bits:
+            raise ValueError(f"max_distance must be an int in 0..64, got {self.max_distance!r}")
+        bands = DEFAULT_LSH_BANDS if self.blocks is None else self.blocks
+        if isinstance(bands, bool) or not isinstance(bands, int) or not 1 <= bands <= MAX_LSH_BANDS:
+            raise ValueError(f"bands must be an int in 1..{MAX_LSH_BANDS}, got {bands!r}")
+        rows = self.rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= 64:
+            raise ValueError(f"rows must be an int in 1..64, got {rows!r}")
+        object.__setattr__(self, "blocks", bands)
+        fallback = tuple(
+            BlockTable(bands + t.table_no, t.blocks, t.key_bits) for t in FALLBACK_SCHEME.tables
+        )
+        object.__setattr__(
+            self,
+            "tables",
+            tuple(BlockTable(t, (), 64) for t in range(bands)) + fallback,
+        )
+
+    @property
+    def n_probes(self) -> int:
+        """Keys a query with a sketch looks up: one a band and one a fallback table."""
+        return self.n_tables
+
+    @property
+    def block_cuts(self) -> tuple[tuple[int, int], ...]:
+        """The fallback tables' block cuts (see :attr:`PermutedScheme.block_cuts`)."""
+        return FALLBACK_SCHEME.block_cuts
+
+    @property
+    def slots_needed(self) -> int:
+        """Sketch slots the bands read: a sketch with fewer is treated as none."""
+        return self.n_blocks * self.rows
+
+    def band_keys(self, sketch: bytes | None) -> list[int] | None:
+        """The band keys of a sketch, in band order; None when it has too few slots (or is
+        not a sketch's bytes), so the page is stored under the fallback tables."""
+        slots = self._text_slots(sketch)
+        if slots is None:
+            return None
+        width = 2 * self.rows
+        words = -(-width // 8)
+        body = np.zeros((self.n_blocks, 8 * words), dtype=np.uint8)
+        # slot t + bands*i is row i, column t of the slots laid out ``rows`` x ``bands``
+        strided = np.frombuffer(slots, dtype=np.uint8).reshape(self.rows, self.n_blocks, 2)
+        body[:, :width] = strided.transpose(1, 0, 2).reshape(self.n_blocks, width)
+        folded = np.bitwise_xor.reduce(body.view(">u8"), axis=1)
+        return [int(key) for key in folded]
+
+    def _text_slots(self, sketch: bytes | None) -> bytes | None:
+        """The bytes of the slots the bands read, or None (see :meth:`band_keys`). The
+        header is checked as signature.decode_sketch checks it, without importing it."""
+        if sketch is None or len(sketch) < SKETCH_HEADER_BYTES:
+            return None
+        version, flags, text_log, page_log = sketch[0], sketch[1], sketch[2], sketch[3]
+        if version != 1 or text_log > 15 or page_log > 15:
+            return None
+        text_slots = 1 << text_log
+        page_slots = (1 << page_log) if flags & 1 else 0
+        if len(sketch) != SKETCH_HEADER_BYTES + 2 * (text_slots + page_slots):
+            return None
+        if text_slots < self.slots_needed:
+            return None
+        return sketch[SKETCH_HEADER_BYTES : SKETCH_HEADER_BYTES + 2 * self.slots_needed]
+
+    def fallback_items(self, fingerprint: int) -> list[TableKey]:
+        """The fingerprint's keys in the fallback tables."""
+        first = self.n_blocks
+        return [(first + t, key) for t, key in enumerate(FALLBACK_SCHEME.keys(fingerprint))]
+
+    def index_items(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
+        """The band keys of a page with a sketch, else its fallback keys."""
+        keys = self.band_keys(sketch)
+        if keys is None:
+            return self.fallback_items(fingerprint)
+        if not 0 <= fingerprint < (1 << self.bits):
+            raise ValueError(f"fingerprint must be an unsigned 64-bit int, got {fingerprint!r}")
+        return list(enumerate(keys))
+
+    def probe_keys(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
+        """The band keys (with a sketch) and the fallback keys: a query finds the pages
+        that share a band with it and the sketchless pages within 3 bits."""
+        keys = self.band_keys(sketch)
+        fallback = self.fallback_items(fingerprint)
+        return fallback if keys is None else list(enumerate(keys)) + fallback
+
+    def min_key_bits(self) -> int:
+        """The band keys' width (the fallback tables' 16 bits hold sketchless pages only)."""
+        return 64
+
+    def expected_candidates(self, n_pages: int) -> float:
+        """Expected band-key collisions among ``n_pages`` unrelated random sketches (real
+        text collides more often: docs/quality.md gives the measured rate)."""
+        return self.n_blocks * n_pages / 2.0**64
+
+    def describe(self) -> str:
+        """One line naming the scheme, e.g. ``f=64 index=minhash-lsh bands=16 rows=8 ...``."""
+        return (
+            f"f={self.bits} k={self.max_distance} index={MINHASH_LSH} bands={self.n_blocks} "
+            f"rows={self.rows} tables={self.n_tables} fallback=k3/b4"
+        )

@@ -1,0 +1,304 @@
+"""Main-text extraction: an HTML page (bytes or str) → its article text, or None.
+
+A thin wrapper over trafilatura. Bytes go in undecoded so trafilatura's own encoding
+detection runs (``<meta charset>``, then a statistical guess: GBK pages included); a str
+is taken as already decoded (e.g. Scrapy's ``response.text``, which honours the HTTP
+``Content-Type`` charset). Input is capped at ``max_bytes`` before parsing; a page that
+cannot be parsed gives None (only an invalid argument raises).
+
+:func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
+footers included): the match rule compares it to tell a copy of an article from two
+different pages whose extraction returned the same small block.
+
+The work a page costs is bounded before trafilatura runs (:func:`parse_bounded`): the tree is
+cut after :data:`MAX_ELEMENTS` elements (trafilatura's extraction loop is super-linear in the
+number of elements), a page nested past libxml2's depth limit (255), whose text the parser
+drops, is parsed again and flattened below :data:`FLAT_DEPTH`, and runs of combining marks are
+cut as tokenization cuts them (trafilatura runs NFC on its text, quadratic in a run). Each
+cap a page met is named in :attr:`ExtractedPage.capped` (the crawl counts them).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NamedTuple
+
+import trafilatura
+from lxml import etree
+from lxml.html import HTMLParser, fromstring
+from trafilatura.utils import decode_file, load_html, repair_faulty_html
+
+from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS
+from simhash_filter.core.text import cap_non_starters
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FLAT_DEPTH",
+    "MAX_ELEMENTS",
+    "MAX_TEXT_CHARS",
+    "MAX_VISIBLE_CHARS",
+    "ExtractedPage",
+    "cap_text",
+    "extract_page",
+    "extract_text",
+    "parse_bounded",
+    "visible_text",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+"""Bytes handed to trafilatura at most (2 MiB): parsing time grows with the page, and
+the main text of a real page sits well within its first two megabytes."""
+
+MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
+"""Characters of page text handed to tokenization at most: the Fingerprinter's own cap
+(``Fingerprinter(max_chars=...)``, named in the spec), applied here too so extraction never
+returns more than is fingerprinted (its cost per character: `bench/bench_fingerprint.py`)."""
+
+
+MAX_VISIBLE_CHARS = 4 * MAX_TEXT_CHARS
+"""Characters of a page's visible text kept at most: the sketch of the page reads no more
+(``Fingerprinter.sketch``)."""
+
+MAX_ELEMENTS = 10_000
+"""Elements of a page handed to trafilatura at most (the tree is cut after the first
+10,000, in document order, as ``max_bytes`` cuts the bytes): trafilatura's extraction loop
+is super-linear in the number of elements (a page of 20,000 headings costs seconds), and
+real pages have far fewer (the public pages measured: at most 7,778)."""
+
+PARSER_DEPTH = 250
+"""An element this deep means libxml2's HTML parser may have stopped at its depth limit
+(255 without ``huge_tree``) and dropped the rest of the page."""
+FLAT_DEPTH = 128
+"""A page parsed again past :data:`PARSER_DEPTH` is flattened below this depth: the tags
+under it are removed, their text kept (trafilatura recurses over the tree and checks
+ancestors, so a 2,000-deep tree would cost depth x elements, or exhaust the stack)."""
+_HUGE_DEPTH = 2040
+"""Past this depth even the ``huge_tree`` parser (limit 2048) drops the rest of the page."""
+
+
+def cap_text(text: str) -> str:
+    """``text`` cut to :data:`MAX_TEXT_CHARS` characters (the part that is fingerprinted)."""
+    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS]
+
+
+_SNIFF = 4096
+_CONTROL = frozenset(range(32)) - {9, 10, 12, 13}  # C0 controls but tab, LF, FF, CR
+
+
+def _looks_binary(body: bytes | str) -> bool:
+    """True for content no HTML page has: NUL bytes or many control characters at the start
+    (an image or archive served as ``text/html``). Keeps trafilatura from logging ERRORs."""
+    head = body[:_SNIFF]
+    codes = head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass")
+    if b"\x00" in codes:
+        return True
+    controls = sum(1 for byte in codes if byte in _CONTROL)
+    replacement = head.count("\ufffd") if isinstance(head, str) else 0
+    return (controls + replacement) * 10 > len(head)
+
+
+def extract_text(
+    body: bytes | str,
+    *,
+    url: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> str | None:
+    """The main text of an HTML page, or None when there is none (or the input is not HTML).
+
+    Boilerplate (navigation, sidebars, footers) and reader comments are left out, so the
+    same article in two site templates, or with a new comment below it, gives the same text;
+    trafilatura runs with ``favor_precision``: a page that is all boilerplate (a gallery, a
+    link list) gives None rather than its menu, which would collide with every other such page.
+    ``max_bytes`` caps the input (characters for a str); the rest of the page is ignored.
+    The text returned is at most :data:`MAX_TEXT_CHARS` characters.
+    A page trafilatura cannot parse is logged at DEBUG and gives None; only a
+    ``max_bytes`` below 1 raises (ValueError).
+    """
+    return extract_page(body, url=url, max_bytes=max_bytes, visible=False).text
+
+
+_INVISIBLE = ("script", "style", "noscript", "template", "head", "svg", "iframe", "object")
+
+
+def visible_text(body: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
+    """All the text of a page that a reader can see (boilerplate included), white space
+    collapsed, or None when the page has none or cannot be parsed.
+
+    Scripts, styles, ``<head>`` and similar are left out; comments and processing
+    instructions too. ``max_bytes`` caps the input as in :func:`extract_text`.
+    """
+    return extract_page(body, max_bytes=max_bytes, main=False).visible
+
+
+class ExtractedPage(NamedTuple):
+    """What :func:`extract_page` read from one page."""
+
+    text: str | None
+    """The main text (:func:`extract_text`), or None."""
+    visible: str | None
+    """All the visible text (:func:`visible_text`), or None."""
+    capped: tuple[str, ...] = ()
+    """The caps the page met: ``bytes`` (``max_bytes``), ``elements`` (:data:`MAX_ELEMENTS`),
+    ``deep`` (flattened below :data:`FLAT_DEPTH`), ``too_deep`` (nested past even the
+    ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
+    marks cut)."""
+
+
+def extract_page(
+    body: bytes | str,
+    *,
+    url: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    main: bool = True,
+    visible: bool = True,
+) -> ExtractedPage:
+    """:func:`extract_text` and :func:`visible_text` of one page, parsing it once (the
+    parse is most of what the visible text costs). ``main``/``visible`` False skip a part
+    (it is then None)."""
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+    nothing = ExtractedPage(None, None)
+    if not body:
+        return nothing
+    capped: list[str] = []
+    if len(body) > max_bytes:
+        body = body[:max_bytes]
+        capped.append("bytes")
+    if _looks_binary(body):
+        logger.debug("Not extracting text from binary content at %s", url or "a page")
+        return nothing
+    try:
+        tree = parse_bounded(body, capped)
+    except Exception:  # lxml raises a zoo of types on garbage
+        logger.debug("Could not parse %s", url or "a page", exc_info=True)
+        return ExtractedPage(None, None, tuple(capped))
+    if tree is None:
+        return ExtractedPage(None, None, tuple(capped))
+    text = _main_text(tree, url) if main else None  # before the tree is stripped
+    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped))
+
+
+def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:
+    """The page's tree as trafilatura parses it (its decoding and parser), or None, bounded:
+    cut after :data:`MAX_ELEMENTS` elements; a page nested past the parser's depth limit is
+    parsed again (``huge_tree``) and flattened below :data:`FLAT_DEPTH`. The caps met are
+    appended to ``capped``."""
+    met = [] if capped is None else capped
+    tree = load_html(body)
+    if tree is None:
+        return None
+    if _deeper_than(tree, PARSER_DEPTH):
+        tree = _parse_deep(body)
+        if tree is None:
+            return None
+        met.append("too_deep" if _deeper_than(tree, _HUGE_DEPTH) else "deep")
+        _flatten_below(tree, FLAT_DEPTH)
+    if _cut_after(tree, MAX_ELEMENTS):
+        met.append("elements")
+    if _cap_mark_runs(tree):
+        met.append("marks")
+    return tree
+
+
+def _cap_mark_runs(tree: Any) -> bool:
+    """Cut every run of combining marks in the page's text to
+    :data:`~simhash_filter.core.text.MAX_NON_STARTERS` (trafilatura runs NFC on the text it
+    extracts, whose canonical reordering is quadratic in a run); True when one was cut."""
+    capped = False
+    for node in tree.iter():
+        if node.text and (text := cap_non_starters(node.text, "NFC")) != node.text:
+            node.text = text
+            capped = True
+        if node.tail and (tail := cap_non_starters(node.tail, "NFC")) != node.tail:
+            node.tail = tail
+            capped = True
+    return capped
+
+
+def _deeper_than(tree: Any, depth: int) -> bool:
+    """True when an element of ``tree`` sits ``depth`` levels deep (the root is level 1);
+    one XPath step a level, each visiting the elements of that level: linear."""
+    return bool(tree.xpath("boolean(" + "/*" * depth + ")"))
+
+
+def _parse_deep(body: bytes | str) -> Any:
+    """``body`` parsed as :func:`trafilatura.utils.load_html` does, with libxml2's depth
+    limit raised from 255 to 2048 (``huge_tree``)."""
+    text = decode_file(body)
+    text = repair_faulty_html(text, text[:50].lower())
+    parser = HTMLParser(
+        collect_ids=False,
+        default_doctype=False,
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        huge_tree=True,
+    )
+    return fromstring(text.encode("utf-8", "surrogatepass"), parser=parser)
+
+
+def _flatten_below(tree: Any, depth: int) -> None:
+    """Remove the tags under the elements ``depth`` levels deep, keeping their text (invisible
+    elements go whole; a space keeps the words of two elements apart)."""
+    for element in tree.xpath("/*" * depth):
+        etree.strip_elements(element, *_INVISIBLE, with_tail=False)
+        for inner in element.iterdescendants():
+            inner.tail = " " + inner.tail if inner.tail else " "
+        etree.strip_tags(element, "*")
+
+
+def _cut_after(tree: Any, limit: int) -> bool:
+    """Cut ``tree`` after its first ``limit`` nodes in document order (the rest of the page
+    goes, tails included); True when it was longer."""
+    for count, last in enumerate(tree.iter()):  # noqa: B007 (``last`` is used below)
+        if count == limit:
+            break
+    else:
+        return False
+    node = last
+    while (parent := node.getparent()) is not None:
+        for later in list(node.itersiblings()):
+            parent.remove(later)
+        if node is not last:
+            node.tail = None
+        node = parent
+    last_parent = last.getparent()
+    if last_parent is not None:
+        last_parent.remove(last)
+    return True
+
+
+def _main_text(source: Any, url: str | None) -> str | None:
+    """trafilatura's main text of a page (bytes, str, or a parsed tree: it works on a copy)."""
+    try:
+        text = trafilatura.extract(
+            source,
+            url=url,
+            favor_precision=True,
+            include_comments=False,
+            include_tables=True,
+            deduplicate=False,
+            output_format="txt",
+        )
+    except Exception:  # trafilatura and lxml raise a zoo of types on garbage
+        logger.debug("Could not extract text from %s", url or "a page", exc_info=True)
+        return None
+    if not isinstance(text, str):
+        return None
+    text = cap_text(text.strip())
+    return text or None
+
+
+def _visible_text(tree: Any) -> str | None:
+    """The visible text of a parsed page; strips the invisible elements from ``tree``."""
+    try:
+        etree.strip_elements(
+            tree, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
+        )
+        text = " ".join(" ".join(tree.itertext()).split())[:MAX_VISIBLE_CHARS].rstrip()
+    except Exception:  # lxml raises several types on odd trees
+        logger.debug("Could not read the visible text of a page", exc_info=True)
+        return None
+    return text or None

@@ -1,0 +1,416 @@
+"""``PagePool``: the page work (extraction, tokenization, signatures) in worker processes.
+
+trafilatura and jieba are pure Python for the most part: in threads of the crawler process
+they share its GIL with the reactor, so a CPU-bound crawl that fingerprints raw HTML uses
+one core. The pool runs :func:`~simhash_filter.page.work.work_page` in ``size`` worker
+processes instead (:mod:`simhash_filter.page.worker`); the store and its transactions stay in
+the crawler process. ``simhash-filter import --jobs N`` uses the same pool.
+
+- Workers are fresh interpreters (``python -m simhash_filter.page.worker``, as the ``spawn``
+  start method starts them, never a ``fork`` of a process running the Twisted reactor and
+  its threads, and without re-running the crawler's main script as ``multiprocessing``
+  would). Each loads trafilatura and jieba's dictionary once, then signs one page at a
+  time sent over its own socket.
+- Each worker has a thread in the crawler process that hands it pages from one queue and
+  waits for its answer, so the pool knows which page each worker holds: a worker that
+  dies, or holds a page past ``page_timeout`` seconds (then it is killed), fails that page
+  alone (:class:`WorkerDied`, :class:`PageTimeout`) and is replaced.
+- :meth:`PagePool.close` stops the workers (and fails pages still queued). A worker also
+  ends by itself as soon as the crawler process is gone, in the middle of a page too (the
+  kernel signals it when its lifeline pipe closes: :func:`~.worker.die_with_parent`),
+  so not even a SIGKILLed crawler leaves workers behind; and it ends itself when a page takes
+  more than ``page_timeout`` CPU seconds (``RLIMIT_CPU``), with or without the crawler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .work import PageJob
+from .worker import WorkerReply
+
+if TYPE_CHECKING:
+    from simhash_filter.core.fingerprint import Fingerprinter
+    from simhash_filter.core.signature import PageSignature
+
+__all__ = [
+    "DEFAULT_PAGE_TIMEOUT",
+    "PageFailed",
+    "PageJob",
+    "PagePool",
+    "PageResult",
+    "PageTimeout",
+    "PageWorkError",
+    "PoolClosed",
+    "WorkerDied",
+    "default_workers",
+    "usable_cpus",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_DEFAULT_WORKERS = 6
+"""One crawl process feeds about 3-5 busy workers before it is itself the limit (its share of
+a page, Scrapy's included, against the page work: see bench/README.md); more would sit idle
+holding ~125 MB each."""
+DEFAULT_PAGE_TIMEOUT = 30.0
+"""Seconds of page work in a worker before it is killed (``SIMHASH_FILTER_PAGE_TIMEOUT``)."""
+READY_TIMEOUT = 120.0
+"""Seconds a new worker may take to import trafilatura and load jieba's dictionary."""
+STOP_TIMEOUT = 10.0
+"""Seconds a worker asked to stop may take before it is killed."""
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the CPU count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_workers(cpus: int | None = None) -> int:
+    """``SIMHASH_FILTER_WORKERS`` when unset: one worker per usable CPU (at most
+    :data:`MAX_DEFAULT_WORKERS`), and 0 (the thread path) on a single CPU, where a worker
+    process only adds the cost of moving pages between processes."""
+    cpus = usable_cpus() if cpus is None else cpus
+    return 0 if cpus < 2 else min(cpus, MAX_DEFAULT_WORKERS)
+
+
+class PageWorkError(Exception):
+    """The page work failed for one page (the message says why)."""
+
+
+class PageFailed(PageWorkError):
+    """The page work raised in the worker (the message holds the worker's traceback)."""
+
+    def __init__(self, reason: str, traceback: str) -> None:
+        super().__init__(f"the page work failed in a worker:\n{traceback}")
+        self.reason = reason
+        """``Type: message`` of the exception (one line)."""
+
+
+class WorkerDied(PageWorkError):
+    """The worker holding the page died (it was killed, or crashed) before answering."""
+
+
+class PageTimeout(PageWorkError):
+    """The page took longer than the page timeout; its worker was killed."""
+
+
+class PoolClosed(PageWorkError):
+    """The pool was closed before the page's turn came."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageResult:
+    """A worker's answer for one page, with where its time went."""
+
+    signature: PageSignature | None
+    cpu_seconds: float
+    """CPU time the worker spent on the page."""
+    busy_seconds: float
+    """From handing the page to a worker to its answer (the page's time in the pool)."""
+    wait_seconds: float
+    """Time the page waited in the queue for a free worker."""
+    capped: tuple[str, ...] = ()
+    """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+
+
+class _Worker:
+    """One worker process and the crawler's end of its socket."""
+
+    def __init__(self, process: subprocess.Popen[bytes], conn: Connection, lifeline: int) -> None:
+        self.process = process
+        self.conn = conn
+        self.lifeline = lifeline
+        """The write end of the worker's lifeline pipe: closing it ends the worker."""
+        self.start_cpu_seconds = 0.0
+
+    @classmethod
+    def start(cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float) -> _Worker:
+        """Start a worker and wait until it is ready (WorkerDied when it cannot start)."""
+        ours, theirs = socket.socketpair()
+        lifeline_in, lifeline = os.pipe()  # not inheritable: only this process holds the end
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
+        )
+        fds = (theirs.fileno(), lifeline_in)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "simhash_filter.page.worker", *map(str, fds)],
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        except BaseException:
+            os.close(lifeline)
+            raise
+        finally:
+            theirs.close()
+            os.close(lifeline_in)
+        worker = cls(process, Connection(ours.detach()), lifeline)
+        try:
+            worker.conn.send(sys.path)
+            worker.conn.send((fingerprinter, max_bytes, page_budget))
+            if not wait([worker.conn], timeout=READY_TIMEOUT):
+                raise WorkerDied(f"no answer in {READY_TIMEOUT:g} s")
+            spec, worker.start_cpu_seconds = worker.conn.recv()
+        except (EOFError, OSError, WorkerDied) as exc:
+            worker.kill()
+            raise WorkerDied(
+                f"a page worker did not start (exit code {process.returncode}): {exc!r}"
+            ) from exc
+        except BaseException:
+            worker.kill()
+            raise
+        if spec != fingerprinter.spec:
+            worker.kill()
+            raise WorkerDied(f"a page worker signs under another spec: {spec!r}")
+        return worker
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> None:
+        """SIGKILL (when still running) and reap."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        self.process.wait()
+        self.conn.close()
+        if self.lifeline >= 0:
+            os.close(self.lifeline)
+            self.lifeline = -1
+
+    def ask_to_stop(self) -> None:
+        """Tell the worker to end after its page (it ends at once when idle)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+
+    def stop(self) -> None:
+        """Ask the worker to end; kill it when it does not in :data:`STOP_TIMEOUT`."""
+        self.ask_to_stop()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(STOP_TIMEOUT)
+        self.kill()
+
+
+class _Task:
+    __slots__ = ("future", "job", "queued_at")
+
+    def __init__(self, job: PageJob) -> None:
+        self.job = job
+        self.future: Future[PageResult] = Future()
+        self.queued_at = time.monotonic()
+
+
+@dataclass
+class _Slot:
+    """A worker and the thread that feeds it."""
+
+    number: int
+    worker: _Worker | None = None
+    thread: threading.Thread | None = None
+
+
+class PagePool:
+    """Signs pages in ``size`` worker processes; :meth:`submit` returns a future."""
+
+    def __init__(
+        self,
+        size: int,
+        fingerprinter: Fingerprinter,
+        *,
+        max_bytes: int,
+        page_timeout: float,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        if not 0 < page_timeout < float("inf"):
+            raise ValueError(f"page_timeout must be a number of seconds > 0, got {page_timeout}")
+        self.size = size
+        self.page_timeout = page_timeout
+        self._fingerprinter = fingerprinter
+        self._max_bytes = max_bytes
+        self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._slots = [_Slot(n) for n in range(size)]
+        self._lock = threading.Lock()
+        self._closed = False
+        self._started = False
+        self.restarts = 0
+        """Workers replaced after a death or a timeout."""
+        self.start_cpu_seconds = 0.0
+        """CPU seconds the workers took to start (imports, jieba's dictionary)."""
+        self._in_work = 0
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        """Blocking: start the workers (in parallel) and the threads that feed them."""
+        if self._started:
+            raise RuntimeError("the pool is already started")
+        self._started = True
+        starters = [
+            threading.Thread(target=self._start_worker, args=(slot,), daemon=True)
+            for slot in self._slots
+        ]
+        for thread in starters:
+            thread.start()
+        for thread in starters:
+            thread.join()
+        if any(slot.worker is None for slot in self._slots):
+            self.close()
+            raise WorkerDied("the page workers did not start (see the log)")
+        for slot in self._slots:
+            slot.thread = threading.Thread(
+                target=self._serve,
+                args=(slot,),
+                name=f"simhash-filter-pool-{slot.number}",
+                daemon=True,
+            )
+            slot.thread.start()
+
+    def _start_worker(self, slot: _Slot) -> None:
+        try:
+            slot.worker = _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout)
+            with self._lock:
+                self.start_cpu_seconds += slot.worker.start_cpu_seconds
+        except Exception:
+            logger.error("Could not start a near-duplicate page worker", exc_info=True)
+            slot.worker = None
+
+    def close(self) -> None:
+        """Blocking: fail the pages still queued, let the pages in work finish (a page
+        timeout at most), stop the workers. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        while True:
+            try:
+                task = self._tasks.get_nowait()
+            except queue.Empty:
+                break
+            if task is not None and task.future.set_running_or_notify_cancel():
+                task.future.set_exception(PoolClosed("the page pool was closed"))
+        for _ in self._slots:
+            self._tasks.put(None)
+        for slot in self._slots:
+            if slot.thread is not None:
+                slot.thread.join(self.page_timeout + STOP_TIMEOUT)
+        workers = [slot.worker for slot in self._slots if slot.worker is not None]
+        for slot in self._slots:
+            slot.worker = None
+        for worker in workers:  # all asked first, then each waited for
+            worker.ask_to_stop()
+        for worker in workers:
+            worker.stop()
+
+    @property
+    def in_work(self) -> int:
+        """Pages handed to a worker and not answered yet."""
+        return self._in_work
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the running workers."""
+        return [pid for slot in self._slots if slot.worker and (pid := slot.worker.pid) is not None]
+
+    # -- pages
+
+    def submit(self, job: PageJob) -> Future[PageResult]:
+        """Queue a page; the future holds its :class:`PageResult` or a :class:`PageWorkError`."""
+        task = _Task(job)
+        with self._lock:
+            if not self._closed and self._started:
+                self._tasks.put(task)
+                return task.future
+        task.future.set_exception(PoolClosed("the page pool is not running"))
+        return task.future
+
+    def _serve(self, slot: _Slot) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            if not task.future.set_running_or_notify_cancel():
+                continue
+            try:
+                task.future.set_result(self._run(slot, task))
+            except BaseException as exc:
+                task.future.set_exception(exc)
+            del task
+            if slot.worker is None and not self._closed:
+                self._replace(slot)
+
+    def _replace(self, slot: _Slot) -> None:
+        self._start_worker(slot)
+        if slot.worker is not None:
+            with self._lock:
+                self.restarts += 1
+
+    def _run(self, slot: _Slot, task: _Task) -> PageResult:
+        if slot.worker is None:  # its replacement could not start: try once more
+            self._replace(slot)
+        worker = slot.worker
+        if worker is None:
+            raise WorkerDied("no page worker could be started (see the log)")
+        handed_at = time.monotonic()
+        try:
+            worker.conn.send(task.job)
+        except (OSError, ValueError) as exc:
+            self._discard(slot)
+            raise WorkerDied(f"the page worker (pid {worker.pid}) is gone: {exc}") from exc
+        with self._lock:
+            self._in_work += 1
+        try:
+            ready = wait([worker.conn], timeout=self.page_timeout)
+        finally:
+            with self._lock:
+                self._in_work -= 1
+        if ready:  # an answer, or end-of-file: the worker died
+            with contextlib.suppress(EOFError, OSError):
+                reply: WorkerReply = worker.conn.recv()
+                if reply.error is not None:
+                    raise PageFailed(reply.reason or "the page work failed", reply.error)
+                return PageResult(
+                    reply.signature,
+                    reply.cpu_seconds,
+                    time.monotonic() - handed_at,
+                    handed_at - task.queued_at,
+                    reply.capped,
+                )
+        self._discard(slot)
+        if not ready or worker.process.returncode == -signal.SIGXCPU:
+            raise PageTimeout(
+                f"the page work took more than {self.page_timeout:g} s "
+                f"(SIMHASH_FILTER_PAGE_TIMEOUT); its worker (pid {worker.pid}) was replaced"
+            )
+        raise WorkerDied(
+            f"the page worker (pid {worker.pid}) died with exit code "
+            f"{worker.process.returncode} while it held the page; it was replaced"
+        )
+
+    @staticmethod
+    def _discard(slot: _Slot) -> None:
+        if slot.worker is not None:
+            slot.worker.kill()
+            slot.worker = None

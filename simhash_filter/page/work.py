@@ -1,0 +1,104 @@
+"""The page work: a page's text or HTML → its signature (extraction + tokenization + simhash).
+
+One pure function, :func:`work_page` (:func:`sign_page` when only the signature matters),
+that the crawl's thread path, the page pool's workers and ``import`` all run: the workers
+import this module (and so trafilatura and jieba) and nothing of Scrapy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
+
+from simhash_filter.core.signature import PageSignature
+from simhash_filter.core.stored_text import pack_text
+from simhash_filter.core.text import long_runs
+
+from .extract import extract_page
+
+if TYPE_CHECKING:
+    from simhash_filter.core.fingerprint import Fingerprinter
+
+__all__ = ["PageJob", "PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
+
+
+def has_text(value: object) -> bool:
+    """True for a str that is not blank (an item's text field worth fingerprinting)."""
+    return isinstance(value, str) and bool(value.strip())
+
+
+class PageJob(NamedTuple):
+    """One page to sign, as it crosses to a worker (or runs on the thread path)."""
+
+    url: str
+    text: str | None
+    html: bytes | str | None
+    keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
+
+
+class PageWork(NamedTuple):
+    """What the page work made of one page: its signature (or None), and the caps the page
+    met on the way (``ExtractedPage.capped``, then ``marks``/``han`` of
+    :func:`~simhash_filter.core.text.long_runs`), for the crawl to count."""
+
+    signature: PageSignature | None
+    capped: tuple[str, ...] = ()
+
+
+def sign_page(
+    fingerprinter: Fingerprinter,
+    url: str,
+    text: object,
+    html: object,
+    *,
+    max_bytes: int,
+    keep_text: bool = False,
+) -> PageSignature | None:
+    """The page's signature, or None when it has too little text to fingerprint.
+
+    The main text is ``text`` when it is a non-blank str, else the main text extracted from
+    ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
+    visible text goes into the sketch too (it tells an extraction failure from a copy).
+    ``keep_text``: the main text comes along packed for the store (``STORE_TEXT``), so
+    the compression runs where the page work does (in a page worker too)."""
+    return work_page(
+        fingerprinter, url, text, html, max_bytes=max_bytes, keep_text=keep_text
+    ).signature
+
+
+def work_page(
+    fingerprinter: Fingerprinter,
+    url: str,
+    text: object,
+    html: object,
+    *,
+    max_bytes: int,
+    keep_text: bool = False,
+) -> PageWork:
+    """:func:`sign_page`, with the caps the page met."""
+    main_text = text if isinstance(text, str) and text.strip() else None
+    page_text = None
+    capped: tuple[str, ...] = ()
+    if isinstance(html, bytes | str) and html:  # one parse for both texts
+        page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
+        main_text = main_text or page.text
+        page_text = page.visible
+        capped = page.capped
+    if not main_text:
+        return PageWork(None, capped)
+    capped += tuple(
+        cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
+    )
+    # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
+    signature = fingerprinter.sign(main_text, page_text=page_text)
+    if signature is not None and keep_text:
+        signature = replace(signature, stored_text=pack_text(main_text))
+    return PageWork(signature, capped)
+
+
+def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:
+    """:func:`work_page` on a :class:`~simhash_filter.page.worker.PageJob` (what a page worker
+    receives, and what ``import`` runs in-process with ``--jobs 1``)."""
+    return work_page(
+        fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text
+    )

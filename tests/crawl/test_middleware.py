@@ -1,0 +1,151 @@
+"""NearDuplicateMiddleware, its hand-off to the pipeline, and the add-on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, Request, TextResponse
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+from support.helpers import filter_stats, open_middleware, run
+
+from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
+from crawler.testsite import blog_template, news_template, portal_template
+from simhash_filter import Addon
+from simhash_filter.crawl.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
+
+NEWS = news_template(HARBOUR_BRIDGE, date="12 March 2024").encode()
+BLOG = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
+BEES = portal_template(URBAN_BEES, date="5 April 2024").encode()
+
+
+def html(url: str, body: bytes, status: int = 200, **meta: Any) -> HtmlResponse:
+    request = Request(url, meta=meta)
+    return HtmlResponse(url, body=body, status=status, request=request, encoding="utf-8")
+
+
+@pytest.fixture
+def crawler(sqlite_url: str) -> Any:
+    # the page work in threads: test_pool.py runs the middleware with workers
+    return get_crawler(
+        settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url, "SIMHASH_FILTER_WORKERS": 0}
+    )
+
+
+def test_ignores_near_duplicate_responses(crawler: Any) -> None:
+    middleware = open_middleware(crawler)
+    first = html("https://news.example/bridge", NEWS)
+    assert run(middleware.process_response(first.request, first)) is first
+    assert first.meta["simhash_filter"] == "kept"
+    other = html("https://portal.example/bees", BEES)
+    assert run(middleware.process_response(other.request, other)) is other
+    copy = html("https://blog.example/bridge", BLOG)
+    with pytest.raises(
+        IgnoreRequest, match=r"Near-duplicate of https://news.example/bridge \(distance \d\)"
+    ):
+        run(middleware.process_response(copy.request, copy))
+    assert copy.meta["simhash_filter"] == "dropped"
+    assert filter_stats(crawler) == {"kept": 2, "dropped": 1}
+    run(middleware.spider_closed())
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        html("https://x.example/404", NEWS, status=404),
+        html("https://x.example/skip", NEWS, dont_simhash_filter=True),
+        TextResponse(
+            "https://x.example/api.json",
+            body=b'{"a": 1}',
+            request=Request("https://x.example/api.json"),
+        ),
+    ],
+    ids=["404", "dont_simhash_filter", "not-html"],
+)
+def test_other_responses_pass_unchecked(crawler: Any, response: Any) -> None:
+    middleware = open_middleware(crawler)
+    assert run(middleware.process_response(response.request, response)) is response
+    assert "simhash_filter" not in response.meta
+    assert filter_stats(crawler) == {}
+
+
+def test_pages_without_text_pass(crawler: Any) -> None:
+    middleware = open_middleware(crawler)
+    for n, body in enumerate(
+        [b"", bytes(range(256)) * 50, portal_template(None, date="x").encode()]
+    ):
+        response = html(f"https://x.example/{n}", body)
+        assert run(middleware.process_response(response.request, response)) is response
+        assert response.meta["simhash_filter"] == "no_text"
+    assert filter_stats(crawler) == {"no_text": 3}
+
+
+def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
+    """Both enabled: one extraction, one insert, one count per page."""
+    middleware = open_middleware(crawler)
+    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
+    run(pipeline.open_spider())
+    assert pipeline.filter is middleware.filter
+    calls: list[str] = []
+    store = middleware.filter._store
+    assert store is not None
+    original = store.check_and_add
+
+    def counting(url: str, fingerprint: int, **kwargs: Any) -> Any:
+        calls.append(url)
+        return original(url, fingerprint, **kwargs)
+
+    store.check_and_add = counting  # type: ignore[method-assign]
+    response = html("https://news.example/bridge#top", NEWS)
+    run(middleware.process_response(response.request, response))
+    item = {"url": "https://news.example/bridge", "html": NEWS.decode()}
+    assert run(pipeline.process_item(item)) is item
+    empty = html("https://x.example/empty", b"")
+    run(middleware.process_response(empty.request, empty))
+    assert run(pipeline.process_item({"url": "https://x.example/empty", "html": ""})) is not None
+    assert calls == ["https://news.example/bridge#top"]
+    assert filter_stats(crawler) == {"kept": 1, "no_text": 1}
+    # an item the middleware never saw is still checked by the pipeline
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": "https://elsewhere.example/copy", "html": BLOG}))
+    assert filter_stats(crawler) == {"kept": 1, "no_text": 1, "dropped": 1}
+    run(pipeline.close_spider())
+    assert middleware.filter._store is not None  # the middleware still uses it
+    run(middleware.spider_closed())
+    assert middleware.filter._store is None
+
+
+def test_disabled_is_not_configured() -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_FILTER_ENABLED": "false"})
+    with pytest.raises(NotConfigured):
+        build_from_crawler(NearDuplicateMiddleware, crawler)
+
+
+def test_addon_registers_the_pipeline() -> None:
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}})
+    assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
+    assert NearDuplicateMiddleware not in crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
+
+
+def test_addon_registers_the_middleware_on_request() -> None:
+    crawler = get_crawler(
+        settings_dict={"ADDONS": {"simhash_filter.Addon": 100}, "SIMHASH_FILTER_MIDDLEWARE": True}
+    )
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {NearDuplicateMiddleware: 575}
+    assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
+
+
+def test_addon_keeps_a_priority_the_project_chose() -> None:
+    crawler = get_crawler(
+        settings_dict={
+            "ADDONS": {Addon: 100},
+            "ITEM_PIPELINES": {"simhash_filter.NearDuplicatePipeline": 50, "myproject.Store": 300},
+        }
+    )
+    assert crawler.settings.getdict("ITEM_PIPELINES") == {
+        "simhash_filter.NearDuplicatePipeline": 50,
+        "myproject.Store": 300,
+    }

@@ -1,0 +1,485 @@
+"""NearDuplicatePipeline with a real crawler (get_crawler + build_from_crawler) and store."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import scrapy
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+from support import helpers
+from support.helpers import filter_stats, run
+
+import simhash_filter
+from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
+from crawler.testsite import blog_template, news_template
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.filter import PageFilter
+from simhash_filter.crawl.group_commit import GroupCommit
+from simhash_filter.crawl.outcomes import FilterResult, Outcome
+from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+from simhash_filter.store import FingerprintStore, StoreError
+from simhash_filter.store.records import Match, PageRow, Verdict, VerdictKind
+
+BRIDGE = "\n\n".join(HARBOUR_BRIDGE.paragraphs)
+BEES = "\n\n".join(URBAN_BEES.paragraphs)
+TRAINS = "\n\n".join(NIGHT_TRAINS.paragraphs)
+LIBRARY_TEXT = "\n\n".join(LIBRARY.paragraphs)
+
+
+make_pipeline = functools.partial(helpers.make_pipeline, WORKERS=0)
+"""A pipeline on a database; the page work in threads unless ``WORKERS`` says otherwise (the
+pool has tests of its own in test_pool.py, and a few here run both ways)."""
+
+
+class PageScrapyItem(scrapy.Item):
+    url = scrapy.Field()
+    text = scrapy.Field()
+    html = scrapy.Field()
+    fingerprint = scrapy.Field()
+
+
+@dataclasses.dataclass
+class PageDataclass:
+    url: str
+    text: str | None = None
+    html: str | None = None
+    fingerprint: str | None = None
+
+
+@attrs.define
+class PageAttrs:
+    url: str
+    text: str | None = None
+    html: str | None = None
+    fingerprint: str | None = None
+
+
+ITEM_TYPES: dict[str, Callable[..., Any]] = {
+    "dict": dict,
+    "scrapy.Item": PageScrapyItem,
+    "dataclass": PageDataclass,
+    "attrs": PageAttrs,
+}
+
+
+def test_disabled_is_not_configured(sqlite_url: str) -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_FILTER_ENABLED": False})
+    with pytest.raises(NotConfigured, match="SIMHASH_FILTER_ENABLED"):
+        build_from_crawler(NearDuplicatePipeline, crawler)
+
+
+def test_bad_setting_stops_the_crawl_at_start() -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_FILTER_MAX_DISTANCE": "lots"})
+    with pytest.raises(ValueError, match="SIMHASH_FILTER_MAX_DISTANCE"):
+        build_from_crawler(NearDuplicatePipeline, crawler)
+
+
+@pytest.mark.parametrize("kind", list(ITEM_TYPES))
+def test_keeps_new_pages_and_drops_near_duplicates(sqlite_url: str, kind: str) -> None:
+    make = ITEM_TYPES[kind]
+    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint")
+    first = make(url="https://a.example/bridge", text=BRIDGE)
+    assert run(pipeline.process_item(first)) is first
+    other = make(url="https://a.example/bees", text=BEES)
+    assert run(pipeline.process_item(other)) is other
+    copy = make(url="https://b.example/mirror/bridge?ref=1", text=BRIDGE + "\n\nShare this.")
+    with pytest.raises(NearDuplicate) as dropped:
+        run(pipeline.process_item(copy))
+    assert isinstance(dropped.value, DropItem)
+    assert dropped.value.duplicate_of == "https://a.example/bridge"
+    assert dropped.value.distance <= 3
+    assert str(dropped.value) == (
+        f"Near-duplicate of https://a.example/bridge (distance {dropped.value.distance}): "
+        "https://b.example/mirror/bridge?ref=1"
+    )
+    assert dropped.value.log_level == "DEBUG"
+    assert filter_stats(pipeline) == {"kept": 2, "dropped": 1}
+    fingerprint = ItemAdapter(first)["fingerprint"]
+    assert isinstance(fingerprint, str)
+    assert len(fingerprint) == 16
+    run(pipeline.close_spider())
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        page = store.lookup("https://a.example/bridge")
+        assert page is not None
+        assert f"{page.fingerprint:016x}" == fingerprint
+        assert store.stats().pages == 2
+        assert [d.url for d in store.duplicates()] == ["https://b.example/mirror/bridge?ref=1"]
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_html_is_extracted_when_there_is_no_text_field(sqlite_url: str, workers: int) -> None:
+    pipeline = make_pipeline(sqlite_url, WORKERS=workers)
+    news = {
+        "url": "https://news.example/bridge",
+        "html": news_template(HARBOUR_BRIDGE, date="12 March 2024"),
+    }
+    run(pipeline.process_item(news))
+    blog = {
+        "url": "https://blog.example/bridge",
+        "html": blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode(),
+    }
+    with pytest.raises(NearDuplicate, match=re.escape("https://news.example/bridge")):
+        run(pipeline.process_item(blog))
+    assert filter_stats(pipeline) == {"kept": 1, "dropped": 1}
+    assert pipeline.filter.stats.get_value("simhash_filter/workers/pages", 0) == 2 * workers
+    run(pipeline.close_spider())
+
+
+def test_text_field_wins_over_html(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url)
+    run(pipeline.process_item({"url": "https://x.example/1", "text": BRIDGE}))
+    item = {
+        "url": "https://x.example/2",
+        "text": BEES,
+        "html": news_template(HARBOUR_BRIDGE, date="x"),
+    }
+    assert run(pipeline.process_item(item)) is item
+    assert filter_stats(pipeline) == {"kept": 2}
+
+
+def test_custom_field_names(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url, URL_FIELD="link", TEXT_FIELD="body", HTML_FIELD="raw")
+    run(pipeline.process_item({"link": "https://x.example/1", "body": BRIDGE}))
+    with pytest.raises(NearDuplicate):
+        run(
+            pipeline.process_item(
+                {"link": "https://x.example/2", "raw": news_template(HARBOUR_BRIDGE, date="x")}
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"url": "https://x.example/short", "text": "Too short to fingerprint."},
+        {"url": "https://x.example/empty", "text": "", "html": ""},
+        {"url": "https://x.example/none"},
+        {"url": "https://x.example/binary", "html": bytes(range(256)) * 100},
+        {
+            "url": "https://x.example/nav",
+            "html": "<html><body><nav><a href='/'>Home</a></nav></body></html>",
+        },
+        {"url": "https://x.example/odd", "text": 42, "html": ["not", "html"]},
+    ],
+)
+@pytest.mark.parametrize("workers", [0, 1])
+def test_pages_without_text_pass_unfingerprinted(
+    sqlite_url: str, item: dict[str, Any], workers: int
+) -> None:
+    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint", WORKERS=workers)
+    assert run(pipeline.process_item(item)) is item
+    assert "fingerprint" not in item
+    assert filter_stats(pipeline) == {"no_text": 1}
+    run(pipeline.close_spider())
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        assert store.stats().pages == 0
+
+
+def test_empty_pages_do_not_collide(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url)
+    for n in range(3):
+        run(pipeline.process_item({"url": f"https://x.example/{n}", "html": "<html></html>"}))
+    assert filter_stats(pipeline) == {"no_text": 3}
+
+
+def test_items_without_url_pass_with_a_warning(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipeline = make_pipeline(sqlite_url)
+    with caplog.at_level(logging.WARNING, logger="simhash_filter"):
+        for _ in range(2):
+            run(pipeline.process_item({"text": BRIDGE}))
+    assert filter_stats(pipeline) == {"no_url": 2}
+    assert len([r for r in caplog.records if "SIMHASH_FILTER_URL_FIELD" in r.getMessage()]) == 1
+
+
+def test_recrawl_reports_unchanged_and_changed(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint")
+    run(pipeline.process_item({"url": "https://x.example/page", "text": BRIDGE}))
+    run(pipeline.process_item({"url": "https://x.example/other", "text": TRAINS}))
+    again = {"url": "https://x.example/page", "text": BRIDGE}
+    assert run(pipeline.process_item(again)) is again
+    assert len(again["fingerprint"]) == 16
+    rewritten = {"url": "https://x.example/page", "text": LIBRARY_TEXT}
+    assert run(pipeline.process_item(rewritten)) is rewritten
+    assert filter_stats(pipeline) == {"kept": 2, "unchanged": 1, "changed": 1}
+
+
+def test_fingerprint_field_missing_from_item_type_warns_once(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    @dataclasses.dataclass
+    class Bare:
+        url: str
+        text: str
+
+    pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="simhash")
+    with caplog.at_level(logging.WARNING, logger="simhash_filter"):
+        run(pipeline.process_item(Bare("https://x.example/1", BRIDGE)))
+        run(pipeline.process_item(Bare("https://x.example/2", BEES)))
+    assert filter_stats(pipeline) == {"kept": 2}
+    assert len([r for r in caplog.records if "'simhash'" in r.getMessage()]) == 1
+
+
+def test_first_drop_logged_at_info_with_a_hint(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipeline = make_pipeline(sqlite_url)
+    run(pipeline.process_item({"url": "https://x.example/a", "text": BRIDGE}))
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        for n in range(3):
+            with pytest.raises(NearDuplicate):
+                run(pipeline.process_item({"url": f"https://x.example/copy{n}", "text": BRIDGE}))
+    infos = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert len(infos) == 1
+    assert "https://x.example/copy0" in infos[0].getMessage()
+    assert "SIMHASH_FILTER_DEBUG" in infos[0].getMessage()
+
+
+def test_debug_logs_every_drop(sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    pipeline = make_pipeline(sqlite_url, DEBUG=True)
+    run(pipeline.process_item({"url": "https://x.example/a", "text": BRIDGE}))
+    with caplog.at_level(logging.INFO, logger="simhash_filter"):
+        for n in range(3):
+            with pytest.raises(NearDuplicate) as dropped:
+                run(pipeline.process_item({"url": f"https://x.example/copy{n}", "text": BRIDGE}))
+            assert dropped.value.log_level == "INFO"
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(messages) == 3
+    assert all("Near-duplicate of https://x.example/a (distance 0)" in m for m in messages)
+
+
+class BrokenStore:
+    """A store whose database has gone away."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.closed = False
+
+    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
+        self.calls += 1
+        raise StoreError("could not connect to server: Connection refused")
+
+    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
+        self.calls += 1
+        raise StoreError("could not connect to server: Connection refused")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def broken_pipeline(**config: Any) -> tuple[NearDuplicatePipeline, BrokenStore]:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    store = BrokenStore()
+    pipeline = NearDuplicatePipeline(
+        PageFilter(Config(**config), crawler.stats, store_factory=lambda: store)
+    )
+    run(pipeline.open_spider())
+    return pipeline, store
+
+
+def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
+    pipeline, store = broken_pipeline()
+    item = {"url": "https://x.example/1", "text": BRIDGE}
+    with caplog.at_level(logging.WARNING, logger="simhash_filter"):
+        assert run(pipeline.process_item(item)) is item
+        assert run(pipeline.process_item({"url": "https://x.example/2", "text": BEES})) is not None
+    assert filter_stats(pipeline) == {"errors": 2}
+    assert store.calls == 2
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1  # the first error of its kind, in full; the second is counted
+    assert warnings[0].exc_info is not None
+    assert "Connection refused" in caplog.text  # the traceback is logged
+    assert "SIMHASH_FILTER_FAIL_OPEN" in warnings[0].getMessage()
+    with caplog.at_level(logging.WARNING, logger="simhash_filter"):
+        run(pipeline.close_spider())
+    assert store.closed
+    summary = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][1:]
+    assert summary == [
+        "simhash_filter: 1 more pages could not be checked "
+        "(StoreError; the last: StoreError: could not connect to server: Connection refused)"
+    ]
+
+
+def test_store_errors_fail_closed() -> None:
+    pipeline, _ = broken_pipeline(fail_open=False)
+    with pytest.raises(FilterUnavailable, match="FAIL_OPEN") as dropped:
+        run(pipeline.process_item({"url": "https://x.example/1", "text": BRIDGE}))
+    assert isinstance(dropped.value, DropItem)
+    # pages without text need no store: they pass either way
+    assert run(pipeline.process_item({"url": "https://x.example/2", "text": "short"})) is not None
+    assert filter_stats(pipeline) == {"errors": 1, "no_text": 1}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_concurrent_near_duplicates_admit_exactly_one(sqlite_url: str, workers: int) -> None:
+    pipeline = make_pipeline(sqlite_url, WORKERS=workers)
+
+    async def crawl() -> list[Any]:
+        items = [{"url": f"https://mirror{n}.example/bridge", "text": BRIDGE} for n in range(16)]
+        return await asyncio.gather(
+            *(pipeline.process_item(i) for i in items), return_exceptions=True
+        )
+
+    results = run(crawl())
+    kept = [r for r in results if isinstance(r, dict)]
+    dropped = [r for r in results if isinstance(r, NearDuplicate)]
+    assert len(kept) == 1
+    assert len(dropped) == 15
+    assert {d.duplicate_of for d in dropped} == {kept[0]["url"]}
+    assert filter_stats(pipeline) == {"kept": 1, "dropped": 15}
+    run(pipeline.close_spider())
+
+
+def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
+    crawler = get_crawler(
+        settings_dict={"SIMHASH_FILTER_DATABASE_URL": sqlite_url, "SIMHASH_FILTER_WORKERS": 1}
+    )
+    first = build_from_crawler(NearDuplicatePipeline, crawler)
+    second = build_from_crawler(NearDuplicatePipeline, crawler)
+    assert first.filter is second.filter
+    run(first.open_spider())
+    run(second.open_spider())
+    run(first.close_spider())
+    run(first.process_item({"url": "https://x.example/1", "text": BRIDGE}))  # still open
+    pool = first.filter.pool
+    assert pool is not None
+    pids = pool.pids
+    run(second.close_spider())
+    assert first.filter._store is None
+    assert first.filter.pool is None
+    assert pool.pids == []
+    assert all(not Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
+    assert filter_stats(first) == {"kept": 1}
+
+
+def test_package_root_exports() -> None:
+    from simhash_filter.crawl.addon import Addon
+    from simhash_filter.crawl.middleware import NearDuplicateMiddleware
+
+    assert simhash_filter.Addon is Addon
+    assert simhash_filter.NearDuplicatePipeline is NearDuplicatePipeline
+    assert simhash_filter.NearDuplicateMiddleware is NearDuplicateMiddleware
+    assert simhash_filter.NearDuplicate is NearDuplicate
+
+
+class PickyStore:
+    """The real store, except that it fails for one URL (alone or in a batch)."""
+
+    def __init__(self, store: FingerprintStore) -> None:
+        self.store = store
+        self.batches: list[int] = []
+
+    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
+        if "bad" in url:
+            raise StoreError(f"cannot store {url}")
+        return self.store.check_and_add(url, fingerprint, **fields)
+
+    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
+        rows = list(rows)
+        self.batches.append(len(rows))
+        if any("bad" in url for url, _, _ in rows):
+            raise StoreError("a batch with a bad row")
+        return self.store.add_many(rows)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def test_one_failing_page_in_a_batch_does_not_fail_the_others(sqlite_url: str) -> None:
+    fingerprinter = Config().make_fingerprinter()
+    real = FingerprintStore.open(sqlite_url, spec=fingerprinter.spec)
+    store = PickyStore(real)
+    commits = GroupCommit(lambda: store)
+    texts = [BRIDGE, BEES, TRAINS, LIBRARY_TEXT]
+    rows = [
+        PageRow(f"https://x.example/{n}", fingerprinter.fingerprint(t) or 0, len(t))
+        for n, t in enumerate(texts)
+    ]
+    rows.insert(2, PageRow("https://x.example/bad", rows[0].fingerprint, 10))
+    results = commits.add_rows(rows)
+    assert store.batches == [5]
+    assert [type(r).__name__ for r in results] == [
+        "Verdict",
+        "Verdict",
+        "StoreError",
+        "Verdict",
+        "Verdict",
+    ]
+    store.close()
+
+
+def test_concurrent_pages_share_transactions(sqlite_url: str) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    fingerprinter = Config().make_fingerprinter()
+    store = PickyStore(FingerprintStore.open(sqlite_url, spec=fingerprinter.spec))
+    pipeline = NearDuplicatePipeline(
+        PageFilter(Config(), crawler.stats, store_factory=lambda: store)
+    )
+    run(pipeline.open_spider())
+    texts = [BRIDGE, BEES, TRAINS, LIBRARY_TEXT] * 10
+
+    async def crawl() -> list[Any]:
+        items = [{"url": f"https://x.example/{n}", "text": t} for n, t in enumerate(texts)]
+        return await asyncio.gather(
+            *(pipeline.process_item(i) for i in items), return_exceptions=True
+        )
+
+    results = run(crawl())
+    assert sum(isinstance(r, dict) for r in results) == 4
+    assert sum(isinstance(r, NearDuplicate) for r in results) == 36
+    assert filter_stats(pipeline) == {"kept": 4, "dropped": 36}
+    run(pipeline.close_spider())
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_sketch_reaches_the_store(sqlite_url: str, workers: int) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    config = Config(workers=workers)
+    spec = config.make_fingerprinter().spec
+    store = FingerprintStore.open(sqlite_url, spec=spec, rule=MatchRule())
+    page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
+    page_filter.open()
+    try:
+        news = news_template(HARBOUR_BRIDGE, date="12 March 2024")
+        first = run(page_filter.check("https://news.example/bridge", html=news))
+        assert first.outcome.value == "kept"
+        blog = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
+        copy = run(page_filter.check("https://blog.example/bridge", html=blog))
+        assert copy.verdict is not None
+        match = copy.verdict.duplicate_of
+        assert match is not None
+        # judged by the sketches (a page without one is judged by distance alone: None)
+        assert match.similarity is not None
+        assert match.similarity >= MatchRule().min_similarity
+    finally:
+        page_filter.close()
+
+
+def test_boilerplate_verdicts_are_counted() -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    page_filter = PageFilter(Config(workers=0), crawler.stats, store_factory=BrokenStore)
+    other = Match("https://forum.example/thread-1", 1, 2, 1, similarity=0.9)
+    url = "https://forum.example/thread-2"
+    verdict = Verdict(VerdictKind.NEW, url, 3, boilerplate_of=other)
+    page_filter.record(FilterResult(Outcome.KEPT, url, 3, verdict))
+    page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
+    assert crawler.stats.get_value("simhash_filter/boilerplate") == 1
+    assert crawler.stats.get_value("simhash_filter/kept") == 2
