@@ -69,6 +69,7 @@ from .rekey import rekey
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
 from .texts import ensure_text_tables
+from .url_rules import ensure_rule_tables
 from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
@@ -215,6 +216,7 @@ class FingerprintStore:
                     stored = init_schema(engine, sa_url, settings=requested, create=create)
                     if create:
                         ensure_text_tables(engine)
+                        ensure_rule_tables(engine)
                 except BaseException:
                     if new_file is not None:  # made empty by this call (a full disk, say)
                         engine.dispose()

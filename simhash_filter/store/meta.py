@@ -37,6 +37,7 @@ from .records import (
     StoreError,
 )
 from .schema import (
+    ADDITIVE_SINCE,
     SCHEMA_VERSION,
     SQLITE_SAME_AS,
     Base,
@@ -152,6 +153,16 @@ def init_schema(
     return parse_meta(where, meta, convert=convert, dialect=engine.dialect.name)
 
 
+def mark_upgraded(conn: Connection) -> None:
+    """Record :data:`SCHEMA_VERSION` in a database whose additive upgrade (new tables and
+    columns, made on a writer's open) has just run, in the caller's transaction."""
+    conn.execute(
+        meta_table.update()
+        .where(meta_table.c.key == "schema_version")
+        .values(value=str(SCHEMA_VERSION))
+    )
+
+
 def read_meta(conn: Connection) -> dict[str, str]:
     """Every meta row, as a dict."""
     # not dict(result): a Result has .keys(), so dict() would take it for a mapping
@@ -200,8 +211,8 @@ def parse_meta(
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
-    if dialect == "sqlite" and version == SQLITE_SAME_AS:
-        version = SCHEMA_VERSION
+    if (dialect == "sqlite" and version == SQLITE_SAME_AS) or ADDITIVE_SINCE <= version < SCHEMA_VERSION:
+        version = SCHEMA_VERSION  # same tables, or only tables and columns to add on open
     if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "

@@ -28,16 +28,25 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the band keys are columns of the page row (key_columns.py), not
-``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
+``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
+5 (additive: a writer's open adds what is missing to a database of 4, no reindex):
+``url_rules`` (learned and universal URL rules per host, with their state, support,
+counterexamples, fetches saved and sampled checks) and ``skipped_requests`` (the URLs
+skipped under each rule, fetched after all when the rule retires)."""
+
+ADDITIVE_SINCE = 4
+"""The oldest schema version a writer's open upgrades in place by adding tables and
+columns (and a reader reads as it is)."""
 
 SQLITE_SAME_AS = 3
 """The schema version whose SQLite tables are this version's (read without converting)."""
@@ -168,6 +177,37 @@ class DropText(Base):
     text: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
 
 
+class UrlRuleRow(Base):
+    """A URL rule of one host (simhash_filter.urls.rules): what it maps, where it stands,
+    and the evidence for and against it."""
+
+    __tablename__ = "url_rules"
+    __table_args__ = (UniqueConstraint("host", "kind", "pattern"),)
+
+    id: Mapped[int] = mapped_column(PageId, primary_key=True, autoincrement=True)
+    host: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    pattern: Mapped[str] = mapped_column(Text, nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    support: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    counterexamples: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    fetches_saved: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    sampled_checks: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class SkippedRequestRow(Base):
+    """A request not fetched because a rule mapped it to a form already seen."""
+
+    __tablename__ = "skipped_requests"
+    __table_args__ = (PrimaryKeyConstraint("rule_id", "url"),)
+
+    rule_id: Mapped[int] = mapped_column(PageId, ForeignKey("url_rules.id"))
+    url: Mapped[str] = mapped_column(Text)
+    skipped_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
 meta_table = cast(Table, Meta.__table__)
 pages_table = cast(Table, Page.__table__)
 keys_table = cast(Table, TableKeyEntry.__table__)
@@ -175,6 +215,9 @@ duplicates_table = cast(Table, Duplicate.__table__)
 page_texts_table = cast(Table, PageText.__table__)
 drop_texts_table = cast(Table, DropText.__table__)
 TEXT_TABLES = (page_texts_table, drop_texts_table)
+url_rules_table = cast(Table, UrlRuleRow.__table__)
+skipped_requests_table = cast(Table, SkippedRequestRow.__table__)
+RULE_TABLES = (url_rules_table, skipped_requests_table)
 
 
 def tables_of(dialect_name: str) -> list[Table]:
