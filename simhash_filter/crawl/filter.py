@@ -16,6 +16,7 @@ import asyncio
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
@@ -89,6 +90,8 @@ class PageFilter:
         self._restarts_counted = 0
         self._logged_first_drop = False
         self.errors = RepeatedErrors(logger)
+        self.listeners: list[Callable[[FilterResult], None]] = []
+        """Called with every recorded result (the URL rules learn from the verdicts)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
@@ -178,6 +181,11 @@ class PageFilter:
         return pool
 
     @property
+    def store(self) -> StoreLike | None:
+        """The open store, or None (not open yet, or closed)."""
+        return self._store
+
+    @property
     def pool(self) -> PagePool | None:
         """The running page pool, or None (the thread path)."""
         return self._pool
@@ -250,7 +258,9 @@ class PageFilter:
     # -- stats and logs (reactor thread)
 
     def record(self, check: FilterResult) -> None:
-        """Count the check and log what needs logging."""
+        """Count the check and log what needs logging, and tell the listeners."""
+        for listener in self.listeners:
+            listener(check)
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)

@@ -211,7 +211,9 @@ def parse_meta(
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
-    if (dialect == "sqlite" and version == SQLITE_SAME_AS) or ADDITIVE_SINCE <= version < SCHEMA_VERSION:
+    if (
+        dialect == "sqlite" and version == SQLITE_SAME_AS
+    ) or ADDITIVE_SINCE <= version < SCHEMA_VERSION:
         version = SCHEMA_VERSION  # same tables, or only tables and columns to add on open
     if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(

@@ -51,9 +51,9 @@ def ensure_rule_tables(engine: Engine) -> None:
     with engine.connect() as conn:
         with conn.begin():
             inspector = inspect(conn)
-            if all(inspector.has_table(t.name) for t in RULE_TABLES):
-                if read_meta(conn).get("schema_version") == str(SCHEMA_VERSION):
-                    return
+            present = all(inspector.has_table(t.name) for t in RULE_TABLES)
+            if present and read_meta(conn).get("schema_version") == str(SCHEMA_VERSION):
+                return
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             if conn.dialect.name == "postgresql":
@@ -266,11 +266,12 @@ class UrlRuleStore:
 
     def record_skips(self, skips: Sequence[SkippedRequest]) -> None:
         """Record skipped requests (each rule stored first if new) and count them as
-        fetches saved; a URL skipped twice under one rule counts once."""
+        fetches saved (a URL skipped again in a later crawl saved a fetch again; it is
+        listed once)."""
         if not skips:
             return
         now = datetime.now(UTC)
-        r, s = url_rules_table.c, skipped_requests_table.c
+        r = url_rules_table.c
         with self._connection(write=True) as conn:
             self._upsert(conn, (skip.rule for skip in skips), now)
             ids = {rule: self._read_rule(conn, rule).id for rule in {s.rule for s in skips}}
@@ -279,15 +280,15 @@ class UrlRuleStore:
                 for skip in {(skip.rule, skip.url): skip for skip in skips}.values()
             ]
             dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            inserted = conn.execute(
-                dialect.insert(skipped_requests_table)
-                .on_conflict_do_nothing(index_elements=["rule_id", "url"])
-                .returning(s.rule_id),
+            conn.execute(
+                dialect.insert(skipped_requests_table).on_conflict_do_nothing(
+                    index_elements=["rule_id", "url"]
+                ),
                 rows,
-            ).all()
+            )
             counts: dict[int, int] = {}
-            for (rule_id,) in inserted:
-                counts[rule_id] = counts.get(rule_id, 0) + 1
+            for row in rows:
+                counts[row["rule_id"]] = counts.get(row["rule_id"], 0) + 1
             for rule_id, count in counts.items():
                 conn.execute(
                     update(url_rules_table)
@@ -299,10 +300,7 @@ class UrlRuleStore:
         """The URLs skipped under ``rule``, removed from the table (they are being fetched)."""
         s = skipped_requests_table.c
         with self._connection(write=True) as conn:
-            row = (
-                conn.execute(select(url_rules_table.c.id).where(self._where_rule(rule)))  # type: ignore[arg-type]
-                .first()
-            )
+            row = conn.execute(select(url_rules_table.c.id).where(self._where_rule(rule))).first()  # type: ignore[arg-type]
             if row is None:
                 return []
             urls = [url for (url,) in conn.execute(select(s.url).where(s.rule_id == row[0]))]

@@ -14,6 +14,7 @@ counterexample; :func:`maps_together` is the test both use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
@@ -89,10 +90,11 @@ def apply_rule(rule: UrlRule, url: str) -> str:
     return RuleSet([rule], universal=False).form(url).url
 
 
-def maps_together(rule: UrlRule, first: str, second: str) -> bool:
-    """True when ``rule`` (with the universal rules) gives both URLs one form and changes
-    at least one of them: the pair is evidence about this rule."""
-    rules = RuleSet([rule])
+def maps_together(rule: UrlRule, first: str, second: str, base: Sequence[UrlRule] = ()) -> bool:
+    """True when ``rule`` (with the universal rules and the ``base`` rules already in force)
+    gives both URLs one form and changes at least one of them: the pair is evidence about
+    this rule."""
+    rules = RuleSet([rule, *base])
     form_a, form_b = rules.form(first), rules.form(second)
     if form_a.url != form_b.url:
         return False

@@ -1,0 +1,104 @@
+"""``RuleBook``: the URL rules one crawler applies to its requests, and what each request is.
+
+One per crawler (kept on the crawler, like the page filter), shared by the request
+fingerprinter (which the scheduler's dupefilter asks), the request filter (which counts and
+records what was skipped) and the rule learner (which swaps in a new
+:class:`~simhash_filter.urls.ruleset.RuleSet` when rules change). :meth:`RuleBook.decide` says
+how a request is fingerprinted: by its canonical form, or by its own URL when it is the
+target of a redirect (Heritrix's lesson: ``/a?utm_source=x`` redirecting to ``/a`` must not
+find ``/a`` already seen), marked ``verbatim_url``, or in the 1-in-``RULE_SAMPLE`` sample
+that keeps the rules honest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from simhash_filter.urls.ruleset import RuleSet, UrlForm
+from simhash_filter.urls.sampling import is_sampled
+
+from .config import Config
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["CRAWLER_ATTRIBUTE", "RequestForm", "RuleBook", "canonical_fingerprint"]
+
+CRAWLER_ATTRIBUTE = "_simhash_filter_rule_book"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestForm:
+    """What the rules make of one request: its URL's form, and whether the request is
+    fingerprinted by that form (``mapped``) or by its own URL (``why_own``: ``redirect``,
+    ``verbatim``, ``sample``, or None when nothing changed it)."""
+
+    form: UrlForm
+    why_own: str | None = None
+
+    @property
+    def mapped(self) -> bool:
+        """True when the request is fingerprinted by a form a rule made."""
+        return self.form.changed and self.why_own is None
+
+
+def canonical_fingerprint(request: Request, url: str) -> bytes:
+    """Scrapy's default request fingerprint (``scrapy.utils.request.fingerprint``), of the
+    request as if its URL were ``url`` (already canonical): method, URL, body, no headers.
+    A test pins it to Scrapy's own."""
+    data = {
+        "method": request.method if isinstance(request.method, str) else str(request.method),
+        "url": url,
+        "body": (request.body or b"").hex(),
+        "headers": {},
+    }
+    return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).digest()
+
+
+class RuleBook:
+    """The crawler's current rules (module doc)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.ruleset = RuleSet(universal=config.universal_rules)
+        self._forms: weakref.WeakKeyDictionary[Request, tuple[RuleSet, RequestForm]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
+        """The crawler's one rule book, made by the first component that asks."""
+        book: RuleBook | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
+        if book is None:
+            book = cls(config or Config.from_settings(crawler.settings))
+            setattr(crawler, CRAWLER_ATTRIBUTE, book)
+        return book
+
+    def set_rules(self, ruleset: RuleSet) -> None:
+        """Use these rules from now on (one assignment: readers see the old or the new)."""
+        self.ruleset = ruleset
+
+    def decide(self, request: Request) -> RequestForm:
+        """The request's form under the current rules (cached per request and rule set, so
+        the dupefilter's question and the drop that follows see one answer)."""
+        ruleset = self.ruleset
+        cached = self._forms.get(request)
+        if cached is not None and cached[0] is ruleset:
+            return cached[1]
+        form = ruleset.form(request.url)
+        why_own = None
+        if form.changed:
+            if request.meta.get("redirect_urls"):
+                why_own = "redirect"
+            elif request.meta.get("verbatim_url"):
+                why_own = "verbatim"
+            elif is_sampled(form.own, self.config.rule_sample):
+                why_own = "sample"
+        decided = RequestForm(form, why_own)
+        self._forms[request] = (ruleset, decided)
+        return decided
