@@ -12,6 +12,7 @@ schema 5 and additive: a writer's open makes them in a database of schema 4
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -286,9 +287,7 @@ class UrlRuleStore:
                 ),
                 rows,
             )
-            counts: dict[int, int] = {}
-            for row in rows:
-                counts[row["rule_id"]] = counts.get(row["rule_id"], 0) + 1
+            counts = Counter(ids[rule] for rule, _ in {(skip.rule, skip.url) for skip in skips})
             for rule_id, count in counts.items():
                 conn.execute(
                     update(url_rules_table)
