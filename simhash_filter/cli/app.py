@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from simhash_filter import __version__
-from simhash_filter.cli import audit, compare, corpus, importing, options, queries, report
+from simhash_filter.cli import audit, compare, corpus, importing, options, queries, report, rules
 from simhash_filter.cli.common import UsageError, database_url, describe_error
 from simhash_filter.cli.output import Mode, Output
 from simhash_filter.index.schemes import INDEX_KINDS, LSH_CANDIDATE_DISTANCE
@@ -288,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
         "half at random",
     )
     domains(p, 50)
+
+    rules.add_command(command)
 
     p = command("export", corpus.export, "pages and/or duplicates as JSON Lines or CSV")
     p.add_argument("--pages", action="store_true", help="export the kept pages")
