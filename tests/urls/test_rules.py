@@ -1,0 +1,113 @@
+"""Learned rule kinds: what they map, what pairs teach them, and what never becomes one."""
+
+from __future__ import annotations
+
+import pytest
+
+from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together
+from simhash_filter.urls.rules import CASE, PARAM, PREFIX, SUFFIX, RuleState, UrlRule
+from simhash_filter.urls.ruleset import REASON_RULE, RuleSet
+from simhash_filter.urls.sampling import is_sampled, sample_key
+
+H = "site.example"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "rule"),
+    [
+        (f"http://{H}/print/2024/x", f"http://{H}/2024/x", UrlRule(H, PREFIX, "/print/ -> /")),
+        (f"http://{H}/amp/a/b", f"http://{H}/a/b", UrlRule(H, PREFIX, "/amp/ -> /")),
+        (
+            f"http://{H}/mirror/a/b",
+            f"http://{H}/news/a/b",
+            UrlRule(H, PREFIX, "/mirror/ -> /news/"),
+        ),
+        (f"http://{H}/a/index.html", f"http://{H}/a/", UrlRule(H, SUFFIX, "/index.html -> /")),
+        (f"http://{H}/x/amp", f"http://{H}/x", UrlRule(H, SUFFIX, "/amp -> ")),
+        (f"http://{H}/News/A", f"http://{H}/news/a", UrlRule(H, CASE, "/")),
+        (
+            f"http://{H}/blog/a?replytocom=3",
+            f"http://{H}/blog/a",
+            UrlRule(H, PARAM, "/blog/?replytocom"),
+        ),
+    ],
+)
+def test_a_pair_proposes_the_rule_that_maps_it(first: str, second: str, rule: UrlRule) -> None:
+    assert candidate_rules(first, second) == [rule]
+    assert candidate_rules(second, first) == [rule]  # whichever was kept: toward the smaller
+    assert apply_rule(rule, first) == apply_rule(rule, second)
+    assert maps_together(rule, first, second)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (f"http://{H}/?p=1", f"http://{H}/?p=2"),  # one parameter, two values: no rule
+        (f"http://{H}/list?page=2", f"http://{H}/list?page=3"),
+        (f"http://{H}/a?x=1", f"http://{H}/b?y=1"),  # path and query both differ
+        (f"http://{H}/a", "http://other.example/a"),  # another host
+        (f"http://{H}/a", f"https://{H}/a"),  # another scheme
+        (f"http://{H}/p/123", f"http://{H}/p/456"),  # no shared tail, no extension
+        (f"http://{H}/a?utm_source=x", f"http://{H}/a"),  # the universal rules cover it
+    ],
+)
+def test_pairs_that_teach_nothing(first: str, second: str) -> None:
+    assert candidate_rules(first, second) == []
+
+
+def test_rules_never_cycle_toward_a_larger_url() -> None:
+    for first, second in [
+        (f"http://{H}/mirror/a", f"http://{H}/news/a"),
+        (f"http://{H}/a/index.html", f"http://{H}/a/"),
+    ]:
+        for rule in candidate_rules(first, second):
+            for url in (first, second):
+                mapped = apply_rule(rule, url)
+                assert (len(mapped), mapped) <= (len(url), url)
+
+
+def test_the_ruleset_applies_rules_of_the_url_host_only() -> None:
+    rules = RuleSet(
+        [
+            UrlRule(H, PREFIX, "/print/ -> /"),
+            UrlRule(H, SUFFIX, "/amp -> "),
+            UrlRule(H, PARAM, "/news/?replytocom"),
+            UrlRule(H, CASE, "/"),
+        ]
+    )
+    form = rules.form(f"http://{H}/print/News/Story/amp?replytocom=4&utm_source=x&id=3")
+    assert form.url == f"http://{H}/news/story?id=3"
+    assert form.reason == REASON_RULE
+    assert not rules.form("http://other.example/print/a").changed
+    out_of_scope = f"http://{H}/blog/a?replytocom=4"
+    assert not rules.form(out_of_scope).changed  # the param rule holds under /news/ only
+
+
+def test_ten_thousand_rules_on_one_host_still_map_by_lookup() -> None:
+    rules = [UrlRule(H, PREFIX, f"/section-{k}/ -> /") for k in range(5000)]
+    rules += [UrlRule(H, PARAM, f"/?p{k}") for k in range(5000)]
+    ruleset = RuleSet(rules)
+    assert ruleset.form(f"http://{H}/section-4321/a?p77=1&q=2").url == f"http://{H}/a?q=2"
+    assert not ruleset.form(f"http://{H}/section-x/a?q=2").changed
+
+
+def test_sampling_is_deterministic_by_path_and_about_one_in_n() -> None:
+    urls = [f"http://{H}/a/{k}?x={k}" for k in range(20_000)]
+    sampled = [url for url in urls if is_sampled(url, 20)]
+    assert 0.04 < len(sampled) / len(urls) < 0.06
+    assert all(is_sampled(url.replace(H, "127.0.0.1:8080"), 20) for url in sampled[:50])
+    assert sample_key(f"http://{H}:81/a?b=1") == "/a?b=1"
+    assert all(is_sampled(url, 1) for url in urls[:10])
+
+
+def test_states_that_skip() -> None:
+    assert {state for state in RuleState if state.skips} == {RuleState.ACTIVE, RuleState.PINNED}
+
+
+def test_bad_rules_are_refused() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        UrlRule(H, "regex", ".*")
+    with pytest.raises(ValueError, match="FROM -> TO"):
+        UrlRule(H, PREFIX, "/print/")
+    with pytest.raises(ValueError, match="SCOPE"):
+        UrlRule(H, PARAM, "ref")
