@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .ruleset import RuleSet
+from .universal import SESSION, TRACKING
 
 __all__ = ["apply_rule", "candidate_rules", "maps_together"]
 
@@ -86,7 +87,14 @@ def _path_rule(host: str, longer: str, shorter: str) -> UrlRule | None:
 
 
 def apply_rule(rule: UrlRule, url: str) -> str:
-    """``url`` (canonical, universal parameters out) under one rule alone."""
+    """``url`` (canonical) under one rule alone (a universal one takes out its own
+    parameter only)."""
+    if rule.kind in (TRACKING, SESSION):
+        form = _UNIVERSAL.form(url)
+        if rule not in form.rules:
+            return form.own
+        others = [other for other in form.rules if other != rule]
+        return RuleSet(exempt=others).form(url).url
     return RuleSet([rule], universal=False).form(url).url
 
 

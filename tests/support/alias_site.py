@@ -28,9 +28,7 @@ _SYLLABLES = "ka lo mi nu pe ra si to va ze bri cho dra fle gru hal jin kor lum 
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
-    return [
-        "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(n)
-    ]
+    return ["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(n)]
 
 
 def article_text(seed: int) -> str:
