@@ -6,7 +6,9 @@ everything in Scrapy that asks for a request's fingerprint (the scheduler's dupe
 :class:`~simhash_filter.crawl.redis_dupefilter.RedisDupeFilter`) sees a URL variant as the
 page it is a variant of, and skips it natively. A request no rule changes, or one
 fingerprinted by its own URL (:class:`~simhash_filter.crawl.rule_book.RuleBook`), gets
-exactly Scrapy's default fingerprint, so turning the filter off or on keeps a ``JOBDIR``.
+exactly Scrapy's default fingerprint, so turning the filter off or on keeps a ``JOBDIR``. The
+target of a redirect from a URL of its own canonical form gets a fingerprint of its own:
+``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 from scrapy.utils.request import RequestFingerprinter
 
 from .config import Config
-from .rule_book import RuleBook, canonical_fingerprint
+from .rule_book import REDIRECT, RuleBook, canonical_fingerprint
 
 if TYPE_CHECKING:
     from typing import Self
@@ -47,4 +49,6 @@ class RuleFingerprinter:
             decided = self.book.decide(request)
             if decided.mapped:
                 return canonical_fingerprint(request, decided.form.url)
+            if decided.why_own == REDIRECT:  # a canonical URL has no fragment: none collides
+                return canonical_fingerprint(request, decided.form.own + "#" + REDIRECT)
         return self.default.fingerprint(request)

@@ -27,16 +27,19 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["CRAWLER_ATTRIBUTE", "RequestForm", "RuleBook", "canonical_fingerprint"]
+__all__ = ["CRAWLER_ATTRIBUTE", "REDIRECT", "RequestForm", "RuleBook", "canonical_fingerprint"]
 
 CRAWLER_ATTRIBUTE = "_simhash_filter_rule_book"
+REDIRECT = "redirect"
 
 
 @dataclass(frozen=True, slots=True)
 class RequestForm:
     """What the rules make of one request: its URL's form, and whether the request is
-    fingerprinted by that form (``mapped``) or by its own URL (``why_own``: ``redirect``,
-    ``verbatim``, ``sample``, or None when nothing changed it)."""
+    fingerprinted by that form (``mapped``) or by its own URL (``why_own``: ``verbatim``,
+    ``sample``, or None when nothing changed it), or, the target of a redirect from a URL of
+    the same form (``redirect``), by a fingerprint no other request has: the form it
+    shares with the redirecting request was marked seen by that very request."""
 
     form: UrlForm
     why_own: str | None = None
@@ -92,10 +95,11 @@ class RuleBook:
             return cached[1]
         form = ruleset.form(request.url)
         why_own = None
-        if form.changed:
-            if request.meta.get("redirect_urls"):
-                why_own = "redirect"
-            elif request.meta.get("verbatim_url"):
+        sources = request.meta.get("redirect_urls") or ()
+        if any(ruleset.form(source).url == form.url for source in sources):
+            why_own = REDIRECT  # its own canonical form was "seen" by the request it ends
+        elif form.changed:
+            if request.meta.get("verbatim_url"):
                 why_own = "verbatim"
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"

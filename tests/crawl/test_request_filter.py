@@ -67,12 +67,17 @@ def test_a_variant_has_its_canonical_forms_fingerprint() -> None:
     assert fingerprinter.fingerprint(plain) == fingerprint(plain)
 
 
-def test_the_target_of_a_redirect_is_fingerprinted_by_its_own_url() -> None:
+def test_the_target_of_a_redirect_is_never_seen_by_its_own_canonical_form() -> None:
+    """Heritrix's lesson: ``/a?utm_source=x`` marks ``/a`` seen; its redirect to ``/a``
+    must still be fetched."""
     fingerprinter = _fingerprinter()
     variant = _unsampled("http://site.example/a?utm_source=mail{}")
-    redirected = Request(variant, meta={"redirect_urls": ["http://site.example/r"]})
-    assert fingerprinter.fingerprint(redirected) == fingerprint(redirected)
-    assert fingerprinter.fingerprint(redirected) != fingerprinter.fingerprint(Request(variant))
+    target = Request("http://site.example/a", meta={"redirect_urls": [variant]})
+    seen = {fingerprinter.fingerprint(Request(variant))}
+    assert fingerprinter.fingerprint(target) not in seen
+    assert fingerprinter.fingerprint(Request("http://site.example/a")) in seen
+    elsewhere = Request("http://site.example/b", meta={"redirect_urls": [variant]})
+    assert fingerprinter.fingerprint(elsewhere) == fingerprint(elsewhere)  # another form
 
 
 def test_a_sampled_prediction_is_fingerprinted_by_its_own_url() -> None:

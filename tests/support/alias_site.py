@@ -22,7 +22,7 @@ from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["AliasSite", "alias_site"]
+__all__ = ["AliasSite", "ViewSite", "alias_site", "article_text"]
 
 _SYLLABLES = "ka lo mi nu pe ra si to va ze bri cho dra fle gru hal jin kor lum mar nev ost".split()
 
@@ -140,3 +140,42 @@ def alias_site(site: AliasSite | None = None) -> Iterator[AliasSite]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@dataclass
+class ViewSite(AliasSite):
+    """Documents ``/doc/<k>`` with a ``?view=`` parameter that changes nothing on the first
+    ``same_until`` documents and selects another text on the others: a rule learned on the
+    first ones is wrong on the rest. One document per listing page, so the crawl reaches
+    the documents one after another."""
+
+    views: dict[int, list[str]] = field(default_factory=dict)
+    same_until: int = 3
+
+    def text_of(self, k: int, view: str | None) -> str:
+        if view is None or k < self.same_until:
+            return article_text(100 + k)
+        return article_text(100_000 + 1000 * k + sum(map(ord, view)))
+
+    def respond(self, target: str) -> tuple[int, bytes, dict[str, str]]:
+        parts = urlsplit(target)
+        query = parse_qs(parts.query)
+        if parts.path in ("/", "/list"):
+            page = int(query.get("page", ["0"])[0])
+            links = [f"/doc/{page}"] + [f"/doc/{page}?view={v}" for v in self.views.get(page, [])]
+            if page + 1 < self.articles:
+                links.append(f"/list?page={page + 1}")
+            return 200, _page(f"listing {page}", "", links), {}
+        if parts.path.startswith("/doc/"):
+            k = int(parts.path.rsplit("/", 1)[1])
+            view = query.get("view", [None])[0]
+            return 200, _page(f"doc {k} {view}", self.text_of(k, view), []), {}
+        return 404, b"<html><body>not found</body></html>", {}
+
+    def distinct_texts(self) -> set[str]:
+        """Every different text the site serves."""
+        texts = set()
+        for k in range(self.articles):
+            texts.add(self.text_of(k, None))
+            texts.update(self.text_of(k, view) for view in self.views.get(k, []))
+        return texts
