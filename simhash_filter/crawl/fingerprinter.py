@@ -51,4 +51,6 @@ class RuleFingerprinter:
                 return canonical_fingerprint(request, decided.form.url)
             if decided.why_own == REDIRECT:  # a canonical URL has no fragment: none collides
                 return canonical_fingerprint(request, decided.form.own + "#" + REDIRECT)
+            if decided.why_own is None:  # w3lib's form, made already: Scrapy's fingerprint
+                return canonical_fingerprint(request, decided.form.own)
         return self.default.fingerprint(request)

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from w3lib.url import canonicalize_url
 
@@ -27,6 +27,25 @@ REASON_RULE = "rule"
 _PATH_SESSION = re.compile(r";jsessionid=[^/;?]*", re.IGNORECASE)
 JSESSIONID = "jsessionid"
 _MAX_PASSES = 4  # path rules applied again while they change the path (``/amp/print/x``)
+
+
+def _split_canonical(url: str) -> tuple[str, str, str, str]:
+    """(``scheme://netloc``, host, path, query) of a URL w3lib canonicalized (no fragment):
+    string slicing, a third of ``urlsplit``'s cost on the hot path."""
+    start = url.find("://")
+    if start < 0:
+        parts = urlsplit(url)
+        return url, (parts.hostname or "").lower(), parts.path, parts.query
+    slash = url.find("/", start + 3)
+    question = url.find("?", start + 3)
+    if slash < 0 or (0 <= question < slash):
+        slash = question if question >= 0 else len(url)
+    origin = url[:slash]
+    rest = url[slash:]
+    path, _, query = rest.partition("?")
+    netloc = origin[start + 3 :].rpartition("@")[2]
+    host = netloc[1 : netloc.find("]")] if netloc.startswith("[") else netloc.partition(":")[0]
+    return origin, host.lower(), path or "/", query
 
 
 def url_host(url: str) -> str:
@@ -129,23 +148,21 @@ class RuleSet:
     def form(self, url: str) -> UrlForm:
         """``url``'s canonical form (w3lib's canonical URL when nothing applies)."""
         own = canonicalize_url(url)
-        parts = urlsplit(own)
-        host = (parts.hostname or "").lower()
+        origin, host, path, query = _split_canonical(own)
         rules = self._hosts.get(host)
-        if rules is None and (not self.universal or not (parts.query or ";" in parts.path)):
+        if rules is None and (not self.universal or not (query or ";" in path)):
             return UrlForm(own, own)
         applied: list[UrlRule] = []
-        path = parts.path or "/"
         if ";" in path and self.universal:
             path = self._strip_path_session(host, path, applied)
         if rules is not None:
             path = self._map_path(rules, path, applied)
-        pairs = split_query(parts.query)
-        kept = self._map_query(host, rules, path, pairs, applied)
+        kept = self._map_query(host, rules, path, split_query(query), applied)
         if not applied:
             return UrlForm(own, own)
-        query = "&".join(f"{name}={value}" for name, value in kept)  # w3lib writes "b="
-        mapped = urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+        mapped = origin + path
+        if kept:
+            mapped += "?" + "&".join(f"{name}={value}" for name, value in kept)  # w3lib: "b="
         if any(rule.kind == CASE for rule in applied):
             mapped = canonicalize_url(mapped)  # lower-casing touched percent-escapes
         return UrlForm(mapped, own, tuple(applied))

@@ -111,3 +111,29 @@ def test_bad_rules_are_refused() -> None:
         UrlRule(H, PREFIX, "/print/")
     with pytest.raises(ValueError, match="SCOPE"):
         UrlRule(H, PARAM, "ref")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a.example",
+        "http://A.Example:8080/x/y?b=1&a=2",
+        "https://user:secret@[::1]:443/p;jsessionid=1?x=",
+        "http://a.example?q=1",
+        "http://xn--bcher-kva.example/%C3%A9t%C3%A9",
+    ],
+)
+def test_the_fast_split_agrees_with_urlsplit(url: str) -> None:
+    """``_split_canonical`` is a second copy of ``urlsplit`` for canonical URLs: pinned."""
+    from urllib.parse import urlsplit
+
+    from w3lib.url import canonicalize_url
+
+    from simhash_filter.urls.ruleset import _split_canonical
+
+    canonical = canonicalize_url(url)
+    parts = urlsplit(canonical)
+    origin, host, path, query = _split_canonical(canonical)
+    assert origin == f"{parts.scheme}://{parts.netloc}"
+    assert host == (parts.hostname or "")
+    assert (path, query) == (parts.path or "/", parts.query)
