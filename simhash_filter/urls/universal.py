@@ -97,9 +97,8 @@ def classify_parameter(name: str, value: str) -> UniversalParameter | None:
     lower = name.lower()
     if lower in TRACKING_PARAMETERS:
         return UniversalParameter(TRACKING, lower)
-    for prefix in TRACKING_PREFIXES:
-        if lower.startswith(prefix):
-            return UniversalParameter(TRACKING, prefix + "*")
+    if lower.startswith(TRACKING_PREFIXES):
+        return UniversalParameter(TRACKING, lower[: lower.index("_") + 1] + "*")
     if lower in SESSION_PARAMETERS or lower.startswith("aspsessionid"):
         return UniversalParameter(SESSION, "aspsessionid" if lower.startswith("asp") else lower)
     if lower in ("sid", "s_id", "sess") and looks_like_session_token(value):
