@@ -138,6 +138,9 @@ class RequestFilter:
         own = decided.form.own
         if not decided.mapped or self._plain.get(request, True):
             return  # a plain duplicate: Scrapy's dupefilter would have dropped it too
+        if self.book.ruleset.form(request.url).url != decided.form.url:
+            self._reschedule(request)  # its rule retired since it was decided
+            return
         reason = decided.form.reason
         self.stats.inc_value(REQUEST_STATS + "skipped/" + reason)
         self._log_skip(request, decided.form.url, reason)
@@ -191,17 +194,20 @@ class RequestFilter:
         if retired:
             reactor.callFromThread(self._refetch, retired)
 
+    def _reschedule(self, request: Request) -> None:
+        engine = self.crawler.engine
+        if engine is not None:
+            engine.crawl(request.replace(dont_filter=True))
+            self.stats.inc_value(REQUEST_STATS + "refetched")
+
     def _refetch(self, retired: list[RetiredRule]) -> None:
         """Schedule again (``dont_filter``) what retired rules skipped."""
-        engine = self.crawler.engine
         for item in retired:
             self.stats.inc_value(RULE_STATS + "retired")
             urls = set(item.urls) | self._held_by_rule.pop(item.rule, set())
             for url in sorted(urls):
-                request = self._held.pop(url, None) or Request(url)
-                if engine is not None:
-                    engine.crawl(request.replace(dont_filter=True))
-                    self.stats.inc_value(REQUEST_STATS + "refetched")
+                held: Request | None = self._held.pop(url, None)
+                self._reschedule(held if held is not None else Request(url))
 
     @property
     def activated(self) -> int:

@@ -70,9 +70,7 @@ class RuleBook:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.ruleset = RuleSet(universal=config.universal_rules)
-        self._forms: weakref.WeakKeyDictionary[Request, tuple[RuleSet, RequestForm]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._forms: weakref.WeakKeyDictionary[Request, RequestForm] = weakref.WeakKeyDictionary()
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
@@ -88,12 +86,13 @@ class RuleBook:
         self.ruleset = ruleset
 
     def decide(self, request: Request) -> RequestForm:
-        """The request's form under the current rules (cached per request and rule set, so
-        the dupefilter's question and the drop that follows see one answer)."""
-        ruleset = self.ruleset
+        """The request's form under the current rules, decided once per request (the
+        ``request_scheduled`` signal asks first), so the dupefilter's question and the drop
+        that follows see one answer even when the learner swaps the rules in between."""
         cached = self._forms.get(request)
-        if cached is not None and cached[0] is ruleset:
-            return cached[1]
+        if cached is not None:
+            return cached
+        ruleset = self.ruleset
         form = ruleset.form(request.url)
         why_own = None
         sources = request.meta.get("redirect_urls") or ()
@@ -105,5 +104,5 @@ class RuleBook:
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"
         decided = RequestForm(form, why_own)
-        self._forms[request] = (ruleset, decided)
+        self._forms[request] = decided
         return decided
