@@ -18,6 +18,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
@@ -103,11 +104,80 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _kept_urls(db: str) -> list[str]:
+    from sqlalchemy import select
+
+    from simhash_filter.store import FingerprintStore
+    from simhash_filter.store.schema import pages_table
+
+    with FingerprintStore.open_existing(db) as store, store.engine.connect() as conn:
+        return [url for (url,) in conn.execute(select(pages_table.c.url))]
+
+
+def site_crawls(workdir: Path) -> None:
+    """Requests and pages kept on the tests' alias site (tests/support/alias_site.py), two
+    crawls on one database (the second starts with the rules the first learned), the request
+    filter off (as before it) and on."""
+    from tests.support.alias_site import alias_site
+    from tests.support.crawl import run_scrapy
+
+    print(
+        "| request filter | crawl | requests | skipped tracking / session / rule "
+        "| pages kept | stories kept (of 12) | ?id= pages kept (of 6) |"
+    )
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: |")
+    rows = []
+    for on in (False, True):
+        db = f"sqlite:///{workdir / f'site-{on}.db'}"
+        with alias_site() as site:
+            for run in (1, 2):
+                before = len(site.requested)
+                stats = run_scrapy(
+                    ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+                    cwd=workdir,
+                    settings={
+                        "DOWNLOAD_DELAY": 0,
+                        "ROBOTSTXT_OBEY": False,
+                        "SIMHASH_FILTER_WORKERS": 0,
+                        "CONCURRENT_REQUESTS": 2,
+                        "SIMHASH_FILTER_DATABASE_URL": db,
+                        "SIMHASH_FILTER_REQUEST_FILTER": on,
+                    },
+                ).stats
+                urls = _kept_urls(db)
+                row = {
+                    "request_filter": on,
+                    "crawl": run,
+                    "requests": len(site.requested) - before,
+                    "skipped": [
+                        stats.get(f"simhash_filter/requests/skipped/{reason}", 0)
+                        for reason in ("tracking", "session", "rule")
+                    ],
+                    "kept": len(urls),
+                    "stories": sum(any(f"/{s}" in u for u in urls) for s in site.slugs()),
+                    "items": sum(any(f"/item?id={k}" in u for u in urls) for k in range(6)),
+                }
+                rows.append(row)
+                print(
+                    f"| {'on' if on else 'off'} | {run} | {row['requests']} | "
+                    f"{' / '.join(map(str, row['skipped']))} | {row['kept']} | "
+                    f"{row['stories']} | {row['items']} |"
+                )
+    print(f"\nraw results: {write_results('request_filter_site', rows)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--site", type=Path, metavar="DIR", help="crawl the alias site in DIR instead"
+    )
     args = parser.parse_args()
+    if args.site is not None:
+        args.site.mkdir(parents=True, exist_ok=True)
+        site_crawls(args.site)
+        return
     variants: dict[str, Callable[[Request], object]] = {"scrapy default": default_variant()}
     for n in (0, 100, 1_000, 10_000):
         variants[f"rules {n} spread"] = rule_variant(make_rules(n, spread=True))
