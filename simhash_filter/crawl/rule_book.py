@@ -93,7 +93,12 @@ class RuleBook:
         if cached is not None:
             return cached
         ruleset = self.ruleset
-        form = ruleset.form(request.url)
+        try:
+            form = ruleset.form(request.url)
+        except ValueError:  # a URL w3lib cannot canonicalize: Scrapy's own fingerprint decides
+            form = UrlForm(request.url, request.url)
+            self._forms[request] = RequestForm(form, "verbatim")
+            return self._forms[request]
         why_own = None
         sources = request.meta.get("redirect_urls") or ()
         if any(ruleset.form(source).url == form.url for source in sources):

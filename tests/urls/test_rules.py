@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together
 from simhash_filter.urls.rules import CASE, PARAM, PREFIX, SUFFIX, RuleState, UrlRule
@@ -137,3 +139,31 @@ def test_the_fast_split_agrees_with_urlsplit(url: str) -> None:
     assert origin == f"{parts.scheme}://{parts.netloc}"
     assert host == (parts.hostname or "")
     assert (path, query) == (parts.path or "/", parts.query)
+
+
+_SEGMENTS = ["a", "B", "print", "amp", "news", "index.html", "mirror", ""]
+_PARAMS = ["utm_source=x", "replytocom=2", "p=1", "id=7", "sid=4f9a2c7e81b3d5f0a6c2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    segments=st.lists(st.sampled_from(_SEGMENTS), max_size=5),
+    params=st.lists(st.sampled_from(_PARAMS), max_size=3),
+)
+def test_a_canonical_form_is_its_own_form(segments: list[str], params: list[str]) -> None:
+    """Applying the rules to a canonical form changes nothing more: every variant reaches
+    one form in one step, whatever rules are active."""
+    rules = RuleSet(
+        [
+            UrlRule(H, PREFIX, "/print/ -> /"),
+            UrlRule(H, PREFIX, "/mirror/ -> /news/"),
+            UrlRule(H, SUFFIX, "/amp -> "),
+            UrlRule(H, SUFFIX, "/index.html -> /"),
+            UrlRule(H, PARAM, "/?replytocom"),
+            UrlRule(H, CASE, "/"),
+        ]
+    )
+    url = f"http://{H}/" + "/".join(segments) + ("?" + "&".join(params) if params else "")
+    form = rules.form(url).url
+    assert rules.form(form).url == form
+    assert len(form) <= len(rules.form(url).own)  # toward the smaller URL
