@@ -4,6 +4,7 @@
     simhash-filter rules pin ID                            always apply it, never retire it
     simhash-filter rules ban ID                            never apply it
     simhash-filter rules reset ID                          back to a candidate, evidence kept
+    simhash-filter rules learn                             new rules from the logged drops
 
 The command's options live here (:func:`add_command`), next to its handler.
 """
@@ -15,7 +16,9 @@ from collections.abc import Callable
 
 from simhash_filter.cli.common import CommandError, UsageError, existing_store
 from simhash_filter.cli.output import Column, Output, Record, iso_time
-from simhash_filter.store.url_rules import StoredRule, UrlRuleStore
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.url_rules import RuleDelta, StoredRule, UrlRuleStore
+from simhash_filter.urls.learning import learn_from_pairs
 from simhash_filter.urls.rules import RuleState
 
 __all__ = ["RULE_COLUMNS", "add_command", "rules"]
@@ -33,6 +36,7 @@ RULE_COLUMNS = (
     Column("updated_at", "updated"),
 )
 _ACTIONS = {"pin": RuleState.PINNED, "ban": RuleState.BANNED, "reset": RuleState.CANDIDATE}
+_HISTORY = 100_000  # stored pages of a host a learned rule is checked against
 
 
 def add_command(
@@ -47,11 +51,19 @@ def add_command(
         "URL rules: what the crawl skips before downloading, with support, counterexamples "
         "and fetches saved; pin, ban or reset one",
     )
-    p.add_argument("action", nargs="?", choices=("list", *_ACTIONS), default="list")
+    p.add_argument("action", nargs="?", choices=("list", "learn", *_ACTIONS), default="list")
     p.add_argument("rule_id", nargs="?", type=int, metavar="ID", help="the rule (its id)")
     p.add_argument("--host", help="only the rules of this host")
     p.add_argument(
         "--state", choices=[state.value for state in RuleState], help="only rules in this state"
+    )
+    p.add_argument(
+        "--min-support",
+        type=int,
+        default=3,
+        metavar="N",
+        help="learn: supporting pairs a new rule needs to become active (default 3, as the "
+        "crawl's SIMHASH_FILTER_RULE_MIN_SUPPORT)",
     )
 
 
@@ -73,7 +85,8 @@ def rule_row(stored: StoredRule) -> Record:
 
 
 def rules(args: argparse.Namespace, out: Output) -> int:
-    """``rules``: list the URL rules, or pin, ban or reset one."""
+    """``rules``: list the URL rules, learn new ones from the logged drops, or pin, ban or
+    reset one."""
     with existing_store(args) as store:
         url_rules = UrlRuleStore(store)
         if args.action == "list":
@@ -84,6 +97,10 @@ def rules(args: argparse.Namespace, out: Output) -> int:
             found = url_rules.rules(states=states, host=host)
             out.rows(RULE_COLUMNS, (rule_row(rule) for rule in found), empty="no URL rules")
             return 0
+        if args.action == "learn":
+            learned = learn(store, url_rules, args.min_support)
+            out.rows(RULE_COLUMNS, (rule_row(rule) for rule in learned), empty="no new URL rules")
+            return 0
         if args.rule_id is None:
             raise UsageError(f"rules {args.action} needs the ID of a rule (see `rules`)")
         if url_rules.rule(args.rule_id) is None:
@@ -91,3 +108,30 @@ def rules(args: argparse.Namespace, out: Output) -> int:
         changed = url_rules.set_state(args.rule_id, _ACTIONS[args.action])
         out.rows(RULE_COLUMNS, [rule_row(changed)], empty="no URL rules")
     return 0
+
+
+def learn(store: FingerprintStore, url_rules: UrlRuleStore, min_support: int) -> list[StoredRule]:
+    """New rules from the drops a database logged (a crawl made before URL rules, say): each
+    stored with its support and counterexamples, active when it has ``min_support`` pairs and
+    no counterexample. Rules already stored are left to the crawls' own evidence."""
+    if min_support < 1:
+        raise UsageError(f"--min-support must be >= 1, got {min_support}")
+    known = {stored.rule for stored in url_rules.rules()}
+    active = [s.rule for s in url_rules.rules(states=[RuleState.ACTIVE, RuleState.PINNED])]
+    pairs = [(drop.url, drop.duplicate_of_url) for drop in store.duplicates()]
+    history = learn_from_pairs(
+        pairs,
+        lambda host: url_rules.kept_urls(host, _HISTORY),
+        min_support=min_support,
+        base=active,
+    )
+    learned = [rule for rule in history if rule.rule not in known]
+    stored = url_rules.record(
+        [RuleDelta(rule.rule, rule.support, rule.counterexamples) for rule in learned]
+    )
+    return [
+        url_rules.activate(rule.rule)
+        if rule.support >= min_support and rule.counterexamples == 0
+        else row
+        for rule, row in zip(learned, stored, strict=True)
+    ]

@@ -14,16 +14,19 @@ counterexample; :func:`maps_together` is the test both use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .ruleset import RuleSet
 from .universal import SESSION, TRACKING
 
-__all__ = ["apply_rule", "candidate_rules", "maps_together"]
+__all__ = ["LearnedRule", "apply_rule", "candidate_rules", "learn_from_pairs", "maps_together"]
 
 _UNIVERSAL = RuleSet()  # universal rules only: pairs are compared without tracking/sessions
+_MAX_ROUNDS = 4  # passes over the pairs in learn_from_pairs
 
 
 def _key(path: str) -> tuple[int, str]:
@@ -107,3 +110,59 @@ def maps_together(rule: UrlRule, first: str, second: str, base: Sequence[UrlRule
     if form_a.url != form_b.url:
         return False
     return rule in form_a.rules or rule in form_b.rules
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedRule:
+    """A rule learned from a history of pairs: its supporting pairs, and the pairs of stored
+    pages of its host it maps together (counterexamples)."""
+
+    rule: UrlRule
+    support: int
+    counterexamples: int
+
+
+def learn_from_pairs(
+    pairs: Sequence[tuple[str, str]],
+    kept_urls: Callable[[str], Sequence[str]],
+    *,
+    min_support: int,
+    base: Sequence[UrlRule] = (),
+) -> list[LearnedRule]:
+    """Every rule the pairs (dropped URL, kept URL) propose, with its support, checked
+    against the stored pages of its host (``kept_urls(host)``: two of them the rule maps
+    together are a counterexample each). The pairs are read again under the rules that
+    qualify (``min_support`` pairs, no counterexample) until no new one does, so
+    ``/a?reply=2`` against ``/a/amp`` teaches the parameter once ``/amp`` qualifies."""
+    found: dict[UrlRule, LearnedRule] = {}
+    qualified = list(base)
+    for _ in range(_MAX_ROUNDS):
+        normalize = RuleSet(qualified)
+        support: Counter[UrlRule] = Counter()
+        for first, second in pairs:
+            proposed = set(candidate_rules(first, second))
+            proposed.update(candidate_rules(normalize.form(first).url, normalize.form(second).url))
+            support.update(proposed)
+        new = [rule for rule in support if rule not in found]
+        for rule in new:
+            found[rule] = LearnedRule(rule, support[rule], _collisions(rule, kept_urls(rule.host)))
+        more = [r for r in new if found[r].support >= min_support and not found[r].counterexamples]
+        if not more:
+            break
+        qualified.extend(more)
+    return sorted(found.values(), key=lambda learned: (-learned.support, learned.rule.describe()))
+
+
+def _collisions(rule: UrlRule, kept: Sequence[str]) -> int:
+    """Stored pages ``rule`` maps onto another stored page's form."""
+    known = set(kept)
+    images: dict[str, str] = {}
+    found = 0
+    for url in kept:
+        image = apply_rule(rule, url)
+        if image == url:
+            continue
+        if image in known or image in images:
+            found += 1
+        images.setdefault(image, url)
+    return found

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together
+from simhash_filter.urls.learning import (
+    apply_rule,
+    candidate_rules,
+    learn_from_pairs,
+    maps_together,
+)
 from simhash_filter.urls.rules import CASE, PARAM, PREFIX, SUFFIX, RuleState, UrlRule
 from simhash_filter.urls.ruleset import REASON_RULE, RuleSet
 from simhash_filter.urls.sampling import is_sampled, sample_key
@@ -167,3 +172,19 @@ def test_a_canonical_form_is_its_own_form(segments: list[str], params: list[str]
     form = rules.form(url).url
     assert rules.form(form).url == form
     assert len(form) <= len(rules.form(url).own)  # toward the smaller URL
+
+
+def test_learning_from_a_history_of_pairs_reads_them_again_under_what_qualified() -> None:
+    pairs = []
+    for k in range(3):
+        pairs.append((f"http://{H}/a{k}/amp", f"http://{H}/a{k}"))
+        pairs.append((f"http://{H}/a{k}?replytocom=1", f"http://{H}/a{k}/amp"))  # path and query
+    for k in range(5):  # ?p= supported by unknown values showing the home page...
+        pairs.append((f"http://{H}/?p={900 + k}", f"http://{H}/"))
+    kept = {H: [f"http://{H}/", f"http://{H}/?p=1", f"http://{H}/?p=2"]}  # ...yet selects pages
+    learned = {r.rule: r for r in learn_from_pairs(pairs, kept.__getitem__, min_support=3)}
+    assert learned[UrlRule(H, SUFFIX, "/amp -> ")].support == 3
+    assert learned[UrlRule(H, PARAM, "/?replytocom")].support == 3  # found in the second pass
+    p_rule = learned[UrlRule(H, PARAM, "/?p")]
+    assert p_rule.support == 5
+    assert p_rule.counterexamples == 2  # /?p=1 and /?p=2 both map onto the stored /
