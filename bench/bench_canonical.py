@@ -93,12 +93,14 @@ class Metrics:
     duplicate_fetches: int
     reachable: int
     lost: int
+    unkept: int
     kept_items: int
     kept_twice: int
     aliased_clusters: int
     canonical_kept: int
     plugin_stats: dict[str, Any] = field(default_factory=dict)
     lost_examples: list[str] = field(default_factory=list)
+    unkept_examples: list[str] = field(default_factory=list)
     twice_examples: list[str] = field(default_factory=list)
     not_canonical_examples: list[str] = field(default_factory=list)
 
@@ -179,6 +181,11 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
     )
 
 
+def _pages(hits: list[Hit]) -> list[Hit]:
+    """The hits of a crawl's pages (robots.txt aside)."""
+    return [h for h in hits if h.target.split("?")[0] != "/robots.txt"]
+
+
 def _fetched(site: BenchSite, hits: list[Hit]) -> tuple[list[str | None], Counter[str]]:
     """The content of each 200 hit (``None`` for others) and how often each was fetched."""
     contents = [site.content_of(h.target) if h.status == 200 else None for h in hits]
@@ -189,7 +196,7 @@ def measure(
     site: BenchSite, hits: list[Hit], crawl_: Crawl, reachable: set[str], aliased: set[str]
 ) -> Metrics:
     """The figures of one crawl from the site's log (``hits``), its items and the truth."""
-    hits = [h for h in hits if h.target.split("?")[0] != "/robots.txt"]
+    hits = _pages(hits)
     contents, fetched = _fetched(site, hits)
     kept: dict[str, list[str]] = {}
     for item in crawl_.items:
@@ -198,6 +205,7 @@ def measure(
         if content is not None:
             kept.setdefault(content, []).append(target)
     lost = sorted(reachable - set(fetched) - set(kept))
+    unkept = sorted((reachable & set(fetched)) - set(kept))
     twice = sorted(c for c, targets in kept.items() if len(targets) > 1)
     clusters = [c for c in kept if c in aliased and site.canonical(c) is not None]
     wrong = [c for c in clusters if site.canonical(c) not in kept[c]]
@@ -210,12 +218,14 @@ def measure(
         duplicate_fetches=sum(n - 1 for n in fetched.values()),
         reachable=len(reachable),
         lost=len(lost),
+        unkept=len(unkept),
         kept_items=len(crawl_.items),
         kept_twice=len(twice),
         aliased_clusters=len(clusters),
         canonical_kept=len(clusters) - len(wrong),
         plugin_stats=plugin,
         lost_examples=lost[:20],
+        unkept_examples=unkept[:20],
         twice_examples=[f"{c}: {kept[c]}" for c in twice[:10]],
         not_canonical_examples=[
             f"{c}: kept {kept[c]}, canonical {site.canonical(c)}" for c in wrong[:10]
@@ -247,7 +257,7 @@ def one_run(
     hits = site.hits_since(mark)
     if result.returncode != 0:
         print(f"  crawl failed ({result.returncode}):\n{result.log_tail}", file=sys.stderr)
-    empty = Metrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    empty = Metrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     run = Run(
         site.name,
         tree.name,
@@ -266,9 +276,9 @@ def one_run(
 def baseline(site: BenchSite, tree: Tree, common: dict[str, str], base: Path) -> Baseline:
     """The filter-off crawl: every content a crawl can reach, and the aliased ones."""
     run, hits, result = one_run(site, tree, OFF, common, 0, base)
-    contents, _ = _fetched(site, hits)
+    contents, _ = _fetched(site, _pages(hits))
     targets: dict[str, set[str]] = {}
-    for hit, content in zip(hits, contents, strict=True):
+    for hit, content in zip(_pages(hits), contents, strict=True):
         if content is not None:
             targets.setdefault(content, set()).add(target_of(hit.target))
     truth = getattr(site, "truth", None)
@@ -322,9 +332,10 @@ def print_table(runs: list[Run]) -> None:
     """One markdown table: a row per run."""
     print(
         "| site | tree | variant | requests | 200s | duplicate fetches | redirects | lost "
-        "| kept items | kept twice | kept canonical | skipped | superseded | dropped | s |"
+        "| fetched, not kept | kept items | kept twice | kept canonical | skipped | superseded "
+        "| dropped | s |"
     )
-    print("|" + " --- |" * 15)
+    print("|" + " --- |" * 16)
     for r in runs:
         m = r.metrics
         share = f"{m.canonical_kept}/{m.aliased_clusters}"
@@ -333,7 +344,8 @@ def print_table(runs: list[Run]) -> None:
         dup = f"{m.duplicate_fetches} ({100 * m.duplicate_fetches / max(1, m.fetches):.0f}%)"
         print(
             f"| {r.site} | {r.tree} | {r.variant} | {m.requests} | {m.fetches} | {dup} "
-            f"| {m.redirects} | {m.lost}/{m.reachable} | {m.kept_items} | {m.kept_twice} "
+            f"| {m.redirects} | {m.lost}/{m.reachable} | {m.unkept} | {m.kept_items} "
+            f"| {m.kept_twice} "
             f"| {share} | {_skipped(m.plugin_stats)} "
             f"| {m.plugin_stats.get('simhash_filter/superseded', 0)} "
             f"| {m.plugin_stats.get('simhash_filter/dropped', 0)} | {r.seconds:.0f} |"
