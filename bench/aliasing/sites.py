@@ -15,7 +15,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from bench.aliasing.wordpress import HOME, STATE, classify
 from crawler.testsite import SiteServer
@@ -44,7 +44,9 @@ class BenchSite(Protocol):
     """A site the benchmark crawls."""
 
     name: str
-    start_url: str
+
+    @property
+    def start_url(self) -> str: ...
 
     def mark(self) -> int: ...
     def hits_since(self, mark: int) -> list[Hit]: ...
@@ -140,7 +142,8 @@ class WordPressSite:
 
         opener = urllib.request.build_opener(NoRedirect)
         try:
-            with opener.open(self.home + target, timeout=30) as response:
+            url = self.home + quote(target, safe="/?&=%;:+,@!$'()*~")
+            with opener.open(url, timeout=30) as response:
                 if "html" not in response.headers.get("Content-Type", ""):
                     return "file/" + target
                 return classify(response.read().decode("utf-8", "replace"))
