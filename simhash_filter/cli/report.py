@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from simhash_filter.cli import options
+from simhash_filter.cli.command import command, domains, option
 from simhash_filter.cli.common import existing_store
 from simhash_filter.cli.output import Output
 from simhash_filter.cli.report_html import DomainRow, ReportData, SampleView, render_report
@@ -113,8 +115,21 @@ def write_report(
     return data
 
 
+@command("report")
+@option("--out", "-o", default="report.html", metavar="FILE", help="where to write it")
+@option(
+    "--samples",
+    type=options.count,
+    default=20,
+    metavar="N",
+    help="drops shown side by side (default 20): half the nearest the threshold, half at random",
+)
+@domains(50)
 def report(args: argparse.Namespace, out: Output) -> int:
-    """``report --out FILE``: write the HTML report, print its path."""
+    """one self-contained HTML file: totals, domains, drops over time, similarity,
+    clusters, a sample of drops side by side
+
+    Prints the file's path."""
     path = Path(args.out)
     with existing_store(args) as store:
         data = write_report(store, path, samples=args.samples, domains=args.domains)
