@@ -118,7 +118,8 @@ def test_explain_says_why_each_drop_happened(
     code, out, _ = run(capsys, "--db", with_texts, "dupes", "--explain")
     assert code == 0
     header = out.splitlines()[0]
-    assert "found by" in header and "(table:key)" not in header
+    assert "found by" in header
+    assert "(table:key)" not in header
     assert all(row["found_in"] and row["found_in"] in out for row in rows)
     assert max(len(line) for line in out.splitlines()) < 300  # no run of 16-digit keys
     assert "t0:" not in out
