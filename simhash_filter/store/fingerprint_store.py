@@ -54,8 +54,8 @@ from .engine import (
     sqlite_path,
 )
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
-from .meta import Settings, compare, init_schema, read_meta, write_scheme
-from .opening import as_stored_kind, init_database, rule_in_effect
+from .meta import init_schema, read_meta, write_scheme
+from .opening import Request, settle
 from .reading import drops_select, page_record_columns
 from .records import (
     DuplicateRecord,
@@ -196,8 +196,6 @@ class FingerprintStore:
         if rule is not None and not isinstance(rule, MatchRule):
             raise ValueError(f"rule must be a MatchRule, got {rule!r}")
         choice = IndexChoice(index, max_distance, blocks, min_similarity)
-        sketches = rule is not None or min_similarity is not None
-        new = index_settings(choice, rule=rule, sketches=sketches, bits=bits)
         sa_url = parse_url(url)
         validate_write_path(write_path, sa_url)
         engine = make_engine(sa_url, create=create, durable=bool(durable))
@@ -205,19 +203,8 @@ class FingerprintStore:
             WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
         )
         try:
-            requested = Settings(spec, new.scheme, new.rule)
-            stored = init_database(engine, sa_url, requested, create=create, queue=queue)
-            if stored is not requested and index is None:  # the defaults of the stored kind
-                requested = as_stored_kind(requested, stored, choice, rule, sketches)
-            compare(
-                sa_url,
-                stored,
-                requested,
-                blocks_given=blocks is not None,
-                index_given=index is not None,
-                rule_given=sketches,
-            )
-            judged_by = rule_in_effect(sa_url, stored, requested.rule if sketches else None)
+            request = Request(spec, choice, rule, bits)
+            stored, judged_by = settle(engine, sa_url, request, create=create, queue=queue)
             return cls(
                 engine,
                 url=sa_url,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -15,10 +16,55 @@ from simhash_filter.index.defaults import IndexChoice, index_settings
 from simhash_filter.index.schemes import MinHashLshScheme
 
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
-from .meta import Settings, init_schema
+from .meta import Settings, compare, init_schema
 from .texts import ensure_text_tables
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a caller of ``FingerprintStore.open`` asks for: the spec, the index choices,
+    a whole rule (or None) and the bit width."""
+
+    spec: str
+    choice: IndexChoice
+    rule: MatchRule | None
+    bits: int
+
+    @property
+    def sketches(self) -> bool:
+        """Whether a rule that confirms with sketches is asked for (a whole one, or a
+        similarity)."""
+        return self.rule is not None or self.choice.min_similarity is not None
+
+    def settings(self, choice: IndexChoice | None = None) -> Settings:
+        made = index_settings(
+            choice or self.choice, rule=self.rule, sketches=self.sketches, bits=self.bits
+        )
+        return Settings(self.spec, made.scheme, made.rule)
+
+
+def settle(
+    engine: Engine, url: URL, request: Request, *, create: bool, queue: WriterQueue | None
+) -> tuple[Settings, MatchRule | None]:
+    """The stored settings of the database (made with ``request``'s when it is new) and
+    the rule the store judges by; SchemeMismatchError (saying how to move) when the
+    database cannot answer what is asked."""
+    requested = request.settings()
+    stored = init_database(engine, url, requested, create=create, queue=queue)
+    choice = request.choice
+    if stored is not requested and choice.index is None:  # the defaults of the stored kind
+        requested = as_stored_kind(requested, stored, request)
+    compare(
+        url,
+        stored,
+        requested,
+        blocks_given=choice.blocks is not None,
+        index_given=choice.index is not None,
+        rule_given=request.sketches,
+    )
+    return stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
 
 
 def init_database(
@@ -44,21 +90,13 @@ def init_database(
     return stored
 
 
-def as_stored_kind(
-    requested: Settings,
-    stored: Settings,
-    choice: IndexChoice,
-    rule: MatchRule | None,
-    sketches: bool,
-) -> Settings:
+def as_stored_kind(requested: Settings, stored: Settings, request: Request) -> Settings:
     """What a caller who named no index kind asks of a database of ``stored``'s kind: the
     defaults of that kind (its k1 and blocks), when they can be made."""
-    mine = dataclasses.replace(choice, index=stored.scheme.kind)
     try:
-        made = index_settings(mine, rule=rule, sketches=sketches, bits=requested.scheme.bits)
+        return request.settings(dataclasses.replace(request.choice, index=stored.scheme.kind))
     except ValueError:
         return requested
-    return Settings(requested.spec, made.scheme, made.rule)
 
 
 def rule_in_effect(url: URL, stored: Settings, requested: MatchRule | None) -> MatchRule | None:
