@@ -103,7 +103,7 @@ def test_import_jsonl_then_again(
     assert code == 0
     assert out == summary(read=7, kept=3, dropped=3, no_text=1, skipped=1)
     assert err == (
-        f"skipped {source}:8: not JSON (Expecting property name enclosed in double quotes)\n"
+        f"skipped {source}:8: not JSON (Expecting property name enclosed in double quotes at column 2)\n"
     )
     pages, drops = pages_and_drops(db_url)
     assert pages == sorted(
