@@ -149,3 +149,20 @@ def test_reindex_records_a_new_minimum_similarity_without_rewriting_keys(
         code, out, err = run(capsys, "reindex", "--min-similarity", bad, "--db", sqlite_url)
         assert (code, out) == (2, "")
         assert "argument --min-similarity: " in err
+
+
+def test_a_lower_threshold_under_the_bands_is_logged_with_its_cost(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    config(sqlite_url).open_store(FINGERPRINTER.spec).close()
+    with caplog.at_level("INFO", logger="simhash_filter"):
+        config(sqlite_url, min_similarity="0.5").open_store(FINGERPRINTER.spec).close()
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(
+        "minimum similarity 0.5 for this process (the database's own: 0.7)" in m for m in messages
+    )
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert (
+        "18 bands of 8 rows find a pair of similarity 0.5 with probability 7% (66% at" in warned[0]
+    )
