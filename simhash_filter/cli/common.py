@@ -86,7 +86,7 @@ def fingerprinter_for(spec: str | None) -> Fingerprinter:
 
 def check_k(store: FingerprintStore, k: int | None) -> int:
     """``--k``, defaulting to the database's max_distance, which it may not exceed (the
-    band index finds nothing farther): the error names the ``reindex`` that widens it."""
+    index finds nothing farther): the error names the ``reindex`` that widens it."""
     limit = store.scheme.max_distance
     if k is None:
         return limit

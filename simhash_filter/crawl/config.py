@@ -233,7 +233,7 @@ class Config:
         return default_candidate_distance(self.index)
 
     def scheme(self) -> IndexScheme:
-        """The band scheme a new database gets from these settings (an existing one keeps
+        """The index scheme a new database gets from these settings (an existing one keeps
         its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
         return self.index_settings().scheme
 
