@@ -204,13 +204,14 @@ class FingerprintStore:
         )
         try:
             request = Request(spec, choice, rule, bits)
-            stored, judged_by = settle(engine, sa_url, request, create=create, queue=queue)
+            settled = settle(engine, sa_url, request, create=create, queue=queue)
+            stored = settled.stored
             return cls(
                 engine,
                 url=sa_url,
                 spec=stored.spec,
                 scheme=stored.scheme,
-                rule=judged_by,
+                rule=settled.rule,
                 database_rule=stored.rule,
                 writer_queue=queue,
                 durable=durable,

@@ -45,9 +45,18 @@ class Request:
         return Settings(self.spec, made.scheme, made.rule)
 
 
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What opening found: the database's stored settings, and the rule the store judges
+    by (the stored one, or the caller's of the same candidates)."""
+
+    stored: Settings
+    rule: MatchRule | None
+
+
 def settle(
     engine: Engine, url: URL, request: Request, *, create: bool, queue: WriterQueue | None
-) -> tuple[Settings, MatchRule | None]:
+) -> Settled:
     """The stored settings of the database (made with ``request``'s when it is new) and
     the rule the store judges by; SchemeMismatchError (saying how to move) when the
     database cannot answer what is asked."""
@@ -64,7 +73,9 @@ def settle(
         index_given=choice.index is not None,
         rule_given=request.sketches,
     )
-    return stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
+    return Settled(
+        stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
+    )
 
 
 def init_database(
