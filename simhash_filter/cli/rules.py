@@ -6,14 +6,14 @@
     simhash-filter rules reset ID                          back to a candidate, evidence kept
     simhash-filter rules learn                             new rules from the logged drops
 
-The command's options live here (:func:`add_command`), next to its handler.
+The command's options are the decorators above its handler.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
+from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import CommandError, UsageError, existing_store
 from simhash_filter.cli.output import Column, Output, Record, iso_time
 from simhash_filter.store import FingerprintStore
@@ -21,7 +21,7 @@ from simhash_filter.store.url_rules import RuleDelta, StoredRule, UrlRuleStore
 from simhash_filter.urls.learning import learn_from_pairs
 from simhash_filter.urls.rules import RuleState
 
-__all__ = ["RULE_COLUMNS", "add_command", "rules"]
+__all__ = ["RULE_COLUMNS", "learn", "rule_row", "rules"]
 
 RULE_COLUMNS = (
     Column("id", "id", right=True),
@@ -37,34 +37,6 @@ RULE_COLUMNS = (
 )
 _ACTIONS = {"pin": RuleState.PINNED, "ban": RuleState.BANNED, "reset": RuleState.CANDIDATE}
 _HISTORY = 100_000  # stored pages of a host a learned rule is checked against
-
-
-def add_command(
-    command: Callable[
-        [str, Callable[[argparse.Namespace, Output], int], str], argparse.ArgumentParser
-    ],
-) -> None:
-    """Register ``rules`` with the command line's ``command(name, handler, help)``."""
-    p = command(
-        "rules",
-        rules,
-        "URL rules: what the crawl skips before downloading, with support, counterexamples "
-        "and fetches saved; pin, ban or reset one",
-    )
-    p.add_argument("action", nargs="?", choices=("list", "learn", *_ACTIONS), default="list")
-    p.add_argument("rule_id", nargs="?", type=int, metavar="ID", help="the rule (its id)")
-    p.add_argument("--host", help="only the rules of this host")
-    p.add_argument(
-        "--state", choices=[state.value for state in RuleState], help="only rules in this state"
-    )
-    p.add_argument(
-        "--min-support",
-        type=int,
-        default=3,
-        metavar="N",
-        help="learn: supporting pairs a new rule needs to become active (default 3, as the "
-        "crawl's SIMHASH_FILTER_RULE_MIN_SUPPORT)",
-    )
 
 
 def rule_row(stored: StoredRule) -> Record:
@@ -84,9 +56,29 @@ def rule_row(stored: StoredRule) -> Record:
     }
 
 
+@command("rules")
+@option("action", nargs="?", choices=("list", "learn", *_ACTIONS), default="list")
+@option("rule_id", nargs="?", type=int, metavar="ID", help="the rule (its id)")
+@option("--host", help="only the rules of this host")
+@option("--state", choices=[state.value for state in RuleState], help="only rules in this state")
+@option(
+    "--min-support",
+    type=int,
+    default=3,
+    metavar="N",
+    help="learn: supporting pairs a new rule needs to become active (default 3, as the "
+    "crawl's SIMHASH_FILTER_RULE_MIN_SUPPORT)",
+)
 def rules(args: argparse.Namespace, out: Output) -> int:
-    """``rules``: list the URL rules, learn new ones from the logged drops, or pin, ban or
-    reset one."""
+    """URL rules: what the crawl skips before downloading, with support, counterexamples
+    and fetches saved; learn new ones from the logged drops, pin, ban or reset one
+
+    rules [--host HOST] [--state STATE]   list them
+    rules learn [--min-support N]         new rules from the drops the database logged
+    rules pin ID                          always apply it, never retire it
+    rules ban ID                          never apply it
+    rules reset ID                        a candidate again, its evidence kept
+    """
     with existing_store(args) as store:
         url_rules = UrlRuleStore(store)
         if args.action == "list":
