@@ -3,9 +3,14 @@ skipped requests come back, and schema 5 is an in-place upgrade of schema 4."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 from sqlalchemy import inspect, text
 
+from simhash_filter.cli import main
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.records import StoreError
 from simhash_filter.store.schema import SCHEMA_VERSION
@@ -127,3 +132,29 @@ def test_crawlers_sharing_postgresql_share_rules(pg_url: str) -> None:
         assert (seen.rule, seen.support) == (RULE, 3)
         other.record([RuleDelta(RULE, counterexamples=1)])
         assert learner.rules()[0].state is RuleState.RETIRED
+
+
+def test_the_committed_schema_4_database_is_upgraded_by_a_writer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The database an earlier tree wrote (tests/data) gains the rule tables on a writer's
+    open, keeps its pages, and its logged drops teach rules (`rules learn`)."""
+    old = Path(__file__).resolve().parents[1] / "data" / "schema4-v0.1.0.db"
+    copy = tmp_path / "old.db"
+    shutil.copyfile(old, copy)
+    url = f"sqlite:///{copy}"
+    with FingerprintStore.open_existing(url) as reader:
+        spec, rule, pages = reader.spec, reader.rule, reader.stats().pages
+        assert UrlRuleStore(reader).rules() == []
+    with FingerprintStore.open(url, spec=spec, rule=rule) as writer:
+        assert writer.stats().pages == pages
+        assert UrlRuleStore(writer).has_tables()
+        with writer.engine.connect() as conn:
+            version = conn.execute(
+                text("SELECT value FROM meta WHERE key = 'schema_version'")
+            ).scalar_one()
+        assert version == str(SCHEMA_VERSION)
+    assert main(["--db", url, "rules", "learn", "--json"]) == 0
+    learned = {(r["kind"], r["pattern"]): r for r in json.loads(capsys.readouterr().out)}
+    print_rule = learned[("prefix", "/print/ -> /news/")]
+    assert (print_rule["support"], print_rule["state"]) == (1, "candidate")  # one pair: not yet
