@@ -187,8 +187,10 @@ class RequestFilter:
         from twisted.internet import reactor
 
         error = future.exception()
-        if error is not None:
-            self.page_filter.errors.error("Could not learn URL rules", error)
+        if error is not None:  # logged in the reactor: RepeatedErrors is not thread-safe
+            reactor.callFromThread(
+                self.page_filter.errors.error, "Could not learn URL rules", error
+            )
             return
         retired = future.result()
         if retired:
@@ -196,9 +198,14 @@ class RequestFilter:
 
     def _reschedule(self, request: Request) -> None:
         engine = self.crawler.engine
-        if engine is not None:
+        if engine is None:
+            return
+        try:
             engine.crawl(request.replace(dont_filter=True))
-            self.stats.inc_value(REQUEST_STATS + "refetched")
+        except Exception:  # the engine is closing: the skip stays recorded in the store
+            logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
+            return
+        self.stats.inc_value(REQUEST_STATS + "refetched")
 
     def _refetch(self, retired: list[RetiredRule]) -> None:
         """Schedule again (``dont_filter``) what retired rules skipped."""
