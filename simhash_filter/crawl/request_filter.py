@@ -202,7 +202,7 @@ class RequestFilter:
             return
         try:
             engine.crawl(request.replace(dont_filter=True))
-        except Exception:  # the engine is closing: the skip stays recorded in the store
+        except Exception:  # the engine is closing: the next crawl fetches it (its rule retired)
             logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
             return
         self.stats.inc_value(REQUEST_STATS + "refetched")
