@@ -63,7 +63,7 @@ class RequestFilter:
         self.stats = crawler.stats
         self.learner: RuleLearner | None = None
         self._thread: ThreadPoolExecutor | None = None
-        self._forms_seen: set[str] = set()  # own forms of the mapped requests met so far
+        self._forms_seen: set[int] = set()  # hashes of the own forms of requests met so far
         self._plain: weakref.WeakKeyDictionary[Request, bool] = weakref.WeakKeyDictionary()
         self._held: dict[str, Request] = {}
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
@@ -122,12 +122,12 @@ class RequestFilter:
 
     def request_scheduled(self, request: Request, spider: object = None) -> None:
         """Sent before the dupefilter's question: remember whether the request's own URL
-        was met before (then a drop is Scrapy's own, not a rule's)."""
-        decided = self.book.decide(request)
-        if decided.form.changed:
-            own = decided.form.own
-            self._plain[request] = own in self._forms_seen
-            self._forms_seen.add(own)
+        was met before, mapped or not (then a drop is Scrapy's own, not a rule's, and a
+        URL fetched before its rule became active is never counted, or fetched again, as
+        skipped). One hash a URL, like the dupefilter's own set of fingerprints."""
+        own = hash(self.book.decide(request).form.own)
+        self._plain[request] = own in self._forms_seen
+        self._forms_seen.add(own)
 
     def request_reached_downloader(self, request: Request, spider: object = None) -> None:
         if self.book.decide(request).why_own == "sample":

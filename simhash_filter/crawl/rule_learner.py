@@ -26,11 +26,11 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
-from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together
+from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together, witness
 from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
@@ -120,14 +120,14 @@ class RuleLearner:
         they had skipped (to fetch after all)."""
         self.flush()
         page = canonical_url(url)
-        deltas: dict[UrlRule, list[int]] = defaultdict(lambda: [0, 0, 0])
+        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
         if outcome is Outcome.DROPPED and duplicate_of:
             self._drop_evidence(page, canonical_url(duplicate_of), deltas)
         elif outcome is Outcome.KEPT:
             self._kept_evidence(page, deltas)
         if outcome in (Outcome.KEPT, Outcome.DROPPED):
             for rule in self.book.ruleset.form(page).rules:
-                deltas[rule][2] += 1  # fetched although a rule maps it: a checked prediction
+                deltas[rule].sampled += 1  # fetched although a rule maps it: a checked prediction
         retired = self._record(deltas) if deltas else []
         self.reload_if_due()
         return retired
@@ -135,7 +135,7 @@ class RuleLearner:
     def observe_pair(self, first: str, second: str) -> list[RetiredRule]:
         """Learn from two URLs known to show the same content (a confirmed canonical hint)."""
         self.flush()
-        deltas: dict[UrlRule, list[int]] = defaultdict(lambda: [0, 0, 0])
+        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
         self._pair_support(canonical_url(first), canonical_url(second), deltas)
         return self._record(deltas) if deltas else []
 
@@ -153,25 +153,28 @@ class RuleLearner:
             rules.update(self._universal.form(other).rules)
         return rules
 
-    def _pair_support(self, page: str, other: str, deltas: dict[UrlRule, list[int]]) -> None:
+    def _pair_support(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
         """Support for the rules that map the pair together: new candidates from the pair as
         it is and as the skipping rules map it (``/a?reply=2`` and ``/a/amp`` teach the
         parameter once ``/amp`` is known), and the known rules that map it together."""
         ruleset = self.book.ruleset
         base = [rule for rule in ruleset.rules if rule.host == url_host(page)]
-        proposed = set(candidate_rules(page, other))
-        proposed.update(candidate_rules(ruleset.form(page).url, ruleset.form(other).url))
-        for rule in proposed:
+        mapped = (ruleset.form(page).url, ruleset.form(other).url)
+        proposed: dict[UrlRule, str] = {}
+        for a, b in ((page, other), mapped):
+            for rule in candidate_rules(a, b):
+                proposed.setdefault(rule, witness(rule, a, b))
+        for rule, seen in proposed.items():
             if self._rules.get(rule) is None or self._rules[rule].state in _EVIDENCE_STATES:
-                deltas[rule][0] += 1
-        for rule in self._rules_of(page, other) - proposed:
+                deltas[rule].witnesses.add(seen)
+        for rule in self._rules_of(page, other) - proposed.keys():
             if maps_together(rule, page, other, base):
-                deltas[rule][0] += 1
+                deltas[rule].witnesses.add(witness(rule, *mapped))
 
-    def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, list[int]]) -> None:
+    def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
         self._pair_support(page, other, deltas)
         for rule in self._rules_of(page):
-            if deltas[rule][0]:
+            if deltas[rule].witnesses:
                 continue
             image = apply_rule(rule, page)
             if (
@@ -179,15 +182,17 @@ class RuleLearner:
                 and image != apply_rule(rule, other)
                 and self._claims(rule, image, page)
             ):
-                deltas[rule][1] += 1  # a copy of `other`, but the rule says it is `image`'s page
+                deltas[
+                    rule
+                ].counterexamples += 1  # a copy of `other`, but the rule says it is `image`'s page
 
-    def _kept_evidence(self, page: str, deltas: dict[UrlRule, list[int]]) -> None:
+    def _kept_evidence(self, page: str, deltas: dict[UrlRule, Evidence]) -> None:
         for rule in self._rules_of(page):
             image = apply_rule(rule, page)
             if image == page:
                 continue
             if self._claims(rule, image, page):
-                deltas[rule][1] += 1
+                deltas[rule].counterexamples += 1
             elif len(self._images[rule]) < _MAX_IMAGES:
                 self._images[rule][image] = page
 
@@ -200,8 +205,16 @@ class RuleLearner:
 
     # -- states
 
-    def _record(self, deltas: dict[UrlRule, list[int]]) -> list[RetiredRule]:
-        changes = [RuleDelta(rule, *counts) for rule, counts in deltas.items()]
+    def _record(self, deltas: dict[UrlRule, Evidence]) -> list[RetiredRule]:
+        changes = [
+            RuleDelta(
+                rule,
+                counterexamples=evidence.counterexamples,
+                sampled_checks=evidence.sampled,
+                witnesses=tuple(sorted(evidence.witnesses)),
+            )
+            for rule, evidence in deltas.items()
+        ]
         retired: list[RetiredRule] = []
         changed = False
         for stored in self.store.record(changes):
@@ -258,6 +271,16 @@ class RuleLearner:
             )
             return [RetiredRule(rule, urls)]
         return []
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What one verdict says about one rule: witnesses of support, counterexamples, and
+    whether it was a checked prediction."""
+
+    witnesses: set[str] = field(default_factory=set)
+    counterexamples: int = 0
+    sampled: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,9 @@ SCHEMA_VERSION = 5
 ``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
 5 (additive: a writer's open adds what is missing to a database of 4, no reindex):
 ``url_rules`` (learned and universal URL rules per host, with their state, support,
-counterexamples, fetches saved and sampled checks) and ``skipped_requests`` (the URLs
-skipped under each rule, fetched after all when the rule retires)."""
+counterexamples, fetches saved and sampled checks), ``rule_witnesses`` (what each supporting
+pair showed: support counts distinct witnesses, so a pair seen again counts once) and
+``skipped_requests`` (the URLs skipped under each rule, fetched after all when it retires)."""
 
 ADDITIVE_SINCE = 4
 """The oldest schema version a writer's open upgrades in place by adding tables and
@@ -197,6 +198,17 @@ class UrlRuleRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
 
 
+class RuleWitnessRow(Base):
+    """One distinct thing a rule's supporting pairs showed (the page they map onto, or a
+    parameter's value): a rule's support is the number of its witnesses."""
+
+    __tablename__ = "rule_witnesses"
+    __table_args__ = (PrimaryKeyConstraint("rule_id", "witness"),)
+
+    rule_id: Mapped[int] = mapped_column(PageId, ForeignKey("url_rules.id"))
+    witness: Mapped[str] = mapped_column(Text)
+
+
 class SkippedRequestRow(Base):
     """A request not fetched because a rule mapped it to a form already seen."""
 
@@ -217,7 +229,8 @@ drop_texts_table = cast(Table, DropText.__table__)
 TEXT_TABLES = (page_texts_table, drop_texts_table)
 url_rules_table = cast(Table, UrlRuleRow.__table__)
 skipped_requests_table = cast(Table, SkippedRequestRow.__table__)
-RULE_TABLES = (url_rules_table, skipped_requests_table)
+rule_witnesses_table = cast(Table, RuleWitnessRow.__table__)
+RULE_TABLES = (url_rules_table, rule_witnesses_table, skipped_requests_table)
 
 
 def tables_of(dialect_name: str) -> list[Table]:

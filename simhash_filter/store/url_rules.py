@@ -35,6 +35,7 @@ from .schema import (
     SCHEMA_VERSION,
     Base,
     pages_table,
+    rule_witnesses_table,
     skipped_requests_table,
     url_rules_table,
 )
@@ -80,12 +81,15 @@ class StoredRule:
 
 @dataclass(frozen=True, slots=True)
 class RuleDelta:
-    """Evidence about one rule to add: supporting pairs, counterexamples, sampled checks."""
+    """Evidence about one rule to add: the witnesses of supporting pairs (each new one adds
+    one to the support), support to add as it is (a count made elsewhere), counterexamples,
+    sampled checks."""
 
     rule: UrlRule
     support: int = 0
     counterexamples: int = 0
     sampled_checks: int = 0
+    witnesses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,11 +214,12 @@ class UrlRuleStore:
         with self._connection(write=True) as conn:
             self._upsert(conn, (delta.rule for delta in deltas), now)
             for delta in deltas:
+                new = self._add_witnesses(conn, delta) if delta.witnesses else 0
                 conn.execute(
                     update(url_rules_table)
                     .where(self._where_rule(delta.rule))  # type: ignore[arg-type]
                     .values(
-                        support=r.support + delta.support,
+                        support=r.support + delta.support + new,
                         counterexamples=r.counterexamples + delta.counterexamples,
                         sampled_checks=r.sampled_checks + delta.sampled_checks,
                         updated_at=now,
@@ -228,6 +233,29 @@ class UrlRuleStore:
                         .values(state=RuleState.RETIRED.value)
                     )
             return [self._read_rule(conn, delta.rule) for delta in deltas]
+
+    def _add_witnesses(self, conn: Connection, delta: RuleDelta) -> int:
+        """Store the delta's witnesses; the number that were new."""
+        rule_id = self._read_rule(conn, delta.rule).id
+        w = rule_witnesses_table.c
+        known = {
+            witness
+            for (witness,) in conn.execute(
+                select(w.witness).where(
+                    w.rule_id == rule_id, w.witness.in_(sorted(set(delta.witnesses)))
+                )
+            )
+        }
+        new = sorted(set(delta.witnesses) - known)
+        if new:
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            conn.execute(
+                dialect.insert(rule_witnesses_table).on_conflict_do_nothing(
+                    index_elements=["rule_id", "witness"]
+                ),
+                [{"rule_id": rule_id, "witness": witness} for witness in new],
+            )
+        return len(new)
 
     def _read_rule(self, conn: Connection, rule: UrlRule) -> StoredRule:
         query = select(url_rules_table).where(self._where_rule(rule))  # type: ignore[arg-type]

@@ -14,7 +14,6 @@ counterexample; :func:`maps_together` is the test both use.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -23,7 +22,14 @@ from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .ruleset import RuleSet
 from .universal import SESSION, TRACKING
 
-__all__ = ["LearnedRule", "apply_rule", "candidate_rules", "learn_from_pairs", "maps_together"]
+__all__ = [
+    "LearnedRule",
+    "apply_rule",
+    "candidate_rules",
+    "learn_from_pairs",
+    "maps_together",
+    "witness",
+]
 
 _UNIVERSAL = RuleSet()  # universal rules only: pairs are compared without tracking/sessions
 _MAX_ROUNDS = 4  # passes over the pairs in learn_from_pairs
@@ -51,16 +57,49 @@ def candidate_rules(first: str, second: str) -> list[UrlRule]:
     return [] if rule is None else [rule]
 
 
+def _scopes(path: str) -> list[str]:
+    """Where a parameter rule learned on ``path`` may hold: the path's folder and the folder
+    above it (``/news/a/`` → ``/news/a/``, ``/news/``; the pattern tree's first step up)."""
+    folder = path[: path.rfind("/") + 1] or "/"
+    scopes = [folder]
+    if folder != "/":
+        scopes.append(folder[: folder.rstrip("/").rfind("/") + 1] or "/")
+    return scopes
+
+
 def _param_rules(host: str, path: str, query_a: str, query_b: str) -> list[UrlRule]:
-    """A rule per parameter one URL has and the other lacks, when every parameter they both
-    have has the same value (a different value is another page, or another question)."""
+    """Rules per parameter one URL has and the other lacks, when every parameter they both
+    have has the same value (a different value is another page, or another question): the
+    parameter with this value, and with any value, each in the scopes of :func:`_scopes`."""
     pairs_a, pairs_b = dict(split_query(query_a)), dict(split_query(query_b))
     if any(pairs_a[name] != pairs_b[name] for name in pairs_a.keys() & pairs_b.keys()):
         return []
-    scope = path[: path.rfind("/") + 1] or "/"
-    return [
-        UrlRule(host, PARAM, f"{scope}?{name}") for name in sorted(pairs_a.keys() ^ pairs_b.keys())
-    ]
+    values = {**pairs_a, **pairs_b}
+    rules = []
+    for name in sorted(pairs_a.keys() ^ pairs_b.keys()):
+        for scope in _scopes(path):
+            rules.append(UrlRule(host, PARAM, f"{scope}?{name}={values[name]}"))
+            rules.append(UrlRule(host, PARAM, f"{scope}?{name}"))
+    return rules
+
+
+def witness(rule: UrlRule, first: str, second: str) -> str:
+    """What a pair that supports ``rule`` shows: for a parameter rule of any value, the
+    value (a rule for any value needs pairs with several values), else the page the pair
+    maps onto (a rule needs pairs onto several pages). Support counts distinct witnesses,
+    so one pair seen again, under other tracking parameters or in another crawl, counts once."""
+    a, b = _UNIVERSAL.form(first).url, _UNIVERSAL.form(second).url
+    if rule.kind == PARAM and rule.value is None:
+        for url in (a, b):
+            for name, value in split_query(urlsplit(url).query):
+                if name == rule.parameter:
+                    return f"{name}={value}"
+    target = min(apply_rule(rule, a), apply_rule(rule, b), key=_key_url)
+    return target
+
+
+def _key_url(url: str) -> tuple[int, str]:
+    return (len(url), url)
 
 
 def _path_rule(host: str, longer: str, shorter: str) -> UrlRule | None:
@@ -138,14 +177,16 @@ def learn_from_pairs(
     qualified = list(base)
     for _ in range(_MAX_ROUNDS):
         normalize = RuleSet(qualified)
-        support: Counter[UrlRule] = Counter()
+        witnesses: dict[UrlRule, set[str]] = {}
         for first, second in pairs:
-            proposed = set(candidate_rules(first, second))
-            proposed.update(candidate_rules(normalize.form(first).url, normalize.form(second).url))
-            support.update(proposed)
-        new = [rule for rule in support if rule not in found]
+            for a, b in ((first, second), (normalize.form(first).url, normalize.form(second).url)):
+                for rule in candidate_rules(a, b):
+                    witnesses.setdefault(rule, set()).add(witness(rule, a, b))
+        new = [rule for rule in witnesses if rule not in found]
         for rule in new:
-            found[rule] = LearnedRule(rule, support[rule], _collisions(rule, kept_urls(rule.host)))
+            found[rule] = LearnedRule(
+                rule, len(witnesses[rule]), _collisions(rule, kept_urls(rule.host))
+            )
         more = [r for r in new if found[r].support >= min_support and not found[r].counterexamples]
         if not more:
             break

@@ -7,7 +7,8 @@ WWW 2010 describe, kept to one path scope so a rule stays conservative):
 
 - ``tracking`` / ``session``: a universal parameter (:mod:`.universal`), pattern its name;
 - ``param``: ``<scope>?<name>``: the parameter ``name`` does not change content on paths
-  under ``scope`` (``/`` for the whole host);
+  under ``scope`` (``/`` for the whole host), whatever its value; ``<scope>?<name>=<value>``:
+  this one value does not (``?lang=en`` may be the default page while ``?lang=de`` is not);
 - ``prefix``: ``<from> -> <to>``: a path starting with ``from`` is the path with ``to``
   instead (``/print/ -> /``, ``/amp/ -> /``, a mirror section ``/mirror/ -> /news/``);
 - ``suffix``: ``<from> -> <to>``: a path ending with ``from`` (``/index.html -> /``, ``/amp -> ``);
@@ -92,7 +93,13 @@ class UrlRule:
     @property
     def parameter(self) -> str:
         """The parameter a param rule removes."""
-        return self.pattern.partition("?")[2]
+        return self.pattern.partition("?")[2].partition("=")[0]
+
+    @property
+    def value(self) -> str | None:
+        """The one value a param rule removes (None: any value)."""
+        name_value = self.pattern.partition("?")[2]
+        return name_value.partition("=")[2] if "=" in name_value else None
 
     @property
     def sides(self) -> tuple[str, str]:
@@ -117,8 +124,10 @@ class UrlRule:
         """The query pairs without this param rule's parameter (when it applies)."""
         if self.kind != PARAM or not path.startswith(self.scope):
             return pairs
-        name = self.parameter
-        return [pair for pair in pairs if pair[0] != name]
+        name, value = self.parameter, self.value
+        return [
+            pair for pair in pairs if pair[0] != name or (value is not None and pair[1] != value)
+        ]
 
     def describe(self) -> str:
         """``host kind pattern``, as the command line shows a rule."""

@@ -114,9 +114,9 @@ class _HostRules:
                 start = path.find("/", start + 1)
         return None
 
-    def param_rule(self, name: str, path: str) -> UrlRule | None:
+    def param_rule(self, name: str, value: str, path: str) -> UrlRule | None:
         for rule in self.params.get(name, ()):
-            if path.startswith(rule.scope):
+            if path.startswith(rule.scope) and rule.value in (None, value):
                 return rule
         return None
 
@@ -210,7 +210,7 @@ class RuleSet:
                     applied.append(UrlRule(host, universal.kind, universal.name))
                     continue
             if rules is not None:
-                rule = rules.param_rule(name, path)
+                rule = rules.param_rule(name, value, path)
                 if rule is not None:
                     applied.append(rule)
                     continue

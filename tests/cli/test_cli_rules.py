@@ -87,6 +87,7 @@ def test_a_database_made_before_url_rules_has_none(
         from sqlalchemy import text
 
         conn.execute(text("DROP TABLE skipped_requests"))
+        conn.execute(text("DROP TABLE rule_witnesses"))
         conn.execute(text("DROP TABLE url_rules"))
     assert main(["--db", db, "rules"]) == 0
     assert "no URL rules" in capsys.readouterr().err

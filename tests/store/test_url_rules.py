@@ -98,6 +98,7 @@ def _as_schema_4(store: FingerprintStore) -> None:
     SQLite, which keeps the tables of 3)."""
     with store.engine.begin() as conn:
         conn.execute(text("DROP TABLE skipped_requests"))
+        conn.execute(text("DROP TABLE rule_witnesses"))
         conn.execute(text("DROP TABLE url_rules"))
         old = "3" if conn.dialect.name == "sqlite" else "4"
         conn.execute(text(f"UPDATE meta SET value = '{old}' WHERE key = 'schema_version'"))
@@ -116,7 +117,7 @@ def test_a_schema_4_database_is_upgraded_in_place(db_url: str) -> None:
             version = conn.execute(
                 text("SELECT value FROM meta WHERE key = 'schema_version'")
             ).scalar_one()
-        assert {"url_rules", "skipped_requests"} <= tables
+        assert {"url_rules", "rule_witnesses", "skipped_requests"} <= tables
         assert version == str(SCHEMA_VERSION)
         assert store.lookup("http://site.example/a") is not None
         assert UrlRuleStore(store).record([RuleDelta(RULE, support=1)])[0].support == 1
