@@ -8,7 +8,10 @@ page it is a variant of, and skips it natively. A request no rule changes, or on
 fingerprinted by its own URL (:class:`~simhash_filter.crawl.rule_book.RuleBook`), gets
 exactly Scrapy's default fingerprint, so turning the filter off or on keeps a ``JOBDIR``. The
 target of a redirect from a URL of its own canonical form gets a fingerprint of its own:
-``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched.
+``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched. A URL
+keeps the fingerprint it was first given (a URL fetched before a rule mapped it is not
+fetched again under its canonical form). Requests other than a GET without a body get
+Scrapy's own fingerprint: the rules are about pages.
 """
 
 from __future__ import annotations
@@ -45,12 +48,16 @@ class RuleFingerprinter:
     def fingerprint(self, request: Request) -> bytes:
         """The default fingerprint of the request's canonical form (of its own URL when no
         rule maps it, or when it must be fetched by its own URL)."""
-        if self.book is not None:
-            decided = self.book.decide(request)
-            if decided.mapped:
-                return canonical_fingerprint(request, decided.form.url)
-            if decided.why_own == REDIRECT:  # a canonical URL has no fragment: none collides
-                return canonical_fingerprint(request, decided.form.own + "#" + REDIRECT)
-            if decided.why_own is None:  # w3lib's form, made already: Scrapy's fingerprint
-                return canonical_fingerprint(request, decided.form.own)
-        return self.default.fingerprint(request)
+        book = self.book
+        if book is None or request.method != "GET" or request.body:
+            return self.default.fingerprint(request)  # rules are about pages: GET, no body
+        decided = book.decide(request)
+        if decided.why_own == "verbatim":
+            return self.default.fingerprint(request)
+        if decided.mapped:
+            url = decided.form.url
+        elif decided.why_own == REDIRECT:  # a canonical URL has no fragment: none collides
+            url = decided.form.own + "#" + REDIRECT
+        else:  # w3lib's form, made already: Scrapy's own fingerprint
+            url = decided.form.own
+        return book.fingerprint(decided, lambda: canonical_fingerprint(request, url))

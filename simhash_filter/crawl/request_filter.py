@@ -15,7 +15,6 @@ that rule skipped again (``dont_filter``; ``simhash_filter/requests/refetched``)
 from __future__ import annotations
 
 import logging
-import weakref
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -63,8 +62,6 @@ class RequestFilter:
         self.stats = crawler.stats
         self.learner: RuleLearner | None = None
         self._thread: ThreadPoolExecutor | None = None
-        self._forms_seen: set[int] = set()  # hashes of the own forms of requests met so far
-        self._plain: weakref.WeakKeyDictionary[Request, bool] = weakref.WeakKeyDictionary()
         self._held: dict[str, Request] = {}
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
         self._logged_first_skip = False
@@ -121,13 +118,9 @@ class RequestFilter:
     # -- the scheduler's signals (reactor thread)
 
     def request_scheduled(self, request: Request, spider: object = None) -> None:
-        """Sent before the dupefilter's question: remember whether the request's own URL
-        was met before, mapped or not (then a drop is Scrapy's own, not a rule's, and a
-        URL fetched before its rule became active is never counted, or fetched again, as
-        skipped). One hash a URL, like the dupefilter's own set of fingerprints."""
-        own = hash(self.book.decide(request).form.own)
-        self._plain[request] = own in self._forms_seen
-        self._forms_seen.add(own)
+        """Sent before the dupefilter's question: the request's form is decided now, with
+        whether its URL was given a fingerprint before (then a drop is Scrapy's own)."""
+        self.book.decide(request)  # decided before the dupefilter asks (then cached)
 
     def request_reached_downloader(self, request: Request, spider: object = None) -> None:
         if self.book.decide(request).why_own == "sample":
@@ -136,7 +129,7 @@ class RequestFilter:
     def request_dropped(self, request: Request, spider: object = None) -> None:
         decided = self.book.decide(request)
         own = decided.form.own
-        if not decided.mapped or self._plain.get(request, True):
+        if not decided.mapped or decided.repeat:
             return  # a plain duplicate: Scrapy's dupefilter would have dropped it too
         if self.book.ruleset.form(request.url).url != decided.form.url:
             self._reschedule(request)  # its rule retired since it was decided

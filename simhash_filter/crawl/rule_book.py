@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,8 @@ class RequestForm:
 
     form: UrlForm
     why_own: str | None = None
+    repeat: bool = False
+    """Its URL was given a fingerprint before (a request Scrapy's dupefilter drops anyway)."""
 
     @property
     def mapped(self) -> bool:
@@ -71,6 +74,7 @@ class RuleBook:
         self.config = config
         self.ruleset = RuleSet(universal=config.universal_rules)
         self._forms: weakref.WeakKeyDictionary[Request, RequestForm] = weakref.WeakKeyDictionary()
+        self._given: dict[int, bytes] = {}  # a URL's first fingerprint, by the hash of its form
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
@@ -108,6 +112,16 @@ class RuleBook:
                 why_own = "verbatim"
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"
-        decided = RequestForm(form, why_own)
+        decided = RequestForm(form, why_own, hash(form.own) in self._given)
         self._forms[request] = decided
         return decided
+
+    def fingerprint(self, decided: RequestForm, make: Callable[[], bytes]) -> bytes:
+        """The fingerprint a URL was first given (made by ``make`` the first time): a URL
+        fetched under its own form before a rule mapped it keeps that fingerprint, so a later
+        link to it is a duplicate, not a new canonical form to fetch again."""
+        key = hash(decided.form.own)
+        given = self._given.get(key)
+        if given is None:
+            given = self._given[key] = make()
+        return given

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
-from scrapy.utils.request import fingerprint
+from scrapy.utils.request import RequestFingerprinter, fingerprint
 from scrapy.utils.test import get_crawler
 from w3lib.url import canonicalize_url
 
@@ -74,8 +74,12 @@ def test_the_target_of_a_redirect_is_never_seen_by_its_own_canonical_form() -> N
     variant = _unsampled("http://site.example/a?utm_source=mail{}")
     target = Request("http://site.example/a", meta={"redirect_urls": [variant]})
     seen = {fingerprinter.fingerprint(Request(variant))}
+    assert _fingerprinter().fingerprint(Request("http://site.example/a")) in seen
     assert fingerprinter.fingerprint(target) not in seen
-    assert fingerprinter.fingerprint(Request("http://site.example/a")) in seen
+    # a later link to /a is the page the redirect fetched: it keeps that fingerprint
+    assert fingerprinter.fingerprint(Request("http://site.example/a")) == (
+        fingerprinter.fingerprint(target)
+    )
     elsewhere = Request("http://site.example/b", meta={"redirect_urls": [variant]})
     assert fingerprinter.fingerprint(elsewhere) == fingerprint(elsewhere)  # another form
 
@@ -84,6 +88,31 @@ def test_a_sampled_prediction_is_fingerprinted_by_its_own_url() -> None:
     fingerprinter = _fingerprinter(RULE_SAMPLE=5)
     sampled = Request(_sampled("http://site.example/a?utm_source=s{}", 5))
     assert fingerprinter.fingerprint(sampled) == fingerprint(sampled)
+
+
+def test_a_url_keeps_the_fingerprint_it_was_first_given() -> None:
+    """Fetched under its own form before a rule mapped it, a URL is not fetched again."""
+    from simhash_filter.urls.rules import SUFFIX
+    from simhash_filter.urls.ruleset import RuleSet
+
+    fingerprinter = _fingerprinter()
+    url = _unsampled("http://site.example/a{}/index.html")
+    first = fingerprinter.fingerprint(Request(url))
+    assert fingerprinter.book is not None
+    fingerprinter.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
+    again = Request(url)
+    assert fingerprinter.fingerprint(again) == first
+    assert fingerprinter.book.decide(again).repeat
+    other = Request(url.replace("/a", "/b", 1))
+    assert fingerprinter.fingerprint(other) == fingerprint(
+        Request(url.replace("/a", "/b", 1)[:-10])
+    )
+
+
+def test_a_post_keeps_scrapys_fingerprint() -> None:
+    fingerprinter = _fingerprinter()
+    post = Request("http://site.example/a?utm_source=x", method="POST", body=b"q=1")
+    assert fingerprinter.fingerprint(post) == fingerprint(post)
 
 
 def test_the_request_filter_can_be_turned_off() -> None:
@@ -138,16 +167,18 @@ def test_skips_are_counted_by_reason_and_the_first_is_logged_at_info(
         Request(_unsampled("http://site.example/a?utm_source=x{}")),
         Request(_unsampled("http://site.example/b;jsessionid=A1B2C3{}")),
     ]
+    dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+
+    def schedule_and_drop(request: Request) -> None:  # as the engine and the scheduler do
+        extension.request_scheduled(request)
+        dupefilter.fingerprint(request)
+        extension.request_dropped(request)
+
     with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
         for request in variants:
-            extension.request_scheduled(request)
-            extension.request_dropped(request)
-        again = Request(variants[0].url)  # the same variant linked twice: Scrapy's own drop
-        extension.request_scheduled(again)
-        extension.request_dropped(again)
-        plain = Request("http://site.example/c")  # no rule: Scrapy's own drop
-        extension.request_scheduled(plain)
-        extension.request_dropped(plain)
+            schedule_and_drop(request)
+        schedule_and_drop(Request(variants[0].url))  # the same variant again: Scrapy's drop
+        schedule_and_drop(Request("http://site.example/c"))  # no rule: Scrapy's own drop
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert stats[REQUEST_STATS + "skipped/tracking"] == 1
     assert stats[REQUEST_STATS + "skipped/session"] == 1
