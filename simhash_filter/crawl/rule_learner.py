@@ -160,16 +160,18 @@ class RuleLearner:
         ruleset = self.book.ruleset
         base = [rule for rule in ruleset.rules if rule.host == url_host(page)]
         mapped = (ruleset.form(page).url, ruleset.form(other).url)
-        proposed: dict[UrlRule, str] = {}
+        proposed: dict[UrlRule, str | None] = {}
         for a, b in ((page, other), mapped):
             for rule in candidate_rules(a, b):
-                proposed.setdefault(rule, witness(rule, a, b))
-        for rule, seen in proposed.items():
-            if self._rules.get(rule) is None or self._rules[rule].state in _EVIDENCE_STATES:
-                deltas[rule].witnesses.add(seen)
+                if proposed.get(rule) is None:
+                    proposed[rule] = witness(rule, a, b)
         for rule in self._rules_of(page, other) - proposed.keys():
             if maps_together(rule, page, other, base):
-                deltas[rule].witnesses.add(witness(rule, *mapped))
+                proposed[rule] = witness(rule, page, other) or witness(rule, *mapped)
+        for rule, seen in proposed.items():
+            known = self._rules.get(rule)
+            if seen is not None and (known is None or known.state in _EVIDENCE_STATES):
+                deltas[rule].witnesses.add(seen)
 
     def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
         self._pair_support(page, other, deltas)

@@ -83,19 +83,20 @@ def _param_rules(host: str, path: str, query_a: str, query_b: str) -> list[UrlRu
     return rules
 
 
-def witness(rule: UrlRule, first: str, second: str) -> str:
+def witness(rule: UrlRule, first: str, second: str) -> str | None:
     """What a pair that supports ``rule`` shows: for a parameter rule of any value, the
-    value (a rule for any value needs pairs with several values), else the page the pair
-    maps onto (a rule needs pairs onto several pages). Support counts distinct witnesses,
-    so one pair seen again, under other tracking parameters or in another crawl, counts once."""
+    value (a rule for any value needs pairs with several values; None when neither URL has
+    the parameter: the pair says nothing about its values), else the page the pair maps
+    onto (a rule needs pairs onto several pages). Support counts distinct witnesses, so one
+    pair seen again, under other tracking parameters or in another crawl, counts once."""
     a, b = _UNIVERSAL.form(first).url, _UNIVERSAL.form(second).url
     if rule.kind == PARAM and rule.value is None:
         for url in (a, b):
             for name, value in split_query(urlsplit(url).query):
                 if name == rule.parameter:
                     return f"{name}={value}"
-    target = min(apply_rule(rule, a), apply_rule(rule, b), key=_key_url)
-    return target
+        return None
+    return min(apply_rule(rule, a), apply_rule(rule, b), key=_key_url)
 
 
 def _key_url(url: str) -> tuple[int, str]:
@@ -181,7 +182,9 @@ def learn_from_pairs(
         for first, second in pairs:
             for a, b in ((first, second), (normalize.form(first).url, normalize.form(second).url)):
                 for rule in candidate_rules(a, b):
-                    witnesses.setdefault(rule, set()).add(witness(rule, a, b))
+                    seen = witness(rule, a, b)
+                    if seen is not None:
+                        witnesses.setdefault(rule, set()).add(seen)
         new = [rule for rule in witnesses if rule not in found]
         for rule in new:
             found[rule] = LearnedRule(
