@@ -145,6 +145,9 @@ def maps_together(rule: UrlRule, first: str, second: str, base: Sequence[UrlRule
     """True when ``rule`` (with the universal rules and the ``base`` rules already in force)
     gives both URLs one form and changes at least one of them: the pair is evidence about
     this rule."""
+    before = RuleSet(base, exempt=[rule] if rule.kind in (TRACKING, SESSION) else [])
+    if before.form(first).url == before.form(second).url:
+        return False  # the rules in force map the pair together already: nothing about this one
     rules = RuleSet([rule, *base])
     form_a, form_b = rules.form(first), rules.form(second)
     if form_a.url != form_b.url:

@@ -219,3 +219,11 @@ def test_support_counts_distinct_witnesses() -> None:
         r.rule.pattern: r.support for r in learn_from_pairs(replies, lambda h: [], min_support=3)
     }
     assert learned["/news/?replytocom"] == 3  # three values
+
+
+def test_a_pair_the_rules_in_force_explain_says_nothing_about_another_rule() -> None:
+    base = [UrlRule(H, PARAM, "/news/?print=1")]
+    first, second = f"http://{H}/news/x/?lang=de&print=1", f"http://{H}/news/x/?lang=de"
+    assert not maps_together(UrlRule(H, PARAM, "/news/?lang"), first, second, base)
+    tracking = UrlRule(H, "tracking", "utm_*")
+    assert maps_together(tracking, f"http://{H}/a?utm_source=x", f"http://{H}/a")
