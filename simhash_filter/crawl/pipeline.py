@@ -19,10 +19,10 @@ from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.page.work import has_text
 
-from .config import Config
 from .error_log import first_line
 from .filter import PageFilter
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -65,7 +65,7 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         return cls(PageFilter.for_crawler(crawler, config))
