@@ -11,6 +11,7 @@ raises :class:`NearDuplicate` (so Scrapy also counts
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -34,6 +35,18 @@ __all__ = ["FilterUnavailable", "NearDuplicate", "NearDuplicatePipeline"]
 logger = logging.getLogger(__name__)
 
 
+def _remove_field(item: Any, adapter: ItemAdapter, field: str) -> None:
+    """The HTML field out of a passing item (``REMOVE_HTML``): its page is checked, and a
+    feed export cannot write bytes. A dict or ``scrapy.Item`` loses the field; a dataclass
+    or attrs item, which cannot, gets None in it."""
+    if field not in adapter:
+        return
+    if isinstance(item, MutableMapping):
+        del item[field]
+    else:
+        adapter[field] = None
+
+
 class NearDuplicate(DropItem):
     """The item's page is a near-duplicate of a page already kept."""
 
@@ -54,7 +67,8 @@ class NearDuplicatePipeline:
     """Item pipeline that drops near-duplicate pages (``simhash_filter.NearDuplicatePipeline``).
 
     The page's text comes from the item's ``SIMHASH_FILTER_TEXT_FIELD`` if it has one, else
-    from its ``SIMHASH_FILTER_HTML_FIELD`` (str or bytes), extracted with trafilatura. Any item
+    from its ``SIMHASH_FILTER_HTML_FIELD`` (str or bytes), extracted with trafilatura; the HTML
+    field leaves a passing item unless ``SIMHASH_FILTER_REMOVE_HTML`` is False. Any item
     type itemadapter supports works (dict, ``scrapy.Item``, dataclass, attrs).
     """
 
@@ -92,6 +106,8 @@ class NearDuplicatePipeline:
             check = await self.filter.check(url, text, adapter.get(self.config.html_field))
             self.filter.record(check)
         self._raise_for(check)
+        if self.config.remove_html:
+            _remove_field(item, adapter, self.config.html_field)
         field = self.config.fingerprint_field
         if field and check.outcome.passes and check.hex_fingerprint is not None:
             try:
