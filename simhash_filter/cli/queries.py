@@ -103,8 +103,9 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     document: dict[str, Any] = {
         "database": store.display_url,
         "pages": numbers.pages,
-        "duplicates": numbers.duplicates,
-        "dropped_share": _share(numbers.duplicates, numbers.pages),
+        "duplicates": numbers.dropped_pages,  # distinct URLs: a re-crawl adds no page
+        "drop_events": numbers.duplicates,
+        "dropped_share": _share(numbers.dropped_pages, numbers.pages),
         "domain_count": len(domains),
         "scheme": {
             "index": numbers.extra["index"],
@@ -124,7 +125,12 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     fields: list[tuple[str, object]] = [
         ("database", document["database"]),
         ("pages kept", numbers.pages),
-        ("duplicates dropped", numbers.duplicates),
+        ("duplicates dropped", numbers.dropped_pages),  # pages: distinct URLs not kept now
+        *(
+            [("drops logged", f"{numbers.duplicates} (each re-crawl of a dropped page: one more)")]
+            if numbers.duplicates != numbers.dropped_pages
+            else []
+        ),
         ("dropped share", f"{document['dropped_share']:.1%}"),
         ("domains", len(domains)),
         (
@@ -216,9 +222,12 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
 
 
 def lookup(args: argparse.Namespace, out: Output) -> int:
-    """``lookup URL``: kept, dropped (as a duplicate of what), or unknown."""
+    """``lookup URL``: kept, dropped (as a duplicate of what), or unknown. A URL kept once
+    whose re-crawl was dropped as a copy of another page is dropped: its old version left
+    the index (``left index``)."""
     with existing_store(args) as store:
-        page = store.lookup(args.url)
+        stored = store.lookup(args.url)
+        page = stored if stored is not None and stored.dropped_at is None else None
         similarities: dict[int, float | None] = {}
         if page is not None:
             drops = reports.drops_of_page(store, page.page_id)
@@ -286,6 +295,17 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
             "fingerprint": hex64(drops[0].fingerprint),
             "drops": [duplicate_row(d) for d in drops],
         }
+        left: list[tuple[str, object]] = []
+        if stored is not None and stored.dropped_at is not None:  # kept once, then a copy
+            document["left_index_at"] = iso_time(stored.dropped_at)
+            document["kept_fingerprint"] = hex64(stored.fingerprint)
+            left = [
+                (
+                    "left index",
+                    f"{iso_time(stored.dropped_at)} (kept since {iso_time(stored.first_seen)} "
+                    f"as {hex64(stored.fingerprint)}; its re-crawl was a copy of another page)",
+                )
+            ]
         sections = [
             Fields(
                 [
@@ -293,6 +313,7 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
                     ("url", drops[0].url),
                     ("fingerprint", hex64(drops[0].fingerprint)),
                     ("times dropped", len(drops)),
+                    *left,
                 ]
             ),
             Table(
