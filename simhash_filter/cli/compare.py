@@ -29,8 +29,13 @@ from simhash_filter.cli.common import (
 from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.store import FingerprintStore, reports
-from simhash_filter.store.records import DatabaseNotFoundError
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.core.simhash import hamming_distance
+from simhash_filter.core.sketch import contained_share, shingle_hashes
+from simhash_filter.core.stored_text import unpack_text
+from simhash_filter.core.text import normalize
+from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store.records import DatabaseNotFoundError, Match
 
 # --- fingerprints of inputs ------------------------------------------------------------
 
@@ -97,7 +102,7 @@ def _fingerprint_text(fingerprinter: Fingerprinter, source: str, text: str) -> i
 
 def _stored_fingerprint(store: FingerprintStore, url: str) -> Query:
     page = store.lookup(url)
-    if page is not None:
+    if page is not None and page.dropped_at is None:  # (else: it left the index, a drop now)
         sketch = reports.page_sketches(store, [page.page_id]).get(page.page_id)
         return Query(url, page.fingerprint, stored_url=page.url, sketch=sketch)
     drops = reports.drops_of_url(store, url, limit=1)
@@ -139,39 +144,146 @@ def _reference_query(args: argparse.Namespace, store: FingerprintStore | None) -
 # --- near ------------------------------------------------------------------------------
 
 
+CONTAINED_MIN = 0.5
+"""``near`` on a text lists the stored pages holding at least this share of its 5-grams."""
+
+
+def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]:
+    """A dropped URL's query with a sketch to find and rank its neighbours by: its stored
+    text's (``STORE_TEXT``), else that of the page it was dropped as a copy of (which the
+    sketches confirmed alike). Under the minhash-lsh index a bare fingerprint finds pages
+    by a scan within any distance: everything, unranked."""
+    drops = reports.drops_of_url(store, query.source, limit=1)
+    if not drops:
+        return query, None
+    drop = drops[0]
+    text = texts.drop_texts(store, [drop.duplicate_id]).get(drop.duplicate_id)
+    if text is not None:
+        sketch = fingerprinter_for(store.spec).sketch(unpack_text(text).text)
+        return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=sketch), None
+    original = store.lookup(drop.duplicate_of_url)
+    if original is None:
+        return query, None
+    kept = reports.page_sketches(store, [original.page_id]).get(original.page_id)
+    if kept is None:
+        return query, None
+    note = (
+        f"(no sketch is stored for a dropped page: its neighbours are those of "
+        f"{original.url}, the page it was dropped as a copy of)"
+    )
+    return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=kept), note
+
+
+def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float], str]:
+    """Stored pages that contain most of ``text`` (a passage: its sketch is too unlike a
+    whole page's for the index to find it), by their stored texts; a note saying what was
+    read, or why it cannot be answered."""
+    part = shingle_hashes(normalize(text))
+    found: dict[int, float] = {}
+    scanned = 0
+    for page_id, blob in texts.iter_page_texts(store):
+        scanned += 1
+        share = contained_share(part, shingle_hashes(normalize(unpack_text(blob).text)))
+        if share >= CONTAINED_MIN:
+            found[page_id] = round(share, 3)
+    if not scanned:
+        return found, (
+            "(a passage is much less alike a whole page than the page's copies are, so the "
+            "index cannot find the page it comes from; with SIMHASH_FILTER_STORE_TEXT the "
+            "stored texts would be searched for it)"
+        )
+    return found, (
+        f"(searched the {scanned} stored texts for pages holding at least "
+        f"{CONTAINED_MIN:.0%} of the text: 'contains')"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A stored page ``near`` lists: the match, the sketches' similarity, and the share of
+    the query text its stored text holds (when that was searched)."""
+
+    match: Match
+    similarity: float | None
+    contains: float | None = None
+
+    def rank(self) -> tuple[float, float, int, str]:
+        """Most alike first: containing the text, then similarity, distance, URL."""
+        contains, alike = self.contains, self.similarity
+        return (
+            -(-1.0 if contains is None else contains),
+            -(-1.0 if alike is None else alike),
+            self.match.distance,
+            self.match.url,
+        )
+
+
+def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Neighbour], str]:
+    """The stored pages the index finds for ``query``, and, for a text no stored page is
+    a copy of, those whose stored text contains it (with a note on that search)."""
+    rule = store.rule
+    found = {
+        m.page_id: m
+        for m in store.near(query.fingerprint, k, sketch=query.sketch)
+        if m.url != query.stored_url
+    }
+    contained: dict[int, float] = {}
+    note = ""
+    sketches = reports.page_sketches(store, found)
+    threshold = (rule or MatchRule()).min_similarity
+    if query.text is not None and all(
+        (similarity_of(rule, query.sketch, sketches.get(i)) or 0) < threshold for i in found
+    ):
+        contained, note = _containing(store, query.text)
+        for page_id, page in reports.pages_by_id(store, set(contained) - set(found)).items():
+            distance = hamming_distance(page.fingerprint, query.fingerprint)
+            found[page_id] = Match(page.url, page.fingerprint, distance, page_id)
+        sketches = reports.page_sketches(store, found)
+    neighbours = [
+        Neighbour(m, similarity_of(rule, query.sketch, sketches.get(i)), contained.get(i))
+        for i, m in found.items()
+    ]
+    return sorted(neighbours, key=Neighbour.rank), note
+
+
 def near(args: argparse.Namespace, out: Output) -> int:
-    """``near``: stored pages within k of a URL, a file, stdin, a text or a fingerprint."""
+    """``near``: stored pages within k of a URL, a file, stdin, a text or a fingerprint,
+    most alike first (the sketches' similarity, then the distance); for a text that no
+    stored page is a copy of, also the pages whose stored text contains it."""
     _check_target(args)
+    notes: list[str] = []
     with existing_store(args) as store:
         if _is_reference(args):
             query = _reference_query(args, store)
+            if query.sketch is None and query.stored_url is not None:
+                query, note = _sketched(store, query)
+                notes += [note] if note else []
         else:
             fingerprinter = fingerprinter_for(store.spec)
             source, text = _read_input(args)
             fingerprint = _fingerprint_text(fingerprinter, source, text)
             query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
         k = check_k(store, args.k)
-        matches = [
-            m
-            for m in store.near(query.fingerprint, k, sketch=query.sketch)
-            if m.url != query.stored_url
-        ]
-        sketches = reports.page_sketches(store, [m.page_id for m in matches])
-        rule = store.rule
-    out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
+        neighbours, searched = _neighbours(store, query, k)
+    out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}), most alike first:")
+    for note in [*notes, searched]:
+        if note:
+            out.note(note)
     rows = (
         {
-            "url": m.url,
-            "fingerprint": hex64(m.fingerprint),
-            "distance": m.distance,
-            "similarity": similarity_of(rule, query.sketch, sketches.get(m.page_id)),
+            "url": n.match.url,
+            "fingerprint": hex64(n.match.fingerprint),
+            "distance": n.match.distance,
+            "similarity": n.similarity,
+            "contains": n.contains,
         }
-        for m in matches
+        for n in neighbours
     )
     out.rows(
         [
             Column("distance", "distance", right=True),
             SIMILARITY,
+            Column("contains", "contains", right=True, optional=True),
             Column("fingerprint", "fingerprint"),
             Column("url", "url"),
         ],

@@ -98,6 +98,16 @@ def wide_sketch(
     return values
 
 
+def contained_share(part: npt.NDArray[np.uint64], whole: npt.NDArray[np.uint64]) -> float:
+    """The share of ``part``'s 5-gram hashes that ``whole`` holds (both sorted and distinct,
+    as :func:`shingle_hashes` gives them): how much of a passage a text contains. A sketch
+    cannot tell it for a passage much shorter than the text (the text's smallest hashes are
+    mostly not the passage's), so this reads the whole hashes."""
+    if not len(part):
+        return 0.0
+    return float(np.count_nonzero(np.isin(part, whole, assume_unique=True))) / len(part)
+
+
 def agreement(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:
     """The share of slots two sketches hold equal: an estimate of the Jaccard similarity."""
     if len(a) != len(b) or not len(a):
