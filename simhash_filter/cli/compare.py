@@ -29,12 +29,12 @@ from simhash_filter.cli.common import (
 from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.core.sketch import contained_share, shingle_hashes
 from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.core.text import normalize
 from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store.batch import Judge
 from simhash_filter.store.records import DatabaseNotFoundError, Match
 
 # --- fingerprints of inputs ------------------------------------------------------------
@@ -174,26 +174,23 @@ def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]
     return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=kept), note
 
 
-def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float], str]:
-    """Stored pages that contain most of ``text`` (a passage: its sketch is too unlike a
-    whole page's for the index to find it), by their stored texts; a note saying what was
-    read, or why it cannot be answered."""
+def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float] | None, str]:
+    """How much of ``text`` (a passage: its sketch is too unlike a whole page's for the
+    index to find it) each stored page's stored text holds, and a note saying what was
+    read; None, and why it cannot be answered, when no text is stored."""
     part = shingle_hashes(normalize(text))
-    found: dict[int, float] = {}
-    scanned = 0
+    shares: dict[int, float] = {}
     for page_id, blob in texts.iter_page_texts(store):
-        scanned += 1
-        share = contained_share(part, shingle_hashes(normalize(unpack_text(blob).text)))
-        if share >= CONTAINED_MIN:
-            found[page_id] = round(share, 3)
-    if not scanned:
-        return found, (
+        whole = shingle_hashes(normalize(unpack_text(blob).text))
+        shares[page_id] = round(contained_share(part, whole), 3)
+    if not shares:
+        return None, (
             "(a passage is much less alike a whole page than the page's copies are, so the "
             "index cannot find the page it comes from; with SIMHASH_FILTER_STORE_TEXT the "
             "stored texts would be searched for it)"
         )
-    return found, (
-        f"(searched the {scanned} stored texts for pages holding at least "
+    return shares, (
+        f"(searched the {len(shares)} stored texts for pages holding at least "
         f"{CONTAINED_MIN:.0%} of the text: 'contains')"
     )
 
@@ -227,20 +224,28 @@ def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Nei
         for m in store.near(query.fingerprint, k, sketch=query.sketch)
         if m.url != query.stored_url
     }
-    contained: dict[int, float] = {}
+    contained: dict[int, float] | None = None
     note = ""
     sketches = reports.page_sketches(store, found)
-    threshold = (rule or MatchRule()).min_similarity
-    if query.text is not None and all(
-        (similarity_of(rule, query.sketch, sketches.get(i)) or 0) < threshold for i in found
-    ):
+    judge = Judge(k, rule)  # the store's own verdict: is a found page a copy of the text?
+    copies = [
+        m
+        for i, m in found.items()
+        if (judged := judge(m.distance, query.sketch, sketches.get(i))) is not None and judged.copy
+    ]
+    if query.text is not None and not copies:
         contained, note = _containing(store, query.text)
-        for page_id, page in reports.pages_by_id(store, set(contained) - set(found)).items():
+        holding = {i for i, share in (contained or {}).items() if share >= CONTAINED_MIN}
+        for page_id, page in reports.pages_by_id(store, holding - set(found)).items():
             distance = hamming_distance(page.fingerprint, query.fingerprint)
             found[page_id] = Match(page.url, page.fingerprint, distance, page_id)
         sketches = reports.page_sketches(store, found)
     neighbours = [
-        Neighbour(m, similarity_of(rule, query.sketch, sketches.get(i)), contained.get(i))
+        Neighbour(
+            m,
+            similarity_of(rule, query.sketch, sketches.get(i)),
+            None if contained is None else contained.get(i, 0.0),
+        )
         for i, m in found.items()
     ]
     return sorted(neighbours, key=Neighbour.rank), note
@@ -265,7 +270,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
             query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
         k = check_k(store, args.k)
         neighbours, searched = _neighbours(store, query, k)
-    out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}), most alike first:")
+    out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
     for note in [*notes, searched]:
         if note:
             out.note(note)
@@ -275,7 +280,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
             "fingerprint": hex64(n.match.fingerprint),
             "distance": n.match.distance,
             "similarity": n.similarity,
-            "contains": n.contains,
+            **({} if n.contains is None else {"contains": n.contains}),
         }
         for n in neighbours
     )

@@ -179,3 +179,20 @@ def test_a_missing_driver_is_one_error_line(
     assert expected in error
     assert "Traceback" not in result.log
     assert result.feed == []
+
+
+@pytest.mark.parametrize("middleware", [False, True], ids=["pipeline", "middleware"])
+def test_every_drop_is_in_the_debug_log(project: Path, tmp_path: Path, middleware: bool) -> None:
+    """Pipeline or middleware mode, each drop is in the log (the first at INFO with the
+    hint; in pipeline mode Scrapy's own DEBUG line of every DropItem too)."""
+    result = crawl(
+        project,
+        f"SIMHASH_FILTER_DATABASE_URL=sqlite:///{tmp_path / 'log.db'}",
+        f"SIMHASH_FILTER_MIDDLEWARE={middleware}",
+        "LOG_LEVEL=DEBUG",
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    drops = [line for line in result.log.splitlines() if "Near-duplicate of " in line]
+    dropped_urls = {re.search(r"\): (\S+)", line).group(1) for line in drops}  # type: ignore[union-attr]
+    assert len(dropped_urls) == result.stat("simhash_filter/dropped") >= 4
+    assert sum("] INFO: " in line for line in drops) == 1
