@@ -56,10 +56,10 @@ empty when it closes (test_nothing_is_pending)."""
 FORBIDDEN_EVERYWHERE_BELOW_CRAWL = {"scrapy", "twisted", "itemadapter"}
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (a package by its own name)."""
+def _modules(package: str = PACKAGE) -> dict[str, Path]:
+    """Every module of ``package`` by dotted name (a package by its own name)."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -87,8 +87,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {target for target in targets if target in modules and target != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def import_graph(package: str = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
     return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
@@ -135,6 +135,12 @@ def test_cycles_are_found() -> None:
 def test_no_import_cycle_in_the_package() -> None:
     graph = import_graph()
     assert "simhash_filter.store.write_path" in graph["simhash_filter.store.fingerprint_store"]
+    assert cycles(graph) == []
+
+
+def test_no_import_cycle_in_the_benchmarks() -> None:
+    graph = import_graph("bench")
+    assert "bench.store_common" in graph["bench.store_study"]
     assert cycles(graph) == []
 
 

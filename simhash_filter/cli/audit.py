@@ -4,7 +4,7 @@ rows of ``dupes --explain``.
 They need the texts a crawl stores with ``SIMHASH_FILTER_STORE_TEXT`` (or ``import
 --store-text``); without one, ``show`` and ``diff`` say so in one line and exit 1. Which
 index key found a drop's candidate is computed from what is stored (the two fingerprints
-and the database's band scheme), not recorded at write time.
+and the database's index scheme), not recorded at write time.
 """
 
 from __future__ import annotations

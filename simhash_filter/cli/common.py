@@ -85,7 +85,7 @@ def fingerprinter_for(spec: str | None) -> Fingerprinter:
 
 def check_k(store: FingerprintStore, k: int | None) -> int:
     """``--k``, defaulting to the database's max_distance, which it may not exceed (the
-    band index finds nothing farther)."""
+    index finds nothing farther)."""
     limit = store.scheme.max_distance
     if k is None:
         return limit

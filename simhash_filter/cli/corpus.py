@@ -82,7 +82,7 @@ def export(args: argparse.Namespace, out: Output) -> int:
 
 
 def reindex(args: argparse.Namespace, out: Output) -> int:
-    """``reindex``: rebuild the band rows for another scheme (blocks b, distance k)."""
+    """``reindex``: rebuild the key rows for another scheme (blocks b, distance k)."""
     with existing_store(args, convert=True) as store:
         before = store.scheme
         rule, max_distance = store.rule, args.max_distance

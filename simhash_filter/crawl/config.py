@@ -252,7 +252,7 @@ class Config:
         return _DEFAULT_RULE.candidate_distance
 
     def scheme(self) -> IndexScheme:
-        """The band scheme a new database gets from these settings (an existing one keeps
+        """The index scheme a new database gets from these settings (an existing one keeps
         its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
         return make_scheme(
             self.effective_index, max_distance=self.effective_max_distance, blocks=self.blocks

@@ -42,7 +42,7 @@ class StoredPage(NamedTuple):
 
 
 class KeyHit(NamedTuple):
-    """One band row found by a probe: the page it indexes, and that page's fingerprint."""
+    """One key row found by a probe: the page it indexes, and that page's fingerprint."""
 
     page_id: int
     fingerprint: int
@@ -126,7 +126,7 @@ class NewPage(NamedTuple):
     fingerprint: int
     text_length: int
     sketch: bytes | None
-    dropped: bool = False  # out of the index (dropped_at = now, no band rows)
+    dropped: bool = False  # out of the index (dropped_at = now, no key rows)
 
 
 class KeyRow(NamedTuple):
@@ -158,7 +158,7 @@ class Drop(NamedTuple):
 @dataclass(slots=True)
 class Changes:
     """Everything one batch writes, in the order the writer applies it: new pages (their
-    ids resolve the refs), band rows out and in, page updates, drops."""
+    ids resolve the refs), key rows out and in, page updates, drops."""
 
     now: datetime
     new_pages: list[NewPage] = field(default_factory=list)
@@ -176,7 +176,7 @@ class BatchIO(Protocol):
         ...
 
     def probe(self, keys: Collection[TableKey]) -> Mapping[TableKey, Sequence[KeyHit]]:
-        """The band rows under these keys."""
+        """The key rows under these keys."""
         ...
 
     def pages_by_id(self, page_ids: Sequence[int]) -> Iterable[StoredPage]:
@@ -201,10 +201,10 @@ def decide_batch(
     A *match* is a page the ``judge`` accepts; candidates are tried nearest first (then by
     URL). NEW: no other page matches, admitted. DUPLICATE: the nearest copy is named, the
     drop is logged; a URL stored in the index leaves it (its page row is kept, marked
-    dropped, its band rows deleted: its content now is a copy of another page's).
+    dropped, its key rows deleted: its content now is a copy of another page's).
     UNCHANGED: the URL is in the index and its stored version matches (last_seen updated;
     a missing sketch filled in). CHANGED: the URL is stored, its old version (when in the
-    index) and every other page do not match: updated, its band rows replaced, back in the
+    index) and every other page do not match: updated, its key rows replaced, back in the
     index if it had left it. An admitted page whose only matches were boilerplate names
     the nearest in ``Verdict.boilerplate_of``.
     """
@@ -349,7 +349,7 @@ class _Batch:
 
     def _leave_index(self, ref: int) -> None:
         """The page of ``ref`` leaves the index (its URL's content is a copy of another
-        page's now): its row stays, marked dropped, with no band rows; a hit on it under
+        page's now): its row stays, marked dropped, with no key rows; a hit on it under
         any key is stale."""
         state = self.pages[ref]
         state.dropped, state.seen = True, True

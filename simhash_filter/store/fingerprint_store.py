@@ -1,4 +1,4 @@
-"""``FingerprintStore``: the public face of the band-indexed fingerprint database.
+"""``FingerprintStore``: the public face of the indexed fingerprint database.
 
 Where things are (one module per concern):
 
@@ -93,7 +93,7 @@ def _checked_text(text: bytes | None) -> bytes | None:
 
 
 class FingerprintStore:
-    """Admitted pages and their band keys in SQLite or PostgreSQL (see the module doc).
+    """Admitted pages and their table keys in SQLite or PostgreSQL (see the module doc).
 
     Make one with :meth:`open` (a crawler: knows its spec and scheme) or
     :meth:`open_existing` (the command line: reads them from the database).
@@ -316,7 +316,7 @@ class FingerprintStore:
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction of the store's write path,
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
-        lock; ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
+        lock; ``texts`` (core/stored_text.py's bytes, one per row, or none at all) go with the
         verdicts."""
         return self._write_path.check_and_add(
             rows,
@@ -380,7 +380,7 @@ class FingerprintStore:
             batch = [self._row(*page[:4]) for page in pages]
             texts = [_checked_text(page.text) for page in pages]
             # a bulk load takes one exclusive database-wide lock; a small batch (the
-            # pipeline's group commit) its rows' own band-key and URL locks, so batches of
+            # pipeline's group commit) its rows' own table-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
@@ -448,7 +448,7 @@ class FingerprintStore:
         return matches
 
     def count_candidates(self, fingerprint: int, sketch: bytes | None = None) -> int:
-        """How many band rows one probe for ``fingerprint`` (and ``sketch``) reads: the
+        """How many key rows one probe for ``fingerprint`` (and ``sketch``) reads: the
         rows a check reads, a cost diagnostic."""
         _check_fingerprint(fingerprint, self.scheme.bits)
         with self._cursors.cursor() as cursor:
@@ -526,7 +526,7 @@ class FingerprintStore:
         index: str | None = None,
         rule: MatchRule | None = None,
     ) -> None:
-        """Rebuild every page's band keys for a new scheme (same bits) and record it, and a new
+        """Rebuild every page's table keys for a new scheme (same bits) and record it, and a new
         match rule, in meta.
 
         ``None`` keeps the current index kind and rule; ``max_distance=None`` is the

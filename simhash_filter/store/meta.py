@@ -1,5 +1,5 @@
 """The database's own description: making the tables, the ``meta`` rows, and checking
-that a database fits the spec and band scheme it is opened with.
+that a database fits the spec and index scheme it is opened with.
 
 ``meta`` holds ``schema_version``, ``spec``, ``bits``, ``max_distance``, ``blocks``,
 ``index`` (the scheme's kind), ``rule`` (the match rule's ``describe()``, empty for the
@@ -62,13 +62,13 @@ _MOVE = (
 
 _CHANGES = {
     2: "a candidate index whose cost does not grow with the database",
-    3: "on PostgreSQL a page's band keys are columns of its row, half the bytes a page",
+    3: "on PostgreSQL a page's table keys are columns of its row, half the bytes a page",
 }
 """What a database of each convertible older version gains by ``reindex``."""
 
 
 class Settings(NamedTuple):
-    """What a database was made with: the fingerprint spec, the band scheme, and the
+    """What a database was made with: the fingerprint spec, the index scheme, and the
     match rule (None: a page within the scheme's max_distance is a duplicate)."""
 
     spec: str
@@ -170,7 +170,7 @@ def meta_values(settings: Settings) -> dict[str, str]:
 
 
 def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]:
-    """The meta rows that describe the band scheme and match rule (``reindex`` rewrites
+    """The meta rows that describe the index scheme and match rule (``reindex`` rewrites
     them)."""
     return {
         "bits": str(scheme.bits),
@@ -183,7 +183,7 @@ def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]
 
 
 def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) -> None:
-    """Record a new band scheme and rule in meta, and the schema version this code writes
+    """Record a new index scheme and rule in meta, and the schema version this code writes
     (``reindex`` converts an older database), in the caller's transaction."""
     values = {"schema_version": str(SCHEMA_VERSION), **scheme_values(scheme, rule)}
     conn.execute(delete(meta_table).where(meta_table.c.key.in_(list(values))))
@@ -277,7 +277,7 @@ def compare(
         differences.append(f"rule: stored {_rule_text(stored_rule)}, requested {_rule_text(rule)}")
     if differences:
         raise SchemeMismatchError(
-            f"{where} was indexed with another band scheme ({'; '.join(differences)}). "
+            f"{where} was indexed with another index scheme ({'; '.join(differences)}). "
             f"Re-index it with `simhash-filter reindex --blocks {requested.n_blocks} "
             f"--max-distance {requested.max_distance}`, or open it with the stored "
             "settings."

@@ -266,7 +266,7 @@ def test_import_makes_a_database_with_the_scheme_asked_for(
     code, out, err = run(capsys, "import", str(source), "--max-distance", "3", "--db", sqlite_url)
     assert (code, out) == (1, "")
     assert err == (
-        f"simhash-filter: error: {display_url(sqlite_url)} was indexed with another band "
+        f"simhash-filter: error: {display_url(sqlite_url)} was indexed with another index "
         "scheme (max_distance: stored 0, requested 3). Re-index it with `simhash-filter "
         "reindex --blocks 18 --max-distance 3`, or open it with the stored settings.\n"
     )
@@ -512,7 +512,7 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
 def test_import_stores_each_page_with_its_sketch(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As the crawl does (pagework.sign_page): the second signature goes in with the page."""
+    """As the crawl does (page.work.sign_page): the second signature goes in with the page."""
     source = write_jsonl(tmp_path / "items.jsonl")
     assert run(capsys, "import", str(source), "--db", sqlite_url)[0] == 0
     from simhash_filter.store.reports import page_sketches

@@ -72,7 +72,7 @@ def test_a_pages_new_keys_go_with_its_update() -> None:
     plain, keyed = split_updates([moved, kept], {7: [3, None], -1: [4, None]})
     assert plain == [kept]
     assert keyed == [KeyedUpdate(moved, [3, None])]
-    with pytest.raises(ValueError, match=r"pages \[9\] get new band keys without an update"):
+    with pytest.raises(ValueError, match=r"pages \[9\] get new table keys without an update"):
         split_updates([kept], {9: [5, None]})
 
 
