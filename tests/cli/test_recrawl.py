@@ -100,3 +100,13 @@ def test_a_recrawl_that_is_a_copy_again_changes_nothing(db_url: str) -> None:
     assert crawl(db_url, [(URL_B, ARTICLE_A1), (URL_B, ARTICLE_A)]) == [VerdictKind.DUPLICATE] * 2
     with FingerprintStore.open_existing(db_url) as store:
         assert store.lookup(URL_B) == before  # still out, as it left
+
+
+def test_reindex_keeps_a_page_that_left_out_of_the_index(db_url: str) -> None:
+    crawl(db_url, CRAWL)
+    crawl(db_url, [(URL_B, ARTICLE_A1)])
+    with FingerprintStore.open_existing(db_url) as store:
+        store.reindex(blocks=5)
+        assert URL_B not in {m.url for m in store.near(FINGERPRINTER.fingerprint(ARTICLE_B))}  # type: ignore[arg-type]
+        assert store.stats().pages == 1
+    assert crawl(db_url, [(URL_B, ARTICLE_B)]) == [VerdictKind.CHANGED]  # admitted again
