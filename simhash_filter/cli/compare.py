@@ -30,9 +30,8 @@ from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.simhash import hamming_distance
-from simhash_filter.core.sketch import contained_share, shingle_hashes
+from simhash_filter.core.sketch import contained_share, passage_hashes
 from simhash_filter.core.stored_text import unpack_text
-from simhash_filter.core.text import normalize
 from simhash_filter.store import FingerprintStore, reports, texts
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.records import DatabaseNotFoundError, Match
@@ -178,10 +177,10 @@ def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float] | 
     """How much of ``text`` (a passage: its sketch is too unlike a whole page's for the
     index to find it) each stored page's stored text holds, and a note saying what was
     read; None, and why it cannot be answered, when no text is stored."""
-    part = shingle_hashes(normalize(text))
+    part = passage_hashes(text)
     shares: dict[int, float] = {}
     for page_id, blob in texts.iter_page_texts(store):
-        whole = shingle_hashes(normalize(unpack_text(blob).text))
+        whole = passage_hashes(unpack_text(blob).text)
         shares[page_id] = round(contained_share(part, whole), 3)
     if not shares:
         return None, (
