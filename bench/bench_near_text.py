@@ -4,6 +4,8 @@ A paragraph of a stored page is too unlike the whole page for the sketch index t
 ``near`` reads every stored text (``STORE_TEXT``) for pages that contain it. This measures what
 that scan costs at 1k, 4k and 16k stored pages (SQLite), next to ``near --text`` with a whole
 page, which the index answers: the same command, interleaved, medians of the repeats.
+``--part normalize``: the scan's cost a stored page with the fingerprint's ``normalize`` and
+with the light folding it uses (``passage_hashes``), interleaved over the same pages.
 
 Pages: the article bodies of ``pages_en/ground-truth.json``, each stored page a different mix of
 their paragraphs (so no two are copies). Run: ``python -m bench.bench_near_text``.
@@ -25,7 +27,9 @@ from bench._common import DATA_DIR, RESULTS_DIR, machine
 from simhash_filter.cli import main as cli
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.core.stored_text import pack_text
+from simhash_filter.core.sketch import contained_share, passage_hashes, shingle_hashes
+from simhash_filter.core.stored_text import pack_text, unpack_text
+from simhash_filter.core.text import normalize
 from simhash_filter.store import FingerprintStore, PageRow
 
 
@@ -76,13 +80,49 @@ def timed_near(db: Path, text: str) -> tuple[float, set[str]]:
     return elapsed, {r["url"] for r in best}
 
 
+def scan_ms(blobs: list[bytes], passage: str, *, light: bool) -> float:
+    """Milliseconds a stored page of the passage search: unpack, fold, hash, compare."""
+    start = time.perf_counter()
+    if light:
+        part = passage_hashes(passage)
+        for blob in blobs:
+            contained_share(part, passage_hashes(unpack_text(blob).text))
+    else:
+        part = shingle_hashes(normalize(passage))
+        for blob in blobs:
+            contained_share(part, shingle_hashes(normalize(unpack_text(blob).text)))
+    return 1000 * (time.perf_counter() - start) / len(blobs)
+
+
+def normalize_part(pool: list[str], repeats: int) -> None:
+    texts = pages(500, pool, random.Random(7))
+    blobs = [pack_text(t) for t in texts]
+    passage = texts[0].split("\n\n")[3]
+    runs: dict[str, list[float]] = {"full": [], "light": []}
+    for _ in range(repeats):  # interleaved: A B A B
+        runs["full"].append(scan_ms(blobs, passage, light=False))
+        runs["light"].append(scan_ms(blobs, passage, light=True))
+    full, light = statistics.median(runs["full"]), statistics.median(runs["light"])
+    print(f"machine: {machine()}")
+    print("| folding | ms a stored page (median) | runs |")
+    print("| --- | --- | --- |")
+    for name, value in (("normalize (the fingerprint's)", full), ("light (passage_hashes)", light)):
+        key = "full" if name.startswith("normalize") else "light"
+        print(f"| {name} | {value:.2f} | {', '.join(f'{v:.2f}' for v in runs[key])} |")
+    print(f"light / normalize: {light / full:.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--part", choices=["scan", "normalize"], default="scan")
     parser.add_argument("--sizes", default="1000,4000,16000")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     rng = random.Random(31)
     pool = paragraphs()
+    if args.part == "normalize":
+        normalize_part(pool, args.repeats)
+        return
     results = []
     print(f"machine: {machine()}")
     print(
