@@ -36,9 +36,9 @@ logger = logging.getLogger(__name__)
 
 
 def _remove_field(item: Any, adapter: ItemAdapter, field: str) -> None:
-    """The HTML field out of a passing item (``REMOVE_HTML``): its page is checked, and a
-    feed export cannot write bytes. A dict or ``scrapy.Item`` loses the field; a dataclass
-    or attrs item, which cannot, gets None in it."""
+    """The HTML field out of an item the pipeline passes (``REMOVE_HTML``): its page is
+    checked (or cannot be: no URL), and a feed export cannot write bytes. A dict or
+    ``scrapy.Item`` loses the field; a dataclass or attrs item, which cannot, gets None."""
     if field not in adapter:
         return
     if isinstance(item, MutableMapping):
@@ -99,6 +99,8 @@ class NearDuplicatePipeline:
                 self.config.url_field,
                 "Items without a %r field (SIMHASH_FILTER_URL_FIELD) pass unchecked",
             )
+            if self.config.remove_html:  # (every item that passes: a feed takes no bytes)
+                _remove_field(item, adapter, self.config.html_field)
             return item
         text = adapter.get(self.config.text_field)
         check = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
