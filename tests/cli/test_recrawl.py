@@ -5,6 +5,7 @@ dropped, out of the index (``lookup``, ``near``), until its content is its own a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from support.cli_corpus import (
@@ -20,6 +21,7 @@ from support.cli_corpus import (
     run,
 )
 
+from simhash_filter.cli import main as cli
 from simhash_filter.store import FingerprintStore, VerdictKind
 
 CRAWL = [(URL_A, ARTICLE_A), (URL_B, ARTICLE_B), (URL_A1, ARTICLE_A1)]
@@ -110,3 +112,13 @@ def test_reindex_keeps_a_page_that_left_out_of_the_index(db_url: str) -> None:
         assert URL_B not in {m.url for m in store.near(FINGERPRINTER.fingerprint(ARTICLE_B))}  # type: ignore[arg-type]
         assert store.stats().pages == 1
     assert crawl(db_url, [(URL_B, ARTICLE_B)]) == [VerdictKind.CHANGED]  # admitted again
+
+
+def test_the_report_counts_pages_too(db_url: str, tmp_path: Path) -> None:
+    for _ in range(3):
+        crawl(db_url, CRAWL)
+    report = tmp_path / "report.html"
+    assert cli(["--db", db_url, "report", "--out", str(report)]) == 0
+    html = report.read_text(encoding="utf-8")
+    assert 'id="total-duplicates" data-count="1"' in html  # one page dropped (three drops)
+    assert 'id="total-pages" data-count="2"' in html
