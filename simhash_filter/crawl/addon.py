@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import Config
 from .fingerprinter import RuleFingerprinter
 from .middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from .middleware import NearDuplicateMiddleware
 from .pipeline import NearDuplicatePipeline
 from .request_filter import RequestFilter
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -41,11 +41,15 @@ PIPELINE_PRIORITY = 250
 class Addon:
     """Scrapy add-on for simhash-filter."""
 
+    def __repr__(self) -> str:
+        """The name a project enables it by: Scrapy's "Enabled addons" log line shows it."""
+        return "simhash_filter.Addon"
+
     def update_settings(self, settings: Settings) -> None:
         settings.setdefault_in_component_priority_dict(
             "ITEM_PIPELINES", NearDuplicatePipeline, PIPELINE_PRIORITY
         )
-        config = Config.from_settings(settings)
+        config = crawl_config(settings)
         if config.middleware:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY

@@ -155,16 +155,6 @@ def init_schema(
     return parse_meta(where, meta, convert=convert, dialect=engine.dialect.name)
 
 
-def mark_upgraded(conn: Connection) -> None:
-    """Record :data:`SCHEMA_VERSION` in a database whose additive upgrade (new tables and
-    columns, made on a writer's open) has just run, in the caller's transaction."""
-    conn.execute(
-        meta_table.update()
-        .where(meta_table.c.key == "schema_version")
-        .values(value=str(SCHEMA_VERSION))
-    )
-
-
 def read_meta(conn: Connection) -> dict[str, str]:
     """Every meta row, as a dict."""
     # not dict(result): a Result has .keys(), so dict() would take it for a mapping
@@ -207,16 +197,17 @@ def parse_meta(
 ) -> Settings:
     """The settings of a database's meta rows, or a StoreError saying what is wrong.
     ``convert``: a database of an older schema that ``reindex`` converts is read too. A
-    SQLite database of :data:`SQLITE_SAME_AS` is read as the current version (its tables
-    did not change)."""
+    database of :data:`ADDITIVE_SINCE` or later (on SQLite also :data:`SQLITE_SAME_AS`,
+    whose tables are 4's there) is read as the current version: upgrade.py adds what it
+    lacks when it opens."""
     try:
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
-    if (
-        dialect == "sqlite" and version == SQLITE_SAME_AS
-    ) or ADDITIVE_SINCE <= version < SCHEMA_VERSION:
-        version = SCHEMA_VERSION  # same tables, or only tables and columns to add on open
+    if dialect == "sqlite" and version == SQLITE_SAME_AS:
+        version = ADDITIVE_SINCE
+    if ADDITIVE_SINCE <= version < SCHEMA_VERSION:
+        version = SCHEMA_VERSION
     if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "

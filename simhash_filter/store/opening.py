@@ -18,6 +18,7 @@ from simhash_filter.index.schemes import MinHashLshScheme
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
 from .meta import Settings, compare, init_schema
 from .texts import ensure_text_tables
+from .upgrade import upgrade
 from .url_rules import ensure_rule_tables
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ def init_database(
         new_file = new_sqlite_file(url) if create else None
         try:
             stored = init_schema(engine, url, settings=requested, create=create)
+            upgrade(engine)  # an older schema's new columns added (upgrade.py)
             if create:
                 ensure_text_tables(engine)
                 ensure_rule_tables(engine)

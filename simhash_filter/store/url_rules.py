@@ -27,12 +27,10 @@ from simhash_filter.urls.universal import SESSION, TRACKING
 
 from .engine import WRITE_OPTION, error_reason
 from .locks import SCHEMA_LOCK
-from .meta import mark_upgraded, read_meta
 from .reading import ReadableStore
 from .records import StoreError
 from .schema import (
     RULE_TABLES,
-    SCHEMA_VERSION,
     Base,
     pages_table,
     rule_witnesses_table,
@@ -48,20 +46,19 @@ _RETIRABLE = (RuleState.CANDIDATE.value, RuleState.ACTIVE.value)
 
 
 def ensure_rule_tables(engine: Engine) -> None:
-    """Make the rule tables where they are missing and record the schema version they
-    complete (a writer's open: SQLite's write lock, on PostgreSQL the schema's advisory lock)."""
+    """Make the rule tables where they are missing (a writer's open: SQLite's write lock, on
+    PostgreSQL the advisory lock that guards making the schema; upgrade.py records the
+    schema version)."""
     with engine.connect() as conn:
         with conn.begin():
             inspector = inspect(conn)
-            present = all(inspector.has_table(t.name) for t in RULE_TABLES)
-            if present and read_meta(conn).get("schema_version") == str(SCHEMA_VERSION):
+            if all(inspector.has_table(t.name) for t in RULE_TABLES):
                 return
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
             Base.metadata.create_all(conn, tables=list(RULE_TABLES), checkfirst=True)
-            mark_upgraded(conn)
 
 
 @dataclass(frozen=True, slots=True)
