@@ -33,14 +33,23 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the band keys are columns of the page row (key_columns.py), not
-``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
+``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
+5 (additive: upgrade.py adds it when a version-4 database opens, no reindex): the keep
+policy's records, ``pages.canonical_url`` and ``duplicates.canonical_url`` (the canonical
+URL the page declared) and ``duplicates.kind`` (NULL: dropped; ``superseded``: a page that
+was kept until the copy its cluster's hints name replaced it)."""
+
+ADDITIVE_SINCE = 4
+"""Databases of this schema version or later open as the current one: what came after it
+is additive (new nullable columns and tables, made on open by upgrade.py)."""
 
 SQLITE_SAME_AS = 3
-"""The schema version whose SQLite tables are this version's (read without converting)."""
+"""The schema version whose SQLite tables are :data:`ADDITIVE_SINCE`'s (read without
+converting)."""
 
 # INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
 PageId = BigInteger().with_variant(Integer(), "sqlite")
@@ -108,6 +117,8 @@ class Page(Base):
     sketch: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    canonical_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The canonical URL the page declared when last checked (schema 5), canonicalized."""
 
 
 class TableKeyEntry(Base):
@@ -141,6 +152,14 @@ class Duplicate(Base):
     distance: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, index=True)
+    canonical_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The canonical URL the dropped page declared (schema 5), canonicalized."""
+    kind: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """None: dropped when it arrived; :data:`SUPERSEDED`: kept, then replaced (schema 5)."""
+
+
+SUPERSEDED = "superseded"
+"""``duplicates.kind`` of a page the keep policy replaced by a copy (store/supersede.py)."""
 
 
 class PageText(Base):
