@@ -95,7 +95,7 @@ class NearDuplicateMiddleware:
     def spider_idle(self) -> None:
         """Release every variant still waiting (its canonical never answered): the crawl
         goes on until they are checked."""
-        if self._release(None):
+        if self._release(None, every=True):
             raise DontCloseSpider
 
     def request_dropped(self, request: Request) -> None:
@@ -193,12 +193,13 @@ class NearDuplicateMiddleware:
         self.filter.stats.inc_value(STATS_PREFIX + "canonical_first")
         return True
 
-    def _release(self, key: object) -> int:
-        """Schedule the replays of the variants waiting for ``key`` (None: all)."""
+    def _release(self, key: object, *, every: bool = False) -> int:
+        """Schedule the replays of the variants waiting for the canonical ``key`` (a str;
+        anything else releases nothing), or, with ``every``, of all of them."""
         engine = self._engine()
-        if engine is None or (key is not None and not isinstance(key, str)):
+        if engine is None or not (every or isinstance(key, str)):
             return 0
-        replays = self.detours.release(key)
+        replays = self.detours.release(None if every else str(key))
         for replay in replays:
             engine.crawl(replay)
         return len(replays)
