@@ -17,8 +17,8 @@ from .core.simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
     from .crawl.addon import Addon
-    from .crawl.middleware import NearDuplicateMiddleware
     from .crawl.hints import link_canonical
+    from .crawl.middleware import NearDuplicateMiddleware
     from .crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
     from .crawl.signals import page_superseded
     from .index.schemes import BandScheme, PermutedScheme

@@ -176,6 +176,8 @@ DUPLICATE_COLUMNS = [
     SIMILARITY,
     Column("url", "url"),
     Column("duplicate_of", "duplicate of"),
+    # kept, then replaced by the copy its cluster's hints name (docs/keep.md)
+    Column("superseded", "status", optional=True),
 ]
 
 
@@ -279,9 +281,10 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
             ),
         ]
     elif drops:
+        status = "superseded" if drops[0].superseded else "dropped"  # the newest record's
         document = {
             "query": args.url,
-            "status": "dropped",
+            "status": status,
             "url": drops[0].url,
             "fingerprint": hex64(drops[0].fingerprint),
             "drops": [duplicate_row(d) for d in drops],
@@ -289,7 +292,7 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
         sections = [
             Fields(
                 [
-                    ("status", "dropped"),
+                    ("status", status),
                     ("url", drops[0].url),
                     ("fingerprint", hex64(drops[0].fingerprint)),
                     ("times dropped", len(drops)),
@@ -301,6 +304,7 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
                     Column("distance", "distance", right=True),
                     SIMILARITY,
                     Column("duplicate_of", "duplicate of"),
+                    Column("superseded", "status", optional=True),
                 ],
                 document["drops"],
                 title="dropped as a near-duplicate of",

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, and_, bindparam, exists, func, or_, select, update
 
+from .reading import ReadableStore, reading
 from .records import CanonicalPair, Verdict, VerdictKind
 from .schema import SUPERSEDED, duplicates_table, pages_table
 from .urls import canonical_url
@@ -23,6 +24,7 @@ __all__ = [
     "canonical_pairs",
     "cluster_votes",
     "hint_key",
+    "superseded_count",
     "was_seen",
     "write_hints",
     "write_hints_after",
@@ -121,3 +123,11 @@ def canonical_pairs(
         stmt
     ):
         yield CanonicalPair(variant, canonical, host, seen_at, kind == SUPERSEDED)
+
+
+def superseded_count(store: ReadableStore) -> int:
+    """How many logged pages are superseded (kept, then replaced by their canonical copy)."""
+    d = duplicates_table.c
+    with reading(store) as conn:
+        stmt = select(func.count()).select_from(duplicates_table).where(d.kind == SUPERSEDED)
+        return int(conn.execute(stmt).scalar_one())
