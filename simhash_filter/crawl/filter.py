@@ -262,9 +262,15 @@ class PageFilter:
         )
         try:
             verdict = await self._commits.check_and_add(row)
-            superseded = await self._keep(row, verdict)
         except Exception as exc:
             return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
+        try:
+            superseded = await self._keep(row, verdict)
+        except Exception as exc:  # the verdict stands: the page stays a logged copy
+            self.errors.error(
+                f"Could not apply the keep policy to {url} (SIMHASH_FILTER_KEEP)", exc
+            )
+            superseded = None
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         outcome = Outcome.of(verdict)

@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 from support.helpers import make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from simhash_filter import page_superseded
 from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.filter import PageFilter
+from simhash_filter.crawl.outcomes import Outcome
 from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
+from simhash_filter.store import FingerprintStore, StoreError
 
 SITE = "https://site.example"
 BRIDGE = "".join(f"<p>{p}</p>" for p in HARBOUR_BRIDGE.paragraphs)
@@ -97,3 +102,37 @@ def test_keep_setting_is_validated() -> None:
     assert Config.from_settings(Settings({"SIMHASH_FILTER_KEEP": "First"})).keep == "first"
     with pytest.raises(ValueError, match="SIMHASH_FILTER_KEEP must be one of"):
         Config.from_settings(Settings({"SIMHASH_FILTER_KEEP": "newest"}))
+
+
+class NoSupersede:
+    """The real store, except that supersede fails (a database error at that moment)."""
+
+    def __init__(self, store: FingerprintStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def supersede(self, page: Any, kept: Any) -> Any:
+        raise StoreError("database error: connection lost")
+
+
+def test_a_failing_supersede_leaves_the_verdict(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    config = Config(database_url=sqlite_url, workers=0)
+    store = NoSupersede(config.open_store(config.make_fingerprinter().spec))
+    page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
+    page_filter.open()
+    try:
+        first = run(page_filter.check(f"{SITE}/d?x", html=html(BRIDGE, "/d")))
+        assert first.outcome is Outcome.KEPT
+        with caplog.at_level(logging.WARNING):
+            check = run(page_filter.check(f"{SITE}/d", html=html(BRIDGE, "/d", "<p>d</p>")))
+        assert check.outcome is Outcome.DROPPED  # a logged copy, as without the keep policy
+        assert check.superseded is None
+        assert "Could not apply the keep policy" in caplog.text
+    finally:
+        page_filter.close()
