@@ -7,9 +7,10 @@ import logging
 from typing import Any
 
 import pytest
+from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
-from support.helpers import make_pipeline, run, stat
+from support.helpers import make_middleware, make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from simhash_filter import page_superseded
@@ -136,3 +137,18 @@ def test_a_failing_supersede_leaves_the_verdict(
         assert "Could not apply the keep policy" in caplog.text
     finally:
         page_filter.close()
+
+
+def test_the_middleware_reads_the_link_header(sqlite_url: str) -> None:
+    middleware = make_middleware(sqlite_url, WORKERS=0)
+    body = html(BRIDGE).encode()  # no <link rel="canonical">: the header alone declares it
+    headers = {"Link": '</bridge>; rel="canonical", </amp/bridge>; rel="amphtml"'}
+    url = f"{SITE}/bridge?utm_source=mail"
+    request = Request(url)
+    response = HtmlResponse(url, body=body, headers=headers, request=request, encoding="utf-8")
+    run(middleware.process_response(request, response))
+    run(middleware.spider_closed())
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        page = store.lookup(url)
+        assert page is not None
+        assert page.canonical_url == f"{SITE}/bridge"
