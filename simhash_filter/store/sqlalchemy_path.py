@@ -89,7 +89,7 @@ class SqlAlchemyPath:
                 distance = ((stored ^ signed) & _U64).bit_count()  # two's complement alike
                 if distance <= limit:
                     hits[page_id] = (from_sql_int(stored), distance)
-            for page_id in hits:  # usually none or one; pages are never deleted
+            for page_id in hits:  # usually none or one (a page superseded meanwhile: no URL)
                 for (url,) in execute(
                     statements.url_by_id.sql, statements.url_by_id.bind([page_id])
                 ):
