@@ -18,6 +18,8 @@ from crawler.testsite.server import Page, SiteServer
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.reports import iter_pages
 
+pytestmark = pytest.mark.slow  # real `scrapy crawl` subprocesses
+
 FAST = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "INFO"}
 CLUSTERS = 3  # articles 0..2: two variants linked from home, the canonical only from them
 LOST = 3  # article 3: its variants name a canonical that 404s

@@ -242,6 +242,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_racing_supersedes_keep_one_page_a_cluster(db_url: str) -> None:
     rounds = 6
     with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
