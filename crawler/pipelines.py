@@ -18,6 +18,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from simhash_filter import page_superseded
+from simhash_filter.store import canonical_url
 
 if TYPE_CHECKING:
     from typing import Self
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 class KeptPagesFile:
     """Stores the crawl's items by URL; a superseded page's item is replaced by its
-    canonical copy's (runs after ``NearDuplicatePipeline``: priority above 250)."""
+    canonical copy's (runs after ``NearDuplicatePipeline``: priority above 250). Items are
+    keyed by their URL's canonical form, the form the signal's URLs come in."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -46,12 +48,12 @@ class KeptPagesFile:
     def superseded(self, old_url: str, new_url: str, item: Any) -> None:
         """The page at ``old_url`` is now a copy of ``new_url``: forget its item (``item``,
         the new page's, comes through :meth:`process_item` next)."""
-        self.items.pop(old_url, None)
+        self.items.pop(old_url, None)  # canonical form: canonical_url(item URL)
 
     def process_item(self, item: Any) -> Any:
         data = asdict(item) if is_dataclass(item) else ItemAdapter(item).asdict()
         data.pop("html", None)  # the file keeps what a store would index, not the page
-        self.items[str(data["url"])] = data
+        self.items[canonical_url(str(data["url"]))] = data
         return item
 
     def close(self) -> None:

@@ -4,7 +4,9 @@
 (``SIMHASH_FILTER_KEEP = "canonical"``, docs/keep.md). Sent once per replacement, with
 
 - ``old_url``: the URL kept before (now recorded as superseded in the store),
-- ``new_url``: the URL kept in its place,
+- ``new_url``: the URL kept in its place, both in the store's canonical form
+  (``simhash_filter.store.canonical_url``: w3lib's ``canonicalize_url``, query sorted): key
+  stored items by ``canonical_url(item_url)`` to find the old one,
 - ``item``: the item of the new page (it passes the pipeline), or None when the filter runs
   without the pipeline (the middleware alone),
 - ``spider``.
