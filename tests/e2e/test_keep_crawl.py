@@ -44,12 +44,16 @@ def build_site() -> dict[str, Page]:
     for n in (*range(CLUSTERS), LOST):
         canonical = f"/articles/{n}"
         to_canonical = f"<a href='{canonical}'>Read it on the web</a>"
-        if n == 0:  # the canonical under a query w3lib reorders, linked first (the server
-            # ignores queries): the signal's URLs are in the store's form, not the item's
-            home_links.append(f"{canonical}?utm_source=home&utm_campaign=spring")
-        for variant, note in ((f"/print/{n}", "Printed edition."), (f"/amp/{n}", "AMP.")):
+        variants = [f"/print/{n}", f"/amp/{n}"]
+        for variant, note in zip(variants, ("Printed edition.", "AMP."), strict=True):
             pages[variant] = article_page(n, canonical, note, to_canonical)
-            home_links.append(variant)
+        if n == 0:  # home links only the canonical under a query w3lib reorders (the server
+            # ignores queries), so it is kept first: the signal's URLs are in the store's form
+            home_links.append(f"{canonical}?utm_source=home&utm_campaign=spring")
+            to_variants = "".join(f"<a href='{v}'>{v}</a>" for v in variants)
+            pages[canonical] = article_page(n, canonical, "Web edition.", to_variants)
+            continue
+        home_links += variants
         if n != LOST:
             pages[canonical] = article_page(n, canonical, "Web edition.")
         else:
