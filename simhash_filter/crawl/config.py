@@ -8,7 +8,8 @@ crawl at start-up instead of silently filtering with the wrong options.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.core.fingerprint import Fingerprinter
@@ -23,19 +24,31 @@ from simhash_filter.index.defaults import (
 from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
-from simhash_filter.store.urls import DEFAULT_DATABASE_URL
+from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from simhash_filter.store import FingerprintStore
 
-__all__ = ["PREFIX", "Config"]
+__all__ = ["PREFIX", "Config", "SettingsError", "UnknownSetting", "unknown_settings"]
 
 PREFIX = "SIMHASH_FILTER_"
 _BITS = 64
 _NONE_STRINGS = frozenset({"", "none", "null"})
 _DEFAULT_RULE = MatchRule()
+
+
+class SettingsError(ValueError):
+    """A ``SIMHASH_FILTER_*`` setting with a bad value; the message names it (one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownSetting:
+    """A ``SIMHASH_FILTER_*`` name no setting has, and the known name nearest to it."""
+
+    name: str
+    nearest: str | None
 
 
 def _name(key: str) -> str:
@@ -139,6 +152,7 @@ class Config:
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
     keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
+    remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
@@ -190,11 +204,21 @@ class Config:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
-        """Read and validate every ``SIMHASH_FILTER_*`` setting (ValueError names the bad one)."""
+        """Read and validate every ``SIMHASH_FILTER_*`` setting (a :class:`SettingsError`,
+        a ValueError, names the bad one)."""
+        try:
+            return cls._read(settings)
+        except SettingsError:
+            raise
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+
+    @classmethod
+    def _read(cls, settings: BaseSettings) -> Config:
         defaults = cls()
         config = cls(
             enabled=_bool(settings, "ENABLED", defaults.enabled),
-            database_url=_str(settings, "DATABASE_URL", defaults.database_url),
+            database_url=database_url(_str(settings, "DATABASE_URL", defaults.database_url)),
             max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
             min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
             index=_optional_str(settings, "INDEX"),
@@ -217,6 +241,7 @@ class Config:
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
+            remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
@@ -314,3 +339,25 @@ class Config:
                 if value is not None
             )
             raise ValueError(f"{names}: {exc}") from exc
+
+
+SETTING_NAMES = frozenset(_name(f.name.upper()) for f in fields(Config))
+"""Every ``SIMHASH_FILTER_*`` setting :class:`Config` reads (its fields, upper-cased)."""
+
+
+def unknown_settings(settings: BaseSettings) -> list[UnknownSetting]:
+    """The ``SIMHASH_FILTER_*`` names in ``settings`` that no setting has (a typo is
+    otherwise silently ignored), each with the nearest known name (difflib), sorted."""
+    unknown = sorted(
+        name
+        for name in settings.attributes
+        if isinstance(name, str) and name.startswith(PREFIX) and name not in SETTING_NAMES
+    )
+    keys = sorted(name[len(PREFIX) :] for name in SETTING_NAMES)
+    return [UnknownSetting(name, _nearest(name[len(PREFIX) :], keys)) for name in unknown]
+
+
+def _nearest(key: str, keys: list[str]) -> str | None:
+    """The known setting whose name (after the prefix) is closest to ``key``, if any is."""
+    found = difflib.get_close_matches(key, keys, n=1)
+    return _name(found[0]) if found else None

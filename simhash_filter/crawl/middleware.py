@@ -37,12 +37,12 @@ from simhash_filter.core.keep import KEEP_CANONICAL
 from simhash_filter.store.hints import hint_key
 from simhash_filter.store.urls import url_domain
 
-from .config import Config
 from .detours import DETOUR_META_KEY, REPLAY_META_KEY, CanonicalFirst, Detours, Held
 from .filter import PageFilter
 from .hints import link_canonical, strong_hint
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
 from .signals import send_superseded
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -73,7 +73,7 @@ class NearDuplicateMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         middleware = cls(PageFilter.for_crawler(crawler, config), crawler)
@@ -141,7 +141,7 @@ class NearDuplicateMiddleware:
                 if await self._wait_for_canonical(request, response, work, canonical):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
                 check = await self.filter.decide(response.url, work, canonical=canonical)
-        self.filter.record(check)
+        self.filter.record(check, log_each_drop=True)
         request.meta[META_KEY] = check.outcome.value
         if check.outcome is Outcome.DROPPED:
             raise IgnoreRequest(self.filter.drop_message(check))

@@ -56,7 +56,7 @@ from .hints import canonical_pairs, hint_key, was_seen
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
 from .opening import Request, settle
-from .reading import drops_select, page_record_columns
+from .reading import dropped_pages_select, drops_select, page_record_columns
 from .records import (
     CanonicalPair,
     DuplicateRecord,
@@ -72,7 +72,7 @@ from .scan import scan_near
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import chunked, cursor_execute, statements_for
 from .supersede import Superseder
-from .upgrade import upgrade_in_place
+from .upgrade import upgrade
 from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
@@ -239,7 +239,7 @@ class FingerprintStore:
         engine = make_engine(sa_url, create=False)
         try:
             stored = init_schema(engine, sa_url, settings=None, create=False, convert=convert)
-            upgrade_in_place(engine, display_url(sa_url))
+            upgrade(engine)
             return cls(
                 engine,
                 url=sa_url,
@@ -340,7 +340,8 @@ class FingerprintStore:
         A *match* is a stored page within k (or, under a :attr:`rule`, a candidate
         within its ``candidate_distance`` whose sketch confirms it; ``fallback_distance``
         when either has no ``sketch``). NEW: no stored page matches, admitted. DUPLICATE:
-        another stored page matches, the drop is logged and nothing else changes.
+        another stored page matches, the drop is logged (a URL stored in the index leaves
+        it: its content is a copy now; its row stays, ``dropped_at`` set).
         UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
@@ -471,8 +472,11 @@ class FingerprintStore:
     def stats(self) -> StoreStats:
         """Page and drop counts, and the settings the database was made with."""
         with self._read() as conn:
-            pages = conn.execute(select(func.count()).select_from(pages_table)).scalar_one()
+            pages = conn.execute(
+                select(func.count()).where(pages_table.c.dropped_at.is_(None))
+            ).scalar_one()
             dups = conn.execute(select(func.count()).select_from(duplicates_table)).scalar_one()
+            dropped_pages = conn.execute(dropped_pages_select()).scalar_one()
             meta = read_meta(conn)
         s = self.scheme
         return StoreStats(
@@ -491,6 +495,7 @@ class FingerprintStore:
                 "rule": "" if self.rule is None else self.rule.describe(),
                 "created_at": meta.get("created_at", ""),
             },
+            dropped_pages=dropped_pages,
         )
 
     def reindex(

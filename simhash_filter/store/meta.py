@@ -197,9 +197,9 @@ def parse_meta(
 ) -> Settings:
     """The settings of a database's meta rows, or a StoreError saying what is wrong.
     ``convert``: a database of an older schema that ``reindex`` converts is read too. A
-    SQLite database of :data:`SQLITE_SAME_AS` is read as :data:`ADDITIVE_SINCE` (its tables
-    did not change), and a database of :data:`ADDITIVE_SINCE` or later as the current version
-    (upgrade.py adds what is new on open)."""
+    database of :data:`ADDITIVE_SINCE` or later (on SQLite also :data:`SQLITE_SAME_AS`,
+    whose tables are 4's there) is read as the current version: upgrade.py adds what it
+    lacks when it opens."""
     try:
         version = int(meta.get("schema_version", ""))
     except ValueError:

@@ -18,7 +18,7 @@ from simhash_filter.index.schemes import MinHashLshScheme
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
 from .meta import Settings, compare, init_schema
 from .texts import ensure_text_tables
-from .upgrade import upgrade_in_place
+from .upgrade import upgrade
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,9 @@ def init_database(
         new_file = new_sqlite_file(url) if create else None
         try:
             stored = init_schema(engine, url, settings=requested, create=create)
+            upgrade(engine)  # an older schema's new columns added (upgrade.py)
             if create:
                 ensure_text_tables(engine)
-            upgrade_in_place(engine, display_url(url))  # schema 4 gains schema 5's columns
         except BaseException:
             if new_file is not None:  # made empty by this call (a full disk, say)
                 engine.dispose()

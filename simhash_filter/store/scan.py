@@ -24,7 +24,12 @@ def scan_near(conn: Connection, fingerprint: int, limit: int) -> list[Match]:
     query = np.uint64(fingerprint)
     last = None
     while True:
-        stmt = select(p.id, p.fingerprint).order_by(p.id).limit(SCAN_CHUNK)
+        stmt = (
+            select(p.id, p.fingerprint)
+            .where(p.dropped_at.is_(None))  # (a page out of the index is not near)
+            .order_by(p.id)
+            .limit(SCAN_CHUNK)
+        )
         if last is not None:
             stmt = stmt.where(p.id > last)
         chunk = conn.execute(stmt).all()

@@ -38,18 +38,18 @@ SCHEMA_VERSION = 5
 3: the minhash-lsh index (table keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
 ``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
-5 (additive: upgrade.py adds it when a version-4 database opens, no reindex): the keep
-policy's records, ``pages.canonical_url`` and ``duplicates.canonical_url`` (the canonical
-URL the page declared) and ``duplicates.kind`` (NULL: dropped; ``superseded``: a page that
-was kept until the copy its cluster's hints name replaced it)."""
+5 (additive: a 4 is upgraded when it opens, upgrade.py): ``pages.dropped_at``, set when a
+stored URL's new content is dropped as a copy of another page (the row leaves the index); the
+keep policy's records: ``pages.canonical_url`` and ``duplicates.canonical_url`` (the canonical
+URL the page declared) and ``duplicates.kind`` (NULL: dropped; ``superseded``: a page that was
+kept until the copy its cluster's hints name replaced it, store/supersede.py)."""
 
 ADDITIVE_SINCE = 4
-"""Databases of this schema version or later open as the current one: what came after it
-is additive (new nullable columns and tables, made on open by upgrade.py)."""
+"""The oldest schema version a database is upgraded from when it opens: every table and
+column added since is new and nullable (upgrade.py), so nothing is re-indexed."""
 
 SQLITE_SAME_AS = 3
-"""The schema version whose SQLite tables are :data:`ADDITIVE_SINCE`'s (read without
-converting)."""
+"""The schema version whose SQLite tables are version 4's (read as 4 without converting)."""
 
 # INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
 PageId = BigInteger().with_variant(Integer(), "sqlite")
@@ -117,6 +117,9 @@ class Page(Base):
     sketch: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """Set when the URL, re-crawled, was dropped as a copy of another page: the row is out
+    of the index (no table keys) and kept for its history; NULL while it is in the index."""
     canonical_url: Mapped[str | None] = mapped_column(Text, nullable=True)
     """The canonical URL the page declared when last checked (schema 5), canonicalized."""
 

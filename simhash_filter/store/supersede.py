@@ -65,11 +65,11 @@ class KeptPage(NamedTuple):
 
 
 def read_kept(conn: Connection, page_id: int) -> KeptPage | None:
-    """The kept page ``page_id``, or None."""
+    """The kept page ``page_id``, or None (also when it left the index: ``dropped_at``)."""
     p = pages_table.c
     row = conn.execute(
         select(p.id, p.url, p.domain, p.fingerprint, p.sketch, p.canonical_url).where(
-            p.id == page_id
+            p.id == page_id, p.dropped_at.is_(None)
         )
     ).first()
     if row is None:

@@ -1,17 +1,17 @@
-"""Additive schema upgrades: a database of an older, compatible schema gains what is new
-when it opens, in place, with no reindex (schema.ADDITIVE_SINCE).
+"""A database of an older schema upgraded in place when it opens: what was added since
+:data:`~.schema.ADDITIVE_SINCE` is new nullable columns (and new tables, made where they are
+missing), so nothing is re-indexed and every page stays.
 
-What is new is only ever nullable columns (``ALTER TABLE ... ADD COLUMN``, on SQLite and
-PostgreSQL) and tables made when missing, so rows written before read as "not known"
-(NULL) and no stored page changes. The upgrade runs once, under the write lock (SQLite) or
-the schema's advisory lock (PostgreSQL), and records the new ``schema_version``.
+:func:`upgrade` adds each column of :data:`ADDED_COLUMNS` that a table lacks (``ALTER TABLE
+… ADD COLUMN``, on SQLite and PostgreSQL alike) and sets the ``meta`` row's schema version,
+under the write lock that guards making the schema, so two processes opening one old
+database at once add each column once.
 """
 
 from __future__ import annotations
 
-import logging
-
-from sqlalchemy import Connection, Engine, inspect, select, text, update
+from sqlalchemy import Engine, Table, inspect, select, text, update
+from sqlalchemy.engine import Connection
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
@@ -24,38 +24,42 @@ from .schema import (
     pages_table,
 )
 
-__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade_in_place"]
+__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade"]
 
-log = logging.getLogger(__name__)
-
-ADDED_COLUMNS = (
-    (pages_table, "canonical_url"),
+ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
+    (pages_table, "dropped_at"),
+    (pages_table, "canonical_url"),  # the keep policy's hints (store/hints.py)
     (duplicates_table, "canonical_url"),
-    (duplicates_table, "kind"),
+    (duplicates_table, "kind"),  # NULL: dropped; "superseded" (store/supersede.py)
 )
-"""The nullable columns schema 5 added to tables of schema 4: (table, column name)."""
+"""The nullable columns added since :data:`~.schema.ADDITIVE_SINCE`, by table."""
 
 
-def missing_columns(conn: Connection) -> list[tuple[str, str]]:
-    """The (table, column) pairs of :data:`ADDED_COLUMNS` the database lacks."""
+def _missing(conn: Connection) -> list[tuple[Table, str]]:
     inspector = inspect(conn)
     present = {
         table.name: {column["name"] for column in inspector.get_columns(table.name)}
         for table in {table for table, _ in ADDED_COLUMNS}
     }
-    return [(t.name, c) for t, c in ADDED_COLUMNS if c not in present[t.name]]
+    return [(table, name) for table, name in ADDED_COLUMNS if name not in present[table.name]]
+
+
+def missing_columns(conn: Connection) -> list[tuple[str, str]]:
+    """The (table, column) names of :data:`ADDED_COLUMNS` the database lacks."""
+    return [(table.name, name) for table, name in _missing(conn)]
 
 
 def _stored_version(conn: Connection) -> int | None:
-    c = meta_table.c
-    value = conn.execute(select(c.value).where(c.key == "schema_version")).scalar_one_or_none()
+    m = meta_table.c
+    value = conn.execute(select(m.value).where(m.key == "schema_version")).scalar()
     try:
-        return int(value) if value is not None else None
+        return None if value is None else int(value)
     except ValueError:
         return None
 
 
 def _upgradable(version: int | None, dialect: str) -> bool:
+    """A version whose tables are the current ones but for :data:`ADDED_COLUMNS`."""
     if version is None:
         return False
     return ADDITIVE_SINCE <= version < SCHEMA_VERSION or (
@@ -63,40 +67,25 @@ def _upgradable(version: int | None, dialect: str) -> bool:
     )
 
 
-def upgrade_in_place(engine: Engine, where: str) -> bool:
-    """Add the missing columns of :data:`ADDED_COLUMNS` and, on a database of an additive
-    older version, record the current ``schema_version``; True when anything changed. A
-    database of a version ``reindex`` must convert gains the columns and keeps its version.
-    ``where``: the database as it may be shown (``display_url``)."""
+def upgrade(engine: Engine) -> None:
+    """Add the missing :data:`ADDED_COLUMNS` (an older database: ``reindex`` converts
+    those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
+    additive version's schema version to the current one. Nothing when all is there."""
     dialect = engine.dialect.name
     with engine.connect() as conn:
         with conn.begin():
-            missing = missing_columns(conn)
-            version = _stored_version(conn)
-        if not missing and not _upgradable(version, dialect):
-            return False
+            if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):
+                return
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             if dialect == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            missing = missing_columns(conn)  # another process may have added them meanwhile
-            for table_name, column in missing:
-                table = pages_table if table_name == pages_table.name else duplicates_table
-                kind = table.c[column].type.compile(dialect=conn.dialect)
-                conn.execute(text(f"ALTER TABLE {table_name} ADD COLUMN {column} {kind}"))
-            bump = _upgradable(_stored_version(conn), dialect)
-            if bump:
-                c = meta_table.c
+            for table, name in _missing(conn):  # (again: another process may have added it)
+                column_type = table.c[name].type.compile(dialect=engine.dialect)
+                conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {column_type}"))
+            if _upgradable(_stored_version(conn), dialect):
                 conn.execute(
                     update(meta_table)
-                    .where(c.key == "schema_version")
+                    .where(meta_table.c.key == "schema_version")
                     .values(value=str(SCHEMA_VERSION))
                 )
-    if missing or bump:
-        log.info(
-            "upgraded %s in place (schema %d): added %s",
-            where,
-            SCHEMA_VERSION,
-            ", ".join(f"{t}.{c}" for t, c in missing) or "no column",
-        )
-    return bool(missing or bump)

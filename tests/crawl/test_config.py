@@ -8,7 +8,7 @@ import pytest
 from scrapy.settings import Settings
 
 from simhash_filter import Fingerprinter, MatchRule
-from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.config import Config, SettingsError, UnknownSetting, unknown_settings
 from simhash_filter.index.schemes import (
     LSH_CANDIDATE_DISTANCE,
     MINHASH_LSH,
@@ -217,3 +217,37 @@ def test_blocks_must_fit_the_index_kind() -> None:
     with pytest.raises(ValueError, match="SIMHASH_FILTER_BLOCKS=4 does not fit"):
         Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 4}))
     assert Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 5})).blocks == 5
+
+
+@pytest.mark.parametrize(
+    ("path", "url"),
+    [("dedup.db", "sqlite:///dedup.db"), ("/var/crawl/index.db", "sqlite:////var/crawl/index.db")],
+)
+def test_a_plain_path_is_a_sqlite_file(path: str, url: str) -> None:
+    """As the command line's ``--db`` does: a value without ``://`` names a SQLite file."""
+    config = Config.from_settings(Settings({"SIMHASH_FILTER_DATABASE_URL": path}))
+    assert config.database_url == url
+
+
+def test_unknown_names_come_with_the_nearest_known_one() -> None:
+    settings = Settings(
+        {
+            "SIMHASH_FILTER_MIN_SIMILARTY": 0.9,
+            "SIMHASH_FILTER_DATABASE": "x.db",
+            "SIMHASH_FILTER_COMPLETELY_ELSE": 1,
+            "SIMHASH_FILTER_MAX_DISTANCE": 3,
+            "OTHER_SETTING": 1,
+        }
+    )
+    assert unknown_settings(settings) == [
+        UnknownSetting("SIMHASH_FILTER_COMPLETELY_ELSE", None),
+        UnknownSetting("SIMHASH_FILTER_DATABASE", "SIMHASH_FILTER_DATABASE_URL"),
+        UnknownSetting("SIMHASH_FILTER_MIN_SIMILARTY", "SIMHASH_FILTER_MIN_SIMILARITY"),
+    ]
+    known = {f"SIMHASH_FILTER_{f.name.upper()}": 1 for f in dataclasses.fields(Config)}
+    assert unknown_settings(Settings(known)) == []
+
+
+def test_a_bad_value_is_a_settings_error() -> None:
+    with pytest.raises(SettingsError, match="SIMHASH_FILTER_MIN_TOKENS must be an integer"):
+        Config.from_settings(Settings({"SIMHASH_FILTER_MIN_TOKENS": "lots"}))
