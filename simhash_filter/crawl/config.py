@@ -109,6 +109,10 @@ def _float(settings: BaseSettings, key: str, default: float) -> float:
         raise ValueError(f"{_name(key)} must be a number, got {value!r}") from None
 
 
+def _optional_float(settings: BaseSettings, key: str) -> float | None:
+    return None if _raw(settings, key) is None else _float(settings, key, 0.0)
+
+
 def _optional_str(settings: BaseSettings, key: str) -> str | None:
     value = _raw(settings, key)
     if value is None:
@@ -131,7 +135,7 @@ class Config:
     enabled: bool = True
     database_url: str = DEFAULT_DATABASE_URL
     max_distance: int | None = None  # k1, simhash bits to a candidate; None: the index's
-    min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
+    min_similarity: float | None = None  # the sketches' verdict; None: the database's own
     index: str | None = None  # None: the database's own, else minhash-lsh
     blocks: int | None = None  # None: the database's own, else the index kind's default
     text_field: str = "text"
@@ -159,7 +163,9 @@ class Config:
             raise ValueError(
                 f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS}, got {self.max_distance}"
             )
-        if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
+        if self.min_similarity is not None and (
+            isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0
+        ):
             raise ValueError(
                 f"{_name('MIN_SIMILARITY')} must be a number between 0 and 1, "
                 f"got {self.min_similarity}"
@@ -220,7 +226,7 @@ class Config:
             enabled=_bool(settings, "ENABLED", defaults.enabled),
             database_url=database_url(_str(settings, "DATABASE_URL", defaults.database_url)),
             max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
-            min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
+            min_similarity=_optional_float(settings, "MIN_SIMILARITY"),
             index=_optional_str(settings, "INDEX"),
             blocks=_optional_int(settings, "BLOCKS", minimum=1),
             text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
@@ -249,7 +255,15 @@ class Config:
     def index_choice(self) -> IndexChoice:
         """What ``INDEX``, ``MAX_DISTANCE``, ``BLOCKS`` and ``MIN_SIMILARITY`` name of the
         index and rule (the rest is :mod:`simhash_filter.index.defaults`')."""
-        return IndexChoice(self.index, self.max_distance, self.blocks, self.min_similarity)
+        return IndexChoice(self.index, self.max_distance, self.blocks, self.similarity)
+
+    @property
+    def similarity(self) -> float:
+        """``MIN_SIMILARITY``, or the default rule's (a new database's; an existing one
+        keeps its own when the setting is not given)."""
+        if self.min_similarity is None:
+            return _DEFAULT_RULE.min_similarity
+        return self.min_similarity
 
     def index_settings(self) -> IndexSettings:
         """The index scheme and match rule of a new database made with these settings."""
@@ -298,7 +312,8 @@ class Config:
             self.database_url,
             spec=spec,
             max_distance=self.max_distance,
-            min_similarity=self.min_similarity,
+            min_similarity=self.similarity,
+            own_similarity=self.min_similarity is None,
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,

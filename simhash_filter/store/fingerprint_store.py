@@ -163,6 +163,7 @@ class FingerprintStore:
         index: str | None = None,
         write_path: str | None = None,
         min_similarity: float | None = None,
+        own_similarity: bool = False,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
@@ -179,7 +180,9 @@ class FingerprintStore:
         ``min_similarity`` (with ``rule=None``): the default rule of the index kind at
         that threshold. A rule that asks for the stored rule's candidates with other
         thresholds is used as it is (``MatchRule.same_candidates``: the stored sketches
-        answer it), for this store alone; the database keeps its own.
+        answer it), for this store alone; the database keeps its own. ``own_similarity``:
+        an existing database judges by its own rule's thresholds, and ``min_similarity``
+        only makes a new database's rule (a crawl that did not set ``MIN_SIMILARITY``).
 
         ``durable``: None (the default) keeps each back-end's own promise: a commit
         survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
@@ -206,7 +209,7 @@ class FingerprintStore:
             WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
         )
         try:
-            request = Request(spec, choice, rule, bits)
+            request = Request(spec, choice, rule, bits, own_similarity)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
             stored = settled.stored
             return cls(
