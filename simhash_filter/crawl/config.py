@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.keep import KEEP_CANONICAL, KEEP_POLICIES
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.index.defaults import (
     IndexChoice,
@@ -108,6 +109,10 @@ def _float(settings: BaseSettings, key: str, default: float) -> float:
         raise ValueError(f"{_name(key)} must be a number, got {value!r}") from None
 
 
+def _optional_float(settings: BaseSettings, key: str) -> float | None:
+    return None if _raw(settings, key) is None else _float(settings, key, 0.0)
+
+
 def _optional_str(settings: BaseSettings, key: str) -> str | None:
     value = _raw(settings, key)
     if value is None:
@@ -130,7 +135,7 @@ class Config:
     enabled: bool = True
     database_url: str = DEFAULT_DATABASE_URL
     max_distance: int | None = None  # k1, simhash bits to a candidate; None: the index's
-    min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
+    min_similarity: float | None = None  # the sketches' verdict; None: the database's own
     index: str | None = None  # None: the database's own, else minhash-lsh
     blocks: int | None = None  # None: the database's own, else the index kind's default
     text_field: str = "text"
@@ -153,6 +158,8 @@ class Config:
     universal_rules: bool = True  # tracking and session parameters are rules on every host
     rule_min_support: int = 3  # supporting pairs before a learned rule skips requests
     rule_sample: int = 20  # 1 in N of a rule's predictions is still fetched and checked
+    keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
+    canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
@@ -160,7 +167,9 @@ class Config:
             raise ValueError(
                 f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS}, got {self.max_distance}"
             )
-        if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
+        if self.min_similarity is not None and (
+            isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0
+        ):
             raise ValueError(
                 f"{_name('MIN_SIMILARITY')} must be a number between 0 and 1, "
                 f"got {self.min_similarity}"
@@ -187,6 +196,13 @@ class Config:
         ):
             if not value:
                 raise ValueError(f"{_name(key)} must name an item field, got {value!r}")
+        if self.keep not in KEEP_POLICIES:
+            raise ValueError(
+                f"{_name('KEEP')} must be one of {', '.join(map(repr, KEEP_POLICIES))}, "
+                f"got {self.keep!r}"
+            )
+        if not self.canonical_field:
+            raise ValueError(f"{_name('CANONICAL_FIELD')} must name an item field, got ''")
         if self.max_bytes < 1:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
         if self.workers is not None and self.workers < 0:
@@ -220,7 +236,7 @@ class Config:
             enabled=_bool(settings, "ENABLED", defaults.enabled),
             database_url=database_url(_str(settings, "DATABASE_URL", defaults.database_url)),
             max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
-            min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
+            min_similarity=_optional_float(settings, "MIN_SIMILARITY"),
             index=_optional_str(settings, "INDEX"),
             blocks=_optional_int(settings, "BLOCKS", minimum=1),
             text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
@@ -245,6 +261,8 @@ class Config:
                 settings, "RULE_MIN_SUPPORT", defaults.rule_min_support, minimum=1
             ),
             rule_sample=_int(settings, "RULE_SAMPLE", defaults.rule_sample, minimum=1),
+            keep=_str(settings, "KEEP", defaults.keep).lower(),
+            canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
@@ -253,7 +271,15 @@ class Config:
     def index_choice(self) -> IndexChoice:
         """What ``INDEX``, ``MAX_DISTANCE``, ``BLOCKS`` and ``MIN_SIMILARITY`` name of the
         index and rule (the rest is :mod:`simhash_filter.index.defaults`')."""
-        return IndexChoice(self.index, self.max_distance, self.blocks, self.min_similarity)
+        return IndexChoice(self.index, self.max_distance, self.blocks, self.similarity)
+
+    @property
+    def similarity(self) -> float:
+        """``MIN_SIMILARITY``, or the default rule's (a new database's; an existing one
+        keeps its own when the setting is not given)."""
+        if self.min_similarity is None:
+            return _DEFAULT_RULE.min_similarity
+        return self.min_similarity
 
     def index_settings(self) -> IndexSettings:
         """The index scheme and match rule of a new database made with these settings."""
@@ -302,7 +328,8 @@ class Config:
             self.database_url,
             spec=spec,
             max_distance=self.max_distance,
-            min_similarity=self.min_similarity,
+            min_similarity=self.similarity,
+            own_similarity=self.min_similarity is None,
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,

@@ -33,6 +33,9 @@ class Request:
     choice: IndexChoice
     rule: MatchRule | None
     bits: int
+    own_similarity: bool = False
+    """An existing database judges by its own thresholds: the choice's similarity only
+    makes a new database's rule."""
 
     @property
     def sketches(self) -> bool:
@@ -75,9 +78,8 @@ def settle(
         index_given=choice.index is not None,
         rule_given=request.sketches,
     )
-    return Settled(
-        stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
-    )
+    asks_rule = request.sketches and not request.own_similarity
+    return Settled(stored, rule_in_effect(url, stored, requested.rule if asks_rule else None))
 
 
 def init_database(

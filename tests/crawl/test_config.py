@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
@@ -26,7 +27,8 @@ def test_defaults() -> None:
     assert config.enabled is True
     assert config.database_url == "sqlite:///dedup.db"
     assert config.max_distance is None
-    assert config.min_similarity == MatchRule().min_similarity
+    assert config.min_similarity is None  # the database's own; a new one's: 0.7
+    assert config.similarity == MatchRule().min_similarity
     # the minhash-lsh index: no simhash condition, the bands and the sketch decide
     assert config.effective_max_distance == LSH_CANDIDATE_DISTANCE == 64
     assert config.match_rule() == MatchRule.for_distance(64)
@@ -251,3 +253,41 @@ def test_unknown_names_come_with_the_nearest_known_one() -> None:
 def test_a_bad_value_is_a_settings_error() -> None:
     with pytest.raises(SettingsError, match="SIMHASH_FILTER_MIN_TOKENS must be an integer"):
         Config.from_settings(Settings({"SIMHASH_FILTER_MIN_TOKENS": "lots"}))
+
+
+def test_an_existing_database_keeps_its_own_similarity_unless_set(tmp_path: Path) -> None:
+    """A crawl that does not set MIN_SIMILARITY judges by the database's own threshold (a
+    database made at 0.8 is not silently loosened to the default 0.7); one that sets it
+    judges by the setting, for that crawl alone."""
+    url = f"sqlite:///{tmp_path / 'dedup.db'}"
+    made = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": url, "SIMHASH_FILTER_MIN_SIMILARITY": 0.8})
+    )
+    spec = made.make_fingerprinter().spec
+    made.open_store(spec).close()
+    plain = Config.from_settings(Settings({"SIMHASH_FILTER_DATABASE_URL": url}))
+    assert plain.min_similarity is None
+    store = plain.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.8
+    finally:
+        store.close()
+    tighter = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": url, "SIMHASH_FILTER_MIN_SIMILARITY": "0.9"})
+    )
+    store = tighter.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.9
+    finally:
+        store.close()
+    fresh = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'new.db'}"})
+    )
+    store = fresh.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.7
+    finally:
+        store.close()
