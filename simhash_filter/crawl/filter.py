@@ -245,13 +245,20 @@ class PageFilter:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:
             return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
-        return FilterResult(Outcome.of(verdict), url, signature.fingerprint, verdict, capped=capped)
+        outcome = Outcome.of(verdict)
+        if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
+            outcome = Outcome.NO_TEXT
+        return FilterResult(
+            outcome, url, signature.fingerprint, verdict, capped=capped, exact=signature.exact
+        )
 
     # -- stats and logs (reactor thread)
 
     def record(self, check: FilterResult) -> None:
         """Count the check and log what needs logging."""
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        if check.exact:
+            self.stats.inc_value(STATS_PREFIX + "exact_content")
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.verdict is not None and check.verdict.boilerplate_of is not None:
