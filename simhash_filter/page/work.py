@@ -100,7 +100,7 @@ def work_page(
         return PageWork(None, capped)
     if signature is None:
         return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped)
-    if keep_text:
+    if keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     return PageWork(signature, capped)
 

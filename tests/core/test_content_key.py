@@ -24,7 +24,8 @@ def test_the_exact_signature_matches_its_own_key_only() -> None:
     a = exact_signature(content_key(PAGE))
     again = exact_signature(content_key(PAGE + b"  "))
     other = exact_signature(content_key(PAGE.replace(b"Twelve", b"Eleven")))
-    assert a.exact and a.text_length == 0
+    assert a.exact
+    assert a.text_length == 0
     assert a == again
     assert rule.verify(a.sketch, again.sketch).similarity == 1.0
     assert rule.verify(a.sketch, other.sketch).similarity < 0.05
@@ -35,7 +36,8 @@ def test_an_exact_signature_is_no_candidate_of_a_text_signature() -> None:
     fingerprinter = Fingerprinter()
     text = " ".join(f"word{n} of a page about the harbour and its ferries" for n in range(40))
     signed = fingerprinter.sign(text)
-    assert signed is not None and not signed.exact
+    assert signed is not None
+    assert not signed.exact
     exact = exact_signature(content_key(text))
     assert len(decode_sketch(exact.sketch).text) == len(decode_sketch(signed.sketch).text)
     assert MatchRule().verify(exact.sketch, signed.sketch).similarity < 0.05
