@@ -44,3 +44,18 @@ def test_an_exact_copy_is_a_duplicate_on_every_write_path(
         assert check("https://x.example/gallery", page) is VerdictKind.UNCHANGED
         drops = [(d.url, d.duplicate_of_url, d.similarity) for d in store.duplicates()]
         assert drops == [("https://x.example/gallery?ref=rss", "https://x.example/gallery", 1.0)]
+
+
+def test_a_database_of_the_previous_extraction_says_what_differs(sqlite_url: str) -> None:
+    """The extraction is part of the fingerprint spec: a database whose HTML pages were
+    fingerprinted by the extraction before ``extract=`` was named refuses to open, naming it."""
+    from simhash_filter import Fingerprinter
+    from simhash_filter.store import SchemeMismatchError
+
+    spec = Fingerprinter().spec
+    previous = ";".join(part for part in spec.split(";") if not part.startswith("extract="))
+    FingerprintStore.open(sqlite_url, spec=previous).close()
+    with pytest.raises(SchemeMismatchError) as info:
+        FingerprintStore.open(sqlite_url, spec=spec)
+    assert "extract=trafilatura-precision-fast" in str(info.value)
+    assert "simhash-filter import" in str(info.value)
