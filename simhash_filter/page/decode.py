@@ -7,8 +7,8 @@ as ``gb18030`` — then a statistical guess (trafilatura's: cchardet, charset_no
 Undecodable bytes become U+FFFD, never an error.
 
 trafilatura's own ``decode_file`` tries the declared ``gb2312`` strictly and, when one
-character falls outside it, decodes the whole page as UTF-8 with replacement: 11 of the 69
-public Chinese pages came out as runs of U+FFFD (bench/README.md, "The filter's cost").
+character falls outside it, decodes the whole page as UTF-8 with replacement: 10 of the 69
+public Chinese pages came out as runs of U+FFFD (bench/history/cost.md).
 """
 
 from __future__ import annotations

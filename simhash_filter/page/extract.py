@@ -11,7 +11,7 @@ The main text is trafilatura's ``favor_precision`` extraction without its fallba
 extractors (``fast``), and, when that comes back shorter than :data:`FALLBACK_BELOW`
 characters, its balanced extraction (also ``fast``) if it is longer
 (:data:`EXTRACTION`, named in the fingerprint spec). The measurements behind the choice are
-in bench/README.md ("The filter's cost").
+in bench/history/cost.md.
 
 :func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
 footers included): the match rule compares it to tell a copy of an article from two
