@@ -21,6 +21,10 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 - ``exact_content`` (not disjoint: also ``no_text`` or ``dropped``): the page had too little
   text and was checked by its exact-content key (its bytes, white space runs collapsed;
   :mod:`simhash_filter.core.content_key`), which only a byte-identical page matches.
+- ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"canonical"`` the page,
+  a copy of a kept page, is the URL the cluster's canonical hints name, so it is kept in that
+  page's place and the other is recorded as superseded (docs/keep.md); the pipeline sends
+  the ``page_superseded`` signal.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
@@ -39,7 +43,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from simhash_filter.store.records import Verdict, VerdictKind
+from simhash_filter.store.records import Supersession, Verdict, VerdictKind
 
 __all__ = ["STATS_PREFIX", "FilterResult", "Outcome"]
 
@@ -91,6 +95,21 @@ class FilterResult:
     exact: bool = False
     """The page had too little text and was checked by its bytes (its exact-content key):
     ``no_text`` when new, ``dropped`` as an exact copy of a stored page."""
+    declared: str | None = None
+    """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
+    in the store's canonical form, or None."""
+    superseded: Supersession | None = None
+    """Set when the page was kept in place of a copy kept before (the keep policy)."""
+
+    @property
+    def canonical_confirmed(self) -> bool:
+        """True when the content check called the page (dropped) a copy of the canonical it
+        declared: a confirmed (variant, canonical) pair, evidence for URL rules; the store
+        keeps every such pair (``FingerprintStore.canonical_pairs``, docs/keep.md)."""
+        match = self.verdict.duplicate_of if self.verdict is not None else None
+        if match is not None and self.outcome is Outcome.DROPPED:
+            return self.declared is not None and self.declared == match.url
+        return False
 
     @property
     def hex_fingerprint(self) -> str | None:

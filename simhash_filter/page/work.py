@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.content_key import content_key, exact_signature
 from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.stored_text import pack_text
@@ -44,6 +45,8 @@ class PageWork(NamedTuple):
 
     signature: PageSignature | None
     capped: tuple[str, ...] = ()
+    hints: PageHints | None = None
+    """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
 
 
 def sign_page(
@@ -84,11 +87,12 @@ def work_page(
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     capped: tuple[str, ...] = ()
+    hints = None
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
         main_text = main_text or page.text
         page_text = page.visible
-        capped = page.capped
+        capped, hints = page.capped, page.hints
     signature = None
     if main_text:
         capped += tuple(
@@ -97,12 +101,12 @@ def work_page(
         # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
         signature = fingerprinter.sign(main_text, page_text=page_text)
     if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
-        return PageWork(None, capped)
+        return PageWork(None, capped, hints)
     if signature is None:
-        return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped)
+        return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped, hints)
     if keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
-    return PageWork(signature, capped)
+    return PageWork(signature, capped, hints)
 
 
 def _exact_signature(
