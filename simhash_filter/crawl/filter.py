@@ -288,9 +288,11 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         outcome = Outcome.of(verdict)
+        if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
+            outcome = Outcome.NO_TEXT
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
-            superseded=superseded,
+            superseded=superseded, exact=signature.exact,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -326,6 +328,8 @@ class PageFilter:
         for listener in self.listeners:
             listener(check)
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        if check.exact:
+            self.stats.inc_value(STATS_PREFIX + "exact_content")
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.superseded is not None:
