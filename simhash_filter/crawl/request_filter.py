@@ -25,12 +25,13 @@ from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
+from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
 
 from .config import Config
 from .filter import PageFilter, _result
-from .outcomes import STATS_PREFIX, FilterResult
-from .rule_book import RuleBook
+from .outcomes import STATS_PREFIX, FilterResult, Outcome
+from .rule_book import CANONICAL, RuleBook
 from .rule_learner import RetiredRule, RuleLearner
 
 if TYPE_CHECKING:
@@ -43,8 +44,9 @@ __all__ = ["REQUEST_STATS", "RULE_STATS", "RequestFilter"]
 logger = logging.getLogger(__name__)
 
 REQUEST_STATS = STATS_PREFIX + "requests/"
-"""``skipped/<reason>``, ``sampled`` (fetched to check a rule), ``refetched`` (skipped,
-then fetched after all because the rule retired)."""
+"""``skipped/<reason>``, ``sampled`` (fetched to check a rule), ``canonical`` (a rule maps it,
+fetched anyway: a page declared it its canonical), ``refetched`` (skipped, then fetched after
+all because the rule retired or a page named it its canonical)."""
 RULE_STATS = STATS_PREFIX + "rules/"
 """``activated``, ``retired`` (during this crawl) and ``active`` (learned rules at the end)."""
 _HELD = 100_000  # skipped requests kept in memory to re-schedule as they were
@@ -123,8 +125,11 @@ class RequestFilter:
         self.book.decide(request)  # decided before the dupefilter asks (then cached)
 
     def request_reached_downloader(self, request: Request, spider: object = None) -> None:
-        if self.book.decide(request).why_own == "sample":
+        why_own = self.book.decide(request).why_own
+        if why_own == "sample":
             self.stats.inc_value(REQUEST_STATS + "sampled")
+        elif why_own == CANONICAL:
+            self.stats.inc_value(REQUEST_STATS + "canonical")
 
     def request_dropped(self, request: Request, spider: object = None) -> None:
         decided = self.book.decide(request)
@@ -162,10 +167,36 @@ class RequestFilter:
     # -- learning (the page filter's results, reactor thread → the learner's thread)
 
     def _on_result(self, check: FilterResult) -> None:
+        self._note_canonical(check)
         if self.learner is None:
             return
         match = check.verdict.duplicate_of if check.verdict is not None else None
         self._submit(self.learner.observe, check.outcome, check.url, match.url if match else None)
+        if check.canonical_confirmed and check.declared is not None:
+            self._submit(self.learner.observe_pair, check.url, check.declared)
+        if check.superseded is not None:  # the variant kept first, its canonical now
+            old, new = check.superseded.old_url, check.superseded.new_url
+            self._submit(self.learner.observe_pair, old, new)
+
+    def _note_canonical(self, check: FilterResult) -> None:
+        """A URL a checked page names its canonical is never skipped from now on; one a rule
+        skipped already (before the hint was known) is scheduled again, so the keep policy
+        sees the canonical itself rather than keeping the variant."""
+        declared = check.declared
+        if declared is None or check.outcome is Outcome.ERROR:
+            return
+        try:
+            named_by = canonical_url(check.url)
+        except ValueError:
+            return
+        if not self.book.note_canonical(declared, named_by):
+            return
+        held = self._held.pop(declared, None)
+        if held is None:
+            return
+        for urls in self._held_by_rule.values():
+            urls.discard(declared)
+        self._reschedule(held)
 
     def _submit(self, job: Any, *args: Any) -> None:
         assert self._thread is not None

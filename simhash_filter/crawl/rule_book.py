@@ -6,8 +6,9 @@ records what was skipped) and the rule learner (which swaps in a new
 :class:`~simhash_filter.urls.ruleset.RuleSet` when rules change). :meth:`RuleBook.decide` says
 how a request is fingerprinted: by its canonical form, or by its own URL when it is the
 target of a redirect (Heritrix's lesson: ``/a?utm_source=x`` redirecting to ``/a`` must not
-find ``/a`` already seen), marked ``verbatim_url``, or in the 1-in-``RULE_SAMPLE`` sample
-that keeps the rules honest.
+find ``/a`` already seen), marked ``verbatim_url``, a URL a page named as its canonical (the
+keep policy must see the canonical itself, so no rule may skip it), or in the
+1-in-``RULE_SAMPLE`` sample that keeps the rules honest.
 """
 
 from __future__ import annotations
@@ -19,26 +20,40 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from simhash_filter.urls.ruleset import RuleSet, UrlForm
+from simhash_filter.urls.ruleset import RuleSet, UrlForm, url_host
 from simhash_filter.urls.sampling import is_sampled
 
 from .config import Config
+from .detours import DETOUR_META_KEY
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["CRAWLER_ATTRIBUTE", "REDIRECT", "RequestForm", "RuleBook", "canonical_fingerprint"]
+__all__ = [
+    "CANONICAL",
+    "CRAWLER_ATTRIBUTE",
+    "MAX_CANONICALS",
+    "REDIRECT",
+    "RequestForm",
+    "RuleBook",
+    "canonical_fingerprint",
+]
 
 CRAWLER_ATTRIBUTE = "_simhash_filter_rule_book"
 REDIRECT = "redirect"
+CANONICAL = "canonical"
+MAX_CANONICALS = 100_000
+"""Declared canonical URLs remembered per host (past that, a canonical may be skipped by a
+rule again: the keep policy then keeps a variant, nothing is lost)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RequestForm:
     """What the rules make of one request: its URL's form, and whether the request is
     fingerprinted by that form (``mapped``) or by its own URL (``why_own``: ``verbatim``,
-    ``sample``, or None when nothing changed it), or, the target of a redirect from a URL of
+    ``canonical`` (a page named it its canonical), ``sample``, or None when nothing changed
+    it), or, the target of a redirect from a URL of
     the same form (``redirect``), by a fingerprint no other request has: the form it
     shares with the redirecting request was marked seen by that very request."""
 
@@ -75,6 +90,7 @@ class RuleBook:
         self.ruleset = RuleSet(universal=config.universal_rules)
         self._forms: weakref.WeakKeyDictionary[Request, RequestForm] = weakref.WeakKeyDictionary()
         self._given: dict[int, bytes] = {}  # a URL's first fingerprint, by the hash of its form
+        self._canonicals: dict[str, set[str]] = {}  # declared canonical URLs, by host
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
@@ -110,11 +126,32 @@ class RuleBook:
         elif form.changed:
             if request.meta.get("verbatim_url"):
                 why_own = "verbatim"
+            elif DETOUR_META_KEY in request.meta or self.is_canonical(form.own):
+                why_own = CANONICAL  # the keep policy must see it: a rule never skips it
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"
         decided = RequestForm(form, why_own, hash(form.own) in self._given)
         self._forms[request] = decided
         return decided
+
+    def note_canonical(self, url: str, named_by: str | None = None) -> bool:
+        """Remember that a page (at ``named_by``) declared ``url`` (the store's canonical
+        form) its canonical: from now on no rule maps a request for it. A URL naming itself,
+        or a URL of another host, is no such evidence (a site echoing every URL, tracking
+        parameters included, as its own canonical would exempt them all). True when new."""
+        host = url_host(url)
+        if not host or (named_by is not None and (named_by == url or url_host(named_by) != host)):
+            return False
+        known = self._canonicals.setdefault(host, set())
+        if url in known or len(known) >= MAX_CANONICALS:
+            return False
+        known.add(url)  # one set.add: safe beside the reactor's reads (the GIL)
+        return True
+
+    def is_canonical(self, url: str) -> bool:
+        """True when a page declared ``url`` (w3lib's canonical form) its canonical."""
+        known = self._canonicals.get(url_host(url))
+        return known is not None and url in known
 
     def fingerprint(self, decided: RequestForm, make: Callable[[], bytes]) -> bytes:
         """The fingerprint a URL was first given (made by ``make`` the first time): a URL

@@ -46,6 +46,7 @@ RELOAD_SECONDS = 10.0
 """How often the learner reads the rules again (another crawler's, a user's pin or ban)."""
 _MAX_IMAGES = 100_000  # kept pages remembered per rule, for counterexamples between two of them
 _HISTORY = 20_000  # stored pages of a host read when a candidate is about to become active
+_CANONICALS = 200_000  # declared canonicals read from the store when the crawl opens
 _EVIDENCE_STATES = (RuleState.CANDIDATE, RuleState.ACTIVE, RuleState.PINNED)
 
 
@@ -68,7 +69,11 @@ class RuleLearner:
     # -- the rules
 
     def load(self) -> None:
-        """Read every rule from the store and apply the skipping ones."""
+        """Read every rule from the store and apply the skipping ones; the first time, also
+        the canonical URLs stored pages declared (no rule skips them, :class:`RuleBook`)."""
+        if not self._loaded_at:
+            for url, named_by in self.store.declared_canonicals(_CANONICALS):
+                self.book.note_canonical(url, named_by)
         self._rules = {}
         self._by_host = defaultdict(set)
         for stored in self.store.rules():

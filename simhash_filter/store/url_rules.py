@@ -32,6 +32,7 @@ from .records import StoreError
 from .schema import (
     RULE_TABLES,
     Base,
+    duplicates_table,
     pages_table,
     rule_witnesses_table,
     skipped_requests_table,
@@ -158,6 +159,31 @@ class UrlRuleStore:
         with self._connection(write=False) as conn:
             query = select(p.url).where(p.domain == host).order_by(p.id).limit(limit)
             return [url for (url,) in conn.execute(query)]
+
+    def declared_canonicals(self, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (canonical URL, URL of the page that declared it) of stored pages
+        and logged copies that named another URL their canonical, newest first: URLs the
+        crawl must not skip by a rule (the keep policy wants the canonical itself)."""
+        p, d = pages_table.c, duplicates_table.c
+        kept = (
+            select(p.canonical_url, p.url)
+            .where(p.canonical_url.is_not(None), p.canonical_url != p.url)
+            .order_by(p.id.desc())
+            .limit(limit)
+        )
+        logged = (
+            select(d.canonical_url, d.url)
+            .where(d.canonical_url.is_not(None), d.canonical_url != d.url)
+            .order_by(d.id.desc())
+            .limit(limit)
+        )
+        with self._connection(write=False) as conn:
+            found = {canonical: url for canonical, url in conn.execute(kept)}
+            for canonical, url in conn.execute(logged):
+                if len(found) >= limit:
+                    break
+                found.setdefault(canonical, url)
+        return list(found.items())[:limit]
 
     def is_kept(self, url: str) -> bool:
         """Whether a page is stored under ``url``'s canonical form."""
