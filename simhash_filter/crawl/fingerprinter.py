@@ -8,7 +8,9 @@ page it is a variant of, and skips it natively. A request no rule changes, or on
 fingerprinted by its own URL (:class:`~simhash_filter.crawl.rule_book.RuleBook`), gets
 exactly Scrapy's default fingerprint, so turning the filter off or on keeps a ``JOBDIR``. The
 target of a redirect from a URL of its own canonical form gets a fingerprint of its own:
-``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched. A URL
+``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched; so
+does a URL a page declared its canonical when a variant mapped onto it came first (the keep
+policy must see the canonical itself). A URL
 keeps the fingerprint it was first given (a URL fetched before a rule mapped it is not
 fetched again under its canonical form). Requests other than a GET without a body get
 Scrapy's own fingerprint: the rules are about pages.
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 from scrapy.utils.request import RequestFingerprinter
 
 from .config import Config
-from .rule_book import REDIRECT, RuleBook, canonical_fingerprint
+from .rule_book import CANONICAL, REDIRECT, RuleBook, canonical_fingerprint
 
 if TYPE_CHECKING:
     from typing import Self
@@ -58,6 +60,8 @@ class RuleFingerprinter:
             url = decided.form.url
         elif decided.why_own == REDIRECT:  # a canonical URL has no fragment: none collides
             url = decided.form.own + "#" + REDIRECT
+        elif decided.why_own == CANONICAL and not decided.form.changed:
+            url = decided.form.own + "#" + CANONICAL  # a variant mapped onto it took its own
         else:  # w3lib's form, made already: Scrapy's own fingerprint
             url = decided.form.own
         return book.fingerprint(decided, lambda: canonical_fingerprint(request, url))

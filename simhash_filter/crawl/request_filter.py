@@ -134,6 +134,8 @@ class RequestFilter:
     def request_dropped(self, request: Request, spider: object = None) -> None:
         decided = self.book.decide(request)
         own = decided.form.own
+        if not decided.repeat and self.book.took_form(decided) and len(self._held) < _HELD:
+            self._held[own] = request  # a variant mapped onto it came first: its canonical?
         if not decided.mapped or decided.repeat:
             return  # a plain duplicate: Scrapy's dupefilter would have dropped it too
         if self.book.ruleset.form(request.url).url != decided.form.url:

@@ -91,6 +91,7 @@ class RuleBook:
         self._forms: weakref.WeakKeyDictionary[Request, RequestForm] = weakref.WeakKeyDictionary()
         self._given: dict[int, bytes] = {}  # a URL's first fingerprint, by the hash of its form
         self._canonicals: dict[str, set[str]] = {}  # declared canonical URLs, by host
+        self._mapped: set[int] = set()  # forms given to requests a rule mapped (their hash)
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
@@ -123,11 +124,12 @@ class RuleBook:
         sources = request.meta.get("redirect_urls") or ()
         if any(ruleset.form(source).url == form.url for source in sources):
             why_own = REDIRECT  # its own canonical form was "seen" by the request it ends
+        elif DETOUR_META_KEY in request.meta or self.is_canonical(form.own):
+            if form.changed or hash(form.url) in self._mapped:
+                why_own = CANONICAL  # the keep policy must see it: a rule never skips it
         elif form.changed:
             if request.meta.get("verbatim_url"):
                 why_own = "verbatim"
-            elif DETOUR_META_KEY in request.meta or self.is_canonical(form.own):
-                why_own = CANONICAL  # the keep policy must see it: a rule never skips it
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"
         decided = RequestForm(form, why_own, hash(form.own) in self._given)
@@ -161,4 +163,11 @@ class RuleBook:
         given = self._given.get(key)
         if given is None:
             given = self._given[key] = make()
+            if decided.mapped:
+                self._mapped.add(hash(decided.form.url))
         return given
+
+    def took_form(self, decided: RequestForm) -> bool:
+        """True when a request a rule mapped took this unmapped request's fingerprint (its
+        URL is the form a variant was mapped to): the scheduler drops it as seen."""
+        return not decided.form.changed and hash(decided.form.url) in self._mapped

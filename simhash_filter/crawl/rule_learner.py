@@ -180,6 +180,7 @@ class RuleLearner:
 
     def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
         self._pair_support(page, other, deltas)
+        replaced: list[str | None] = []  # what superseded `other`, asked once when needed
         for rule in self._rules_of(page):
             if deltas[rule].witnesses:
                 continue
@@ -189,9 +190,26 @@ class RuleLearner:
                 and image != apply_rule(rule, other)
                 and self._claims(rule, image, page)
             ):
+                if not replaced:
+                    replaced.append(None if self.store.is_kept(other) else self._replaced(other))
+                now = replaced[0]
+                if now is not None and apply_rule(rule, now) == image:
+                    continue  # `other` was superseded by the page the rule maps onto: a copy
                 deltas[
                     rule
                 ].counterexamples += 1  # a copy of `other`, but the rule says it is `image`'s page
+
+    def _replaced(self, url: str) -> str | None:
+        """The page that superseded the page kept at ``url`` (the keep policy), or None."""
+        return self.store.replaced_by(url)
+
+    def _superseded_by(self, page: str, rule: UrlRule, image: str) -> bool:
+        """True when ``page``, kept, was replaced since by a page ``rule`` maps onto ``image``
+        (the store runs ahead of this thread: the canonical superseded it meanwhile)."""
+        if self.store.is_kept(page):
+            return False
+        now = self._replaced(page)
+        return now is not None and apply_rule(rule, now) == image
 
     def _kept_evidence(self, page: str, deltas: dict[UrlRule, Evidence]) -> None:
         for rule in self._rules_of(page):
@@ -199,6 +217,8 @@ class RuleLearner:
             if image == page:
                 continue
             if self._claims(rule, image, page):
+                if self._superseded_by(page, rule, image):
+                    continue  # kept, then replaced by its canonical `image` (a copy) already
                 deltas[rule].counterexamples += 1
             elif len(self._images[rule]) < _MAX_IMAGES:
                 self._images[rule][image] = page

@@ -31,6 +31,7 @@ from .reading import ReadableStore
 from .records import StoreError
 from .schema import (
     RULE_TABLES,
+    SUPERSEDED,
     Base,
     duplicates_table,
     pages_table,
@@ -184,6 +185,21 @@ class UrlRuleStore:
                     break
                 found.setdefault(canonical, url)
         return list(found.items())[:limit]
+
+    def replaced_by(self, url: str) -> str | None:
+        """The URL of the kept page that superseded the page once kept at ``url`` (the keep
+        policy), or None: a drop that named the old page is a copy of this one."""
+        d, p = duplicates_table.c, pages_table.c
+        query = (
+            select(p.url)
+            .join(duplicates_table, d.duplicate_of == p.id)
+            .where(d.url == canonical_url(url), d.kind == SUPERSEDED)
+            .order_by(d.id.desc())
+            .limit(1)
+        )
+        with self._connection(write=False) as conn:
+            row = conn.execute(query).first()
+        return None if row is None else str(row[0])
 
     def is_kept(self, url: str) -> bool:
         """Whether a page is stored under ``url``'s canonical form."""
