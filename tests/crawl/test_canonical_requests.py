@@ -1,0 +1,159 @@
+"""The request rules and the keep policy together: a URL a page declares its canonical is
+never skipped by a rule (the keep policy must see it), and confirmed canonical pairs reach
+the rule learner."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+from scrapy import Request
+from scrapy.utils.request import RequestFingerprinter
+from scrapy.utils.test import get_crawler
+
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.outcomes import FilterResult, Outcome
+from simhash_filter.crawl.request_filter import REQUEST_STATS, RequestFilter
+from simhash_filter.crawl.rule_book import CANONICAL, RuleBook
+from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKind
+from simhash_filter.urls.rules import SUFFIX, UrlRule
+from simhash_filter.urls.ruleset import RuleSet
+from simhash_filter.urls.sampling import is_sampled
+
+H = "site.example"
+
+
+def _unsampled(template: str) -> str:
+    return next(template.format(k) for k in range(100) if not is_sampled(template.format(k), 20))
+
+
+def _book(*rules: UrlRule) -> tuple[RuleBook, RuleFingerprinter]:
+    book = RuleBook(Config())
+    book.set_rules(RuleSet(rules))
+    return book, RuleFingerprinter(book, RequestFingerprinter())
+
+
+def test_a_declared_canonical_is_not_skipped_by_a_rule_pointing_away_from_it() -> None:
+    """``/ -> `` maps the canonical ``/news/x/`` onto ``/news/x``: without its hint the
+    canonical is skipped once ``/news/x`` was scheduled; with it, it is fetched."""
+    canonical = _unsampled(f"http://{H}/news/x{{}}/")
+    variant = canonical.rstrip("/")
+    for hinted in (False, True):
+        book, fingerprinter = _book(UrlRule(H, SUFFIX, "/ -> "))
+        seen = {fingerprinter.fingerprint(Request(variant))}
+        if hinted:
+            assert book.note_canonical(canonical, named_by=variant)
+        decided = book.decide(request := Request(canonical))
+        assert (decided.why_own == CANONICAL) is hinted
+        assert (fingerprinter.fingerprint(request) in seen) is not hinted
+
+
+def test_a_declared_canonical_a_variant_was_mapped_onto_gets_its_own_fingerprint() -> None:
+    """``/index.html -> /`` maps the variant onto the canonical's own URL: the variant,
+    scheduled first, took the canonical's fingerprint."""
+    canonical = _unsampled(f"http://{H}/a{{}}/")
+    variant = canonical + "index.html"
+    for hinted in (False, True):
+        book, fingerprinter = _book(UrlRule(H, SUFFIX, "/index.html -> /"))
+        seen = {fingerprinter.fingerprint(Request(variant))}
+        if hinted:
+            book.note_canonical(canonical, named_by=variant)
+        assert (fingerprinter.fingerprint(Request(canonical)) in seen) is not hinted
+    # scheduled before any variant, the canonical keeps Scrapy's own fingerprint, and the
+    # variants that follow are skipped as copies of it
+    book, fingerprinter = _book(UrlRule(H, SUFFIX, "/index.html -> /"))
+    book.note_canonical(canonical, named_by=variant)
+    seen = {fingerprinter.fingerprint(Request(canonical))}
+    assert fingerprinter.fingerprint(Request(variant)) in seen
+
+
+def test_a_url_naming_itself_or_another_host_is_no_canonical_evidence() -> None:
+    """A site echoing every URL (tracking parameters included) as its own canonical must not
+    exempt them all."""
+    book, _ = _book()
+    echo = f"http://{H}/a?utm_source=x"
+    assert not book.note_canonical(echo, named_by=echo)
+    assert not book.note_canonical("http://other.example/a", named_by=f"http://{H}/a")
+    assert not book.is_canonical(echo)
+    assert book.note_canonical(f"http://{H}/a", named_by=echo)
+    assert not book.note_canonical(f"http://{H}/a", named_by=echo)  # known already
+    assert book.is_canonical(f"http://{H}/a")
+
+
+class _Now:
+    """An executor that runs a job at once (the learner's thread, made synchronous)."""
+
+    def submit(self, job: Any, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(job(*args))
+        return future
+
+
+class _Learner:
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str]] = []
+        self.observed: list[str] = []
+
+    def observe(self, outcome: Outcome, url: str, duplicate_of: str | None) -> list[object]:
+        self.observed.append(url)
+        return []
+
+    def observe_pair(self, first: str, second: str) -> list[object]:
+        self.pairs.append((first, second))
+        return []
+
+    def skipped(self, skips: object) -> None:
+        pass
+
+
+def _extension() -> tuple[RequestFilter, list[Request], _Learner]:
+    crawler = get_crawler(settings_dict={"SIMHASH_FILTER_DATABASE_URL": "sqlite:///unused.db"})
+    crawler.stats.open_spider()  # type: ignore[union-attr]
+    extension = RequestFilter.from_crawler(crawler)
+    scheduled: list[Request] = []
+    crawler.engine = type("Engine", (), {"crawl": staticmethod(scheduled.append)})()  # type: ignore[assignment]
+    learner = _Learner()
+    extension.learner = learner  # type: ignore[assignment]
+    extension._thread = _Now()  # type: ignore[assignment]
+    return extension, scheduled, learner
+
+
+def test_a_canonical_skipped_before_its_hint_was_known_is_fetched_after_all() -> None:
+    extension, scheduled, _ = _extension()
+    extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/ -> ")]))
+    canonical = _unsampled(f"http://{H}/news/y{{}}/")
+    variant = canonical.rstrip("/")
+    dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+    seen: set[bytes] = set()
+    for request in (Request(variant), Request(canonical)):  # as the scheduler does
+        extension.request_scheduled(request)
+        fingerprint = dupefilter.fingerprint(request)
+        if fingerprint in seen:
+            extension.request_dropped(request)
+        seen.add(fingerprint)
+    assert scheduled == []
+    extension._on_result(FilterResult(Outcome.KEPT, variant, declared=canonical))
+    assert [r.url for r in scheduled] == [canonical]
+    assert scheduled[0].dont_filter
+    stats = extension.stats.get_stats()
+    assert stats[REQUEST_STATS + "refetched"] == 1
+
+
+def test_confirmed_canonical_pairs_and_superseded_pairs_reach_the_learner() -> None:
+    extension, _, learner = _extension()
+    canonical, variant = f"http://{H}/news/z/", f"http://{H}/news/z?print=1"
+    match = Match(canonical, 1, 0, 1)
+    dropped = Verdict(VerdictKind.DUPLICATE, variant, 1, duplicate_of=match)
+    confirmed = FilterResult(Outcome.DROPPED, variant, 1, dropped, declared=canonical)
+    assert confirmed.canonical_confirmed
+    extension._on_result(confirmed)
+    assert learner.pairs == [(variant, canonical)]
+    other = f"http://{H}/news/w/"  # declares another page: no confirmed pair
+    extension._on_result(FilterResult(Outcome.DROPPED, variant, 1, dropped, declared=other))
+    assert learner.pairs == [(variant, canonical)]
+    replaced = Supersession(variant, canonical, 1, 2, 0)
+    new = Verdict(VerdictKind.NEW, canonical, 1)
+    extension._on_result(FilterResult(Outcome.KEPT, canonical, 1, new, superseded=replaced))
+    assert learner.pairs[-1] == (variant, canonical)
+    assert learner.observed == [variant, variant, canonical]
