@@ -31,6 +31,8 @@ from trafilatura.utils import decode_file, load_html, repair_faulty_html
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS
 from simhash_filter.core.text import cap_non_starters
 
+from .listing import is_listing
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FLAT_DEPTH",
@@ -144,6 +146,8 @@ class ExtractedPage(NamedTuple):
     ``deep`` (flattened below :data:`FLAT_DEPTH`), ``too_deep`` (nested past even the
     ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
     marks cut)."""
+    listing: bool = False
+    """The page lists several entries (an archive, a home page): :func:`.listing.is_listing`."""
 
 
 def extract_page(
@@ -177,7 +181,8 @@ def extract_page(
     if tree is None:
         return ExtractedPage(None, None, tuple(capped))
     text = _main_text(tree, url) if main else None  # before the tree is stripped
-    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped))
+    listing = text is not None and is_listing(tree, len(text))
+    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped), listing)
 
 
 def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:

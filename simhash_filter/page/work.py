@@ -78,11 +78,13 @@ def work_page(
     """:func:`sign_page`, with the caps the page met."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
+    listing = False
     capped: tuple[str, ...] = ()
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
         main_text = main_text or page.text
         page_text = page.visible
+        listing = page.listing and main_text is page.text  # the mark is of the extracted text
         capped = page.capped
     if not main_text:
         return PageWork(None, capped)
@@ -90,7 +92,7 @@ def work_page(
         cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
     )
     # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-    signature = fingerprinter.sign(main_text, page_text=page_text)
+    signature = fingerprinter.sign(main_text, page_text=page_text, listing=listing)
     if signature is not None and keep_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     return PageWork(signature, capped)
