@@ -263,6 +263,15 @@ class PageFilter:
                     check.url,
                     check.verdict.boilerplate_of.url,
                 )
+        if check.verdict is not None and check.verdict.listing_of is not None:
+            self.stats.inc_value(STATS_PREFIX + "listing")
+            if self.config.debug:
+                logger.debug(
+                    "simhash_filter: %s admitted: its text matches %s, but one of the two "
+                    "pages lists several entries and the other does not (not a copy)",
+                    check.url,
+                    check.verdict.listing_of.url,
+                )
         if check.outcome is Outcome.ERROR:
             assert check.error is not None
             self.errors.error(

@@ -16,6 +16,10 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
   main text matched a stored page's, but the visible pages around them differ, so it is an
   extraction failure rather than a copy, and the page was admitted.
+- ``listing`` (not disjoint, like ``boilerplate``): the page's main text matched a stored
+  page's, but one of the two is a listing (an archive or home page of several entries,
+  ``page/listing.py``) and the other is not: an archive showing a post whole and the post are
+  not copies, and the page was admitted.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so

@@ -293,7 +293,8 @@ def probe_arrays(rows: Sequence[RowToCheck], n_tables: int) -> tuple[str, str]:
 
 def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
     """A row's verdict from the function's result row (kind, previous fingerprint, the
-    match's and the boilerplate match's id, URL, fingerprint, distance, similarity)."""
+    match's, the boilerplate match's and the listing match's id, URL, fingerprint, distance,
+    similarity)."""
     kind, previous = result[0], result[1]
     return Verdict(
         kind=VerdictKind(kind),
@@ -302,6 +303,7 @@ def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
         duplicate_of=_match(result[2:7]),
         previous_fingerprint=None if previous is None else from_sql_int(previous),
         boilerplate_of=_match(result[7:12]),
+        listing_of=_match(result[12:17]),
     )
 
 

@@ -67,6 +67,10 @@ class Verdict:
     boilerplate_of: Match | None = None
     """Set when the only matches were rejected as boilerplate (same extracted text, other
     pages around it): the page is admitted."""
+    listing_of: Match | None = None
+    """Set when the only matches (or the nearest, when some were boilerplate) were a listing
+    of this page, or an entry of this listing (``Verification.listing``): the page is
+    admitted."""
 
     @property
     def admitted(self) -> bool:
