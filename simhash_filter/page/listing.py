@@ -37,9 +37,7 @@ _SIDE_WORDS = ("comment", "related", "recomm")
 comments or of other posts (``comments-area``, ``jp-relatedposts``, ``recommendations``)."""
 _PARTS = re.compile(r"[-_]+")
 _POST_ID = re.compile(r"^post-(\d+)$")
-_CANDIDATES = etree.XPath(
-    "//article | //*[contains(@class, 'post') or contains(@class, 'entry')]"
-)
+_CANDIDATES = etree.XPath("//article | //*[contains(@class, 'post') or contains(@class, 'entry')]")
 """A superset of the entries, found by libxml2 (a Python test of every element costs 20x
 more); :func:`_is_entry` keeps the real ones."""
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
