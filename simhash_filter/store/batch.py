@@ -92,8 +92,7 @@ class Judge:
     Without a rule: within ``max_distance`` bits. With a :class:`MatchRule`: within
     ``rule.candidate_distance`` and confirmed by ``rule.verify`` on the two sketches
     (a confirmed pair flagged ``boilerplate`` or ``listing`` is reported as such, not as a
-    copy); when
-    either page has no sketch, within ``rule.fallback_distance`` alone.
+    copy); when either page has no sketch, within ``rule.fallback_distance`` alone.
     """
 
     def __init__(self, max_distance: int, rule: MatchRule | None = None) -> None:

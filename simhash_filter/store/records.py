@@ -68,9 +68,8 @@ class Verdict:
     """Set when the only matches were rejected as boilerplate (same extracted text, other
     pages around it): the page is admitted."""
     listing_of: Match | None = None
-    """Set when the only matches (or the nearest, when some were boilerplate) were a listing
-    of this page, or an entry of this listing (``Verification.listing``): the page is
-    admitted."""
+    """Set when no match was a copy and one was a listing of this page, or an entry of this
+    listing (``Verification.listing``): the nearest such. The page is admitted."""
 
     @property
     def admitted(self) -> bool:
