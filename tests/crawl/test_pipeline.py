@@ -483,3 +483,28 @@ def test_boilerplate_verdicts_are_counted() -> None:
     page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
     assert crawler.stats.get_value("simhash_filter/boilerplate") == 1
     assert crawler.stats.get_value("simhash_filter/kept") == 2
+
+
+def test_listing_verdicts_are_counted_and_named_under_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    page_filter = PageFilter(
+        Config(workers=0, debug=True), crawler.stats, store_factory=BrokenStore
+    )
+    archive = Match("https://blog.example/page/2/", 1, 2, 1, similarity=0.82)
+    url = "https://blog.example/2024/11/post-352/"
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
+        page_filter.record(
+            FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3, listing_of=archive))
+        )
+    assert crawler.stats.get_value("simhash_filter/listing") == 1
+    assert crawler.stats.get_value("simhash_filter/boilerplate") is None
+    assert crawler.stats.get_value("simhash_filter/kept") == 2
+    named = [r.getMessage() for r in caplog.records if "lists several entries" in r.getMessage()]
+    assert named == [
+        f"simhash_filter: {url} admitted: its text matches {archive.url}, but one of "
+        "the two pages lists several entries and the other does not (not a copy)"
+    ]
