@@ -12,6 +12,7 @@ database).
 from __future__ import annotations
 
 import logging
+import shlex
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -20,6 +21,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.defaults import IndexSettings, reindex_choice
 from simhash_filter.index.schemes import (
     MINHASH_LSH,
     PERMUTED,
@@ -135,7 +137,7 @@ def init_schema(
                             for key, value in meta_values(settings).items()
                         ],
                     )
-                    log.info("created fingerprint index %s (%s)", where, settings.scheme.describe())
+                    log.info("created fingerprint index %s (%s)", where, settings.scheme.in_words())
                     return settings
                 meta = read_meta(conn)
     except StoreError:
@@ -211,8 +213,8 @@ def parse_meta(
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "
             f"{SCHEMA_VERSION} ({_CHANGES[version]}). Convert "
-            f"it in place, keeping every page: `simhash-filter --db {where} reindex --index "
-            f"{MINHASH_LSH}`."
+            f"it in place, keeping every page: `simhash-filter --db {shlex.quote(where)} reindex "
+            f"--index {MINHASH_LSH}`."
         )
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:
@@ -241,7 +243,9 @@ def compare(
     rule_given: bool,
 ) -> None:
     """Raise SchemeMismatchError when the stored spec, scheme or rule is not the requested
-    one (blocks, index kind and rule only when the caller named them)."""
+    one (blocks, index kind and rule only when the caller named them). A rule asking for
+    the same candidates with other thresholds is no difference: the stored sketches answer
+    it (``MatchRule.same_candidates``). The error names the ``reindex`` that mends it."""
     where = display_url(url)
     stored_spec, stored = stored_settings.spec, stored_settings.scheme
     spec, requested = requested_settings.spec, requested_settings.scheme
@@ -269,16 +273,45 @@ def compare(
     ):
         differences.append(f"blocks: stored {stored.blocks}, requested {requested.blocks}")
     stored_rule, rule = stored_settings.rule, requested_settings.rule
-    if rule_given and stored_rule != rule:
+    if rule_given and not _same_candidates(stored_rule, rule):
         differences.append(f"rule: stored {_rule_text(stored_rule)}, requested {_rule_text(rule)}")
     if differences:
         raise SchemeMismatchError(
             f"{where} was indexed with another index scheme ({'; '.join(differences)}). "
-            f"Re-index it with `simhash-filter reindex --blocks {requested.n_blocks} "
-            f"--max-distance {requested.max_distance}`, or open it with the stored "
-            "settings."
+            f"{_how_to_move(where, stored_settings, requested_settings, rule_given=rule_given)}"
         )
 
 
+def _same_candidates(stored: MatchRule | None, requested: MatchRule | None) -> bool:
+    if stored is None or requested is None:
+        return stored is requested
+    return stored.same_candidates(requested)
+
+
+def _how_to_move(where: str, stored: Settings, requested: Settings, *, rule_given: bool) -> str:
+    """The sentence that says how to open the database with the requested settings: the
+    ``reindex`` command that gets there (found and checked by ``reindex_choice``)."""
+    wanted = IndexSettings(requested.scheme, requested.rule if rule_given else stored.rule)
+    choice = reindex_choice(IndexSettings(stored.scheme, stored.rule), wanted)
+    if choice is None:
+        return f"Open it with the stored settings, or {_MOVE}."
+    options = [
+        ("--blocks", choice.blocks),
+        ("--max-distance", choice.max_distance),
+        ("--index", choice.index),
+        ("--min-similarity", choice.min_similarity),
+    ]
+    shown = " ".join(f"{name} {value}" for name, value in options if value is not None)
+    return (
+        f"Re-index it with `simhash-filter reindex {shown} --db {shlex.quote(where)}`, "
+        "or open it with the stored settings."
+    )
+
+
 def _rule_text(rule: MatchRule | None) -> str:
-    return "none (simhash distance alone)" if rule is None else repr(rule.describe())
+    if rule is None:
+        return "none (simhash distance alone)"
+    return (
+        f"candidates within {rule.candidate_distance} bits ({rule.fallback_distance} without "
+        f"a sketch) confirmed at similarity {rule.min_similarity:g}"
+    )
