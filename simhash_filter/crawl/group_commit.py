@@ -15,7 +15,7 @@ from typing import Protocol
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
-from simhash_filter.store.records import PageRow, Verdict
+from simhash_filter.store.records import Match, PageRow, Supersession, Verdict
 
 __all__ = ["MAX_BATCH", "GroupCommit", "StoreFactory", "StoreLike"]
 
@@ -34,9 +34,14 @@ class StoreLike(Protocol):
         text_length: int = 0,
         sketch: bytes | None = None,
         text: bytes | None = None,
+        canonical: str | None = None,
     ) -> Verdict: ...
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
+
+    def supersede(self, page: PageRow, kept: Match) -> Supersession | None: ...
+
+    def was_seen(self, url: str) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -104,6 +109,7 @@ class GroupCommit:
         results: list[Verdict | BaseException] = []
         for row in rows:
             try:
+                hint = {} if row.canonical is None else {"canonical": row.canonical}
                 results.append(
                     store.check_and_add(
                         row.url,
@@ -111,6 +117,7 @@ class GroupCommit:
                         text_length=row.text_length,
                         sketch=row.sketch,
                         text=row.text,
+                        **hint,
                     )
                 )
             except Exception as exc:

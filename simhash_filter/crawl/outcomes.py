@@ -10,6 +10,8 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   near-duplicate of *another* page is ``dropped``); the item passes.
 - ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
   item passes unfingerprinted (an empty page must not collide with every other empty page).
+  Such a page is still checked by its bytes (``exact_content``, below): it is recorded, and
+  a byte-identical copy of it under another URL is ``dropped``.
 - ``too_deep``: no text because the page is nested deeper than even the ``huge_tree`` parser
   reads (2,048 elements: its text is lost in the parser); the item passes unfingerprinted,
   counted apart from ``no_text`` so that a page hiding its text this way is seen.
@@ -20,6 +22,13 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   page's, but one of the two is a listing (an archive or home page of several entries,
   ``page/listing.py``) and the other is not: an archive showing a post whole and the post are
   not copies, and the page was admitted.
+- ``exact_content`` (not disjoint: also ``no_text`` or ``dropped``): the page had too little
+  text and was checked by its exact-content key (its bytes, white space runs collapsed;
+  :mod:`simhash_filter.core.content_key`), which only a byte-identical page matches.
+- ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"canonical"`` the page,
+  a copy of a kept page, is the URL the cluster's canonical hints name, so it is kept in that
+  page's place and the other is recorded as superseded (docs/keep.md); the pipeline sends
+  the ``page_superseded`` signal.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
@@ -38,7 +47,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from simhash_filter.store.records import Verdict, VerdictKind
+from simhash_filter.store.records import Supersession, Verdict, VerdictKind
 
 __all__ = ["STATS_PREFIX", "FilterResult", "Outcome"]
 
@@ -87,6 +96,24 @@ class FilterResult:
     error: BaseException | None = None
     capped: tuple[str, ...] = ()
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+    exact: bool = False
+    """The page had too little text and was checked by its bytes (its exact-content key):
+    ``no_text`` when new, ``dropped`` as an exact copy of a stored page."""
+    declared: str | None = None
+    """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
+    in the store's canonical form, or None."""
+    superseded: Supersession | None = None
+    """Set when the page was kept in place of a copy kept before (the keep policy)."""
+
+    @property
+    def canonical_confirmed(self) -> bool:
+        """True when the content check called the page (dropped) a copy of the canonical it
+        declared: a confirmed (variant, canonical) pair, evidence for URL rules; the store
+        keeps every such pair (``FingerprintStore.canonical_pairs``, docs/keep.md)."""
+        match = self.verdict.duplicate_of if self.verdict is not None else None
+        if match is not None and self.outcome is Outcome.DROPPED:
+            return self.declared is not None and self.declared == match.url
+        return False
 
     @property
     def hex_fingerprint(self) -> str | None:

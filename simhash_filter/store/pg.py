@@ -29,6 +29,7 @@ from . import key_columns as key_columns
 from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
+from .hints import write_hints_after
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
 from .records import Match, StoreError, Verdict
 from .statements import stored_page
@@ -154,10 +155,11 @@ class PgWritePath:
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        hints: Sequence[str | None] = (),
     ) -> list[Verdict]:
         """:meth:`WritePath.check_and_add`: the write, retried on a deadlock, a serialization
-        failure, a lost insert race or a lost connection; the texts in a transaction of
-        their own once the verdicts are committed."""
+        failure, a lost insert race or a lost connection; the texts, and the hints, in a
+        transaction of their own once the verdicts are committed."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with psycopg_connection(self._engine, self._display_url) as conn:
@@ -177,6 +179,11 @@ class PgWritePath:
                 write_texts_after(self._engine, verdicts, texts, now)
             except (SQLAlchemyError, StoreError):  # the verdicts are committed: keep them
                 log.warning("could not store the texts of %d pages", len(rows), exc_info=True)
+        if any(hint is not None for hint in hints):
+            try:
+                write_hints_after(self._engine, verdicts, hints, now)
+            except (SQLAlchemyError, StoreError):  # evidence only: the verdicts stand
+                log.warning("could not store the hints of %d pages", len(rows), exc_info=True)
         return verdicts
 
     def _write(

@@ -64,10 +64,12 @@ class WritePath(Protocol):
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        hints: Sequence[str | None] = (),
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one transaction, committed on return, under the
         advisory ``locks`` (PostgreSQL; None: the database-wide lock exclusive); store
-        ``texts`` (one per row, or none at all) with the verdicts."""
+        ``texts`` and ``hints`` (declared canonical URLs; one per row, or none at all) with
+        the verdicts (store/hints.py)."""
         ...
 
     def near(
