@@ -16,6 +16,7 @@ import asyncio
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
@@ -95,6 +96,8 @@ class PageFilter:
         """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
         ``page_superseded`` (with the item)."""
         self.errors = RepeatedErrors(logger)
+        self.listeners: list[Callable[[FilterResult], None]] = []
+        """Called with every recorded result (the URL rules learn from the verdicts)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
@@ -188,6 +191,11 @@ class PageFilter:
             " ".join(map(str, pool.pids)),
         )
         return pool
+
+    @property
+    def store(self) -> StoreLike | None:
+        """The open store, or None (not open yet, or closed)."""
+        return self._store
 
     @property
     def pool(self) -> PagePool | None:
@@ -316,7 +324,9 @@ class PageFilter:
         """Count the check and log what needs logging: the first drop at INFO with a hint,
         every drop at INFO under ``DEBUG``; ``log_each_drop`` (the middleware, whose
         ``IgnoreRequest`` Scrapy does not log, unlike the pipeline's ``DropItem``) the
-        others at DEBUG."""
+        others at DEBUG. The listeners are told too."""
+        for listener in self.listeners:
+            listener(check)
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
         if check.exact:
             self.stats.inc_value(STATS_PREFIX + "exact_content")
