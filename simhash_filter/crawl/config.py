@@ -23,6 +23,7 @@ from simhash_filter.index.schemes import (
 )
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
+from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
@@ -137,6 +138,8 @@ class Config:
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
     page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
+    outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
@@ -172,6 +175,14 @@ class Config:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
         if self.workers is not None and self.workers < 0:
             raise ValueError(f"{_name('WORKERS')} must be >= 0, got {self.workers}")
+        if not (0 < self.lock_timeout < float("inf")):
+            raise ValueError(
+                f"{_name('LOCK_TIMEOUT')} must be a number of seconds > 0, got {self.lock_timeout}"
+            )
+        if not (0 <= self.outage_retry < float("inf")):
+            raise ValueError(
+                f"{_name('OUTAGE_RETRY')} must be a number of seconds >= 0, got {self.outage_retry}"
+            )
         if not (0 < self.page_timeout < float("inf")):
             raise ValueError(
                 f"{_name('PAGE_TIMEOUT')} must be a number of seconds > 0, got {self.page_timeout}"
@@ -204,6 +215,8 @@ class Config:
             workers=_optional_int(settings, "WORKERS", minimum=0),
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
+            lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
+            outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
@@ -249,7 +262,8 @@ class Config:
         not there. A new database gets :meth:`match_rule` and the index and blocks of
         :meth:`scheme`; an existing one keeps its own index and blocks unless ``INDEX`` or
         ``BLOCKS`` name others. The crawl and ``simhash-filter import`` both open through
-        here, so a new database gets the same defaults either way."""
+        here, so a new database gets the same defaults either way. Every write waits
+        ``LOCK_TIMEOUT`` for a lock and retries an outage ``OUTAGE_RETRY`` at most."""
         from simhash_filter.store import FingerprintStore
 
         return FingerprintStore.open(
@@ -259,6 +273,8 @@ class Config:
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,
+            lock_timeout=self.lock_timeout,
+            outage_retry=self.outage_retry,
         )
 
     @property

@@ -54,6 +54,7 @@ from .engine import (
     remove_if_empty,
     sqlite_path,
 )
+from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .reading import drops_select, page_record_columns
@@ -110,18 +111,23 @@ class FingerprintStore:
         writer_queue: WriterQueue | None = None,
         durable: bool | None = None,
         write_path: str | None = None,
+        bounds: WaitBounds | None = None,
     ) -> None:
+        bounds = bounds or WaitBounds()
+        self.bounds = bounds
+        """How long a write waits for a lock and for a server that went away (faults.py)."""
         self._engine = engine
         self._url = url
         self.display_url = display_url(url)
         self.spec = spec
         self.dialect = engine.dialect.name
         self._sqlite = is_sqlite(url)
-        timeout = busy_timeout(url) if self._sqlite else 0.0
+        timeout = busy_timeout(url, bounds.lock_timeout) if self._sqlite else float("inf")
         if writer_queue is None and self._sqlite:
             writer_queue = WriterQueue(sqlite_path(url), timeout)
         self._writer_queue = writer_queue
         database = sqlite_path(url) if self._sqlite else None
+        outage = OutageRetry(0.0 if self._sqlite else bounds.outage_retry)
         self._checkpointer = WalCheckpointer(database) if database else None
         self._transactions = WriteTransactions(
             engine,
@@ -129,6 +135,7 @@ class FingerprintStore:
             writer_queue=writer_queue,
             busy_timeout=timeout,
             before_write=self._checkpointer.start if self._checkpointer else None,
+            outage=outage,
         )
         self._cursors = RawCursors(engine, display_url=self.display_url)
         self._write_path: WritePath = open_write_path(
@@ -139,6 +146,7 @@ class FingerprintStore:
             transactions=self._transactions,
             cursors=self._cursors,
             n_tables=scheme.n_tables,
+            outage=outage,
         )
         self._set_scheme(scheme, rule)
 
@@ -157,6 +165,8 @@ class FingerprintStore:
         rule: MatchRule | None = None,
         index: str | None = None,
         write_path: str | None = None,
+        lock_timeout: float | None = None,
+        outage_retry: float = 0.0,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
@@ -179,6 +189,12 @@ class FingerprintStore:
         ``synchronous_commit = off`` (a server crash may lose the last fraction of a
         second of commits; a killed crawler still loses nothing).
 
+        ``lock_timeout``: seconds a write waits for a lock another session holds (None:
+        PostgreSQL waits as long as it takes, SQLite the URL's ``?timeout=``, else 60 s);
+        past it the write raises :class:`StoreBusy`. ``outage_retry``: seconds a write
+        retries, with backoff, a PostgreSQL server that refuses or lost its connection
+        before it raises :class:`StoreUnavailable` (faults.py).
+
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
         DatabaseNotFoundError when ``create`` is False and there is no database,
@@ -200,9 +216,12 @@ class FingerprintStore:
         requested = Settings(spec, scheme, rule)
         sa_url = parse_url(url)
         validate_write_path(write_path, sa_url)
-        engine = make_engine(sa_url, create=create, durable=bool(durable))
+        bounds = WaitBounds(lock_timeout, outage_retry)
+        engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
         queue = (
-            WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
+            WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url, lock_timeout))
+            if is_sqlite(sa_url)
+            else None
         )
         try:
             # Turning a new SQLite file to WAL and creating its tables take the exclusive
@@ -237,6 +256,7 @@ class FingerprintStore:
                 writer_queue=queue,
                 durable=durable,
                 write_path=write_path,
+                bounds=bounds,
             )
         except BaseException:
             engine.dispose()
@@ -310,6 +330,7 @@ class FingerprintStore:
         rows: list[RowToCheck],
         locks: WriteLocks | None,
         texts: Sequence[bytes | None] = (),
+        wait: float | None = None,
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction of the store's write path,
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
@@ -322,6 +343,7 @@ class FingerprintStore:
             scheme=self.scheme,
             now=datetime.now(UTC),
             texts=texts,
+            wait=wait,
         )
 
     def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
@@ -345,6 +367,7 @@ class FingerprintStore:
         text_length: int = 0,
         sketch: bytes | None = None,
         text: bytes | None = None,
+        wait: float | None = None,
     ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
 
@@ -356,10 +379,11 @@ class FingerprintStore:
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
-        stored with the page or with its drop.
+        stored with the page or with its drop. ``wait``: seconds this call may wait for a
+        lock (None: the store's ``lock_timeout``); past it, :class:`StoreBusy`.
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
-        return self._check_rows(rows, locks, [_checked_text(text)])[0]
+        return self._check_rows(rows, locks, [_checked_text(text)], wait=wait)[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000

@@ -49,6 +49,7 @@ class SqlAlchemyPath:
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        wait: float | None = None,
     ) -> list[Verdict]:
         """:meth:`~.write_path.WritePath.check_and_add`: verdicts and texts, one transaction."""
         statements = statements_for(self._dialect, scheme.n_tables)
@@ -66,7 +67,7 @@ class SqlAlchemyPath:
                 write_texts(conn, verdicts, texts, now)
             return verdicts
 
-        return self._transactions.run(work, locks=locks)
+        return self._transactions.run(work, locks=locks, wait=wait)
 
     def near(
         self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
