@@ -297,7 +297,11 @@ class PageFilter:
     async def _catch_up(self) -> None:
         try:
             while rows := self.journal.take(MAX_BATCH):
-                results = await run_in_thread(self._commits.add_rows, rows)
+                try:
+                    results = await run_in_thread(self._commits.add_rows, rows)
+                except asyncio.CancelledError:  # the loop ends: checked again at the close
+                    self.journal.put_back(rows)
+                    raise
                 if not self._record_caught_up(rows, results):
                     self._next_catch_up = time.monotonic() + CATCH_UP_BACKOFF
                     break
