@@ -245,14 +245,28 @@ class WriteTransactions:
                     raise StoreBusy(self._busy_message(reason, wait), whole_database=False) from exc
                 elif not self._sqlite and is_outage(exc) and not exc.connection_invalidated:
                     if outage.again():
+                        log.debug("connection lost or refused, retrying: %s", reason)
                         continue
-                    raise StoreUnavailable(f"database unreachable on {where}: {reason}") from exc
+                    raise StoreUnavailable(
+                        f"database unreachable on {where}: {reason} (retried for "
+                        f"{self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
+                    ) from exc
                 if attempt >= WRITE_ATTEMPTS or not retryable(exc):
                     raise StoreError(f"database error on {where}: {reason}") from exc
                 log.debug("write conflict (attempt %d), retrying: %s", attempt, reason)
                 time.sleep(0.005 * attempt)
             except SQLAlchemyError as exc:
                 raise StoreError(f"database error on {where}: {error_reason(exc)}") from exc
+            except Exception as exc:  # a driver error the pool's reconnect raises bare
+                if self._sqlite or isinstance(exc, StoreError) or not is_outage(exc):
+                    raise
+                if outage.again():
+                    log.debug("connection lost or refused, retrying: %s", error_reason(exc))
+                    continue
+                raise StoreUnavailable(
+                    f"database unreachable on {where}: {error_reason(exc)} (retried for "
+                    f"{self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
+                ) from exc
             else:
                 self._outage.succeeded()
                 return result

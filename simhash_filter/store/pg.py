@@ -99,7 +99,7 @@ def psycopg_connection(engine: Engine, display_url: str) -> Iterator[Any]:
 
     try:
         raw = engine.raw_connection()
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, psycopg.Error) as exc:  # (a pool's reconnect raises it bare)
         if is_outage(exc):
             raise Retry(error_reason(exc), lost=True) from exc
         raise StoreError(f"database error on {display_url}: {error_reason(exc)}") from exc
@@ -194,7 +194,7 @@ class PgWritePath:
                 if retry.lost and outage.again():
                     log.debug("connection lost or refused, retrying: %s", retry.reason)
                     continue
-                if retry.lost and outage.retries:
+                if retry.lost and self._outage.budget > 0:  # (0: retried as a conflict)
                     raise StoreUnavailable(
                         f"database unreachable on {self._display_url}: {retry.reason} "
                         f"(retried for {self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
