@@ -174,6 +174,7 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
                     settings={
                         **common_settings(db_urls[name]),
                         "SIMHASH_FILTER_FAIL_OPEN": name == "open",
+                        "SIMHASH_FILTER_OUTAGE_RETRY": 0.5,  # an outage the retry won't cover
                     },
                 )
             wait_for(
@@ -218,13 +219,65 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
         assert after & set(index.kept), f"{name}: nothing indexed after the restart"
         kept = site_pages & set(index.kept)
         dropped = site_pages & set(index.dropped)
-        assert int(result.stat("simhash_filter/kept")) == len(kept)
-        assert int(result.stat("simhash_filter/dropped")) == len(dropped)
+        if name == "closed":  # held back: none is in the index, none was emitted
+            assert int(result.stat("simhash_filter/kept")) == len(kept)
+            assert int(result.stat("simhash_filter/dropped")) == len(dropped)
         items = {path_of(item["url"]) for item in result.items}
-        if name == "open":  # unchecked pages pass, counted as errors
+        if name == "open":  # unchecked pages pass, counted as errors...
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == 0
-            unchecked = items - kept
-            assert len(unchecked) == errors + int(result.stat("simhash_filter/no_text"))
+            # ...and every one of them is in the index after the recovery: kept, or
+            # logged as a copy of a kept page (its item had passed)
+            journaled = int(result.stat("simhash_filter/unchecked/journaled"))
+            assert journaled == errors
+            assert int(result.stat("simhash_filter/unchecked/caught_up")) == journaled
+            assert result.stat("simhash_filter/unchecked/lost") == 0
+            emitted = int(result.stat("simhash_filter/unchecked/emitted_duplicates") or 0)
+            caught_up_kept = journaled - emitted
+            assert len(kept) == int(result.stat("simhash_filter/kept")) + caught_up_kept
+            assert len(dropped) == int(result.stat("simhash_filter/dropped")) + emitted
+            unchecked = items - kept - dropped
+            assert len(unchecked) == int(result.stat("simhash_filter/no_text"))
+            assert "pages that passed unchecked were checked once the store was back" in (
+                result.log
+            )
         else:  # unchecked pages are held back (dropped with FilterUnavailable)
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == errors
             assert len(items) == len(kept) + int(result.stat("simhash_filter/no_text"))
+
+
+def test_postgresql_restart_the_retry_covers_passes_no_page_unchecked(
+    tmp_path: Path, private_pg: PrivateServer
+) -> None:
+    db_url = create_pg_database("sf_test", private_pg.url())
+    with (
+        SiteServer(build_site(huge_page_bytes=50_000, clusters=40, seed=3), latency=0.05) as site,
+        WorkerGroup() as group,
+    ):
+        worker = group.start(
+            "restart",
+            ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+            workdir=tmp_path / "restart",
+            settings={**common_settings(db_url), "SIMHASH_FILTER_OUTAGE_RETRY": 60},
+        )
+        wait_for(lambda: len(fetched(site)) >= 30, timeout=120, what="the crawl under way")
+        with frozen([worker]):
+            private_pg.stop()
+            down_at = len(fetched(site))
+        try:  # pages keep coming while the server is down: their checks wait in the retry
+            wait_for(
+                lambda: len(fetched(site)) >= down_at + 10,
+                timeout=120,
+                what="10 more pages fetched while the server is down",
+            )
+        finally:
+            private_pg.start()
+        result = worker.wait(timeout=240)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash_filter/errors") == 0, result.log[-3000:]  # 0 unchecked
+    assert "Could not check" not in result.log
+    index = read_index(db_url)
+    assert_consistent(index)
+    for item in result.items:  # every item that passed is in the index
+        if item.get("fingerprint"):
+            assert index.kept[path_of(item["url"])] == int(item["fingerprint"], 16)
