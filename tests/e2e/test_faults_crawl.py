@@ -22,6 +22,7 @@ from support.distributed import (
     wait_for,
 )
 from support.pgserver import PrivateServer
+from support.redisserver import PrivateRedis
 from support.workers import Worker, WorkerGroup, frozen
 
 from crawler.distributed import RedisKeys, seed
@@ -281,3 +282,57 @@ def test_postgresql_restart_the_retry_covers_passes_no_page_unchecked(
     for item in result.items:  # every item that passed is in the index
         if item.get("fingerprint"):
             assert index.kept[path_of(item["url"])] == int(item["fingerprint"], 16)
+
+
+# -- Redis restarts mid-crawl ---------------------------------------------------------
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("persistent", [False, True], ids=["no-persistence", "appendonly"])
+def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes(
+    tmp_path: Path, pg_url: str, persistent: bool
+) -> None:
+    """Without persistence a Redis restart loses the queue and the seen-set: the worker
+    says so in one ERROR line and ends with finish_reason "frontier_lost", not "finished".
+    With it (appendonly yes) the crawl finishes, every page fetched. Either way, no
+    connection-error traceback."""
+    pages = build_site(huge_page_bytes=50_000, clusters=40, seed=4)
+    keys = RedisKeys("faults-redis")
+    with (
+        PrivateRedis(persistent=persistent) as redis_server,
+        SiteServer(pages, latency=0.1) as site,
+        WorkerGroup() as group,
+    ):
+        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
+        worker = group.start(
+            "w",
+            ["crawl", "site_redis"],
+            workdir=tmp_path / "w",
+            settings={
+                **common_settings(pg_url),
+                "REDIS_URL": redis_server.url(),
+                "REDIS_KEY_PREFIX": keys.prefix,
+                "DISTRIBUTED_IDLE_TIMEOUT": 2,
+            },
+        )
+        wait_for(lambda: len(fetched(site)) >= 20, timeout=120, what="the crawl under way")
+        with frozen([worker]):
+            assert queued(redis_server.url(), keys) > 0, "nothing queued to lose"
+            redis_server.restart()
+        result = worker.wait(timeout=180)
+        total = len(pages) - 2  # but robots.txt and the disallowed page
+        hits = fetched(site)
+    assert result.returncode == 0, result.log[-3000:]
+    for noise in ("Task exception was never retrieved", "Traceback"):
+        assert noise not in result.log, result.log[-3000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    if persistent:
+        assert result.stats["finish_reason"] == "finished"
+        assert errors == [], errors
+        assert len(set(hits)) >= total - CONCURRENCY  # (a request popped at the stop may go)
+    else:
+        assert result.stats["finish_reason"] == "frontier_lost"
+        assert len(errors) == 1, errors
+        assert "The shared frontier in Redis was lost" in errors[0]
+        assert len(set(hits)) < total
+    assert_consistent(read_index(pg_url))
