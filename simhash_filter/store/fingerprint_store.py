@@ -58,14 +58,7 @@ from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import Settings, compare, init_schema, read_meta, write_scheme
 from .reading import drops_select, page_record_columns
-from .records import (
-    DuplicateRecord,
-    Match,
-    PageRecord,
-    PageRow,
-    StoreStats,
-    Verdict,
-)
+from .records import DuplicateRecord, Match, PageRecord, PageRow, StoreStats, Verdict
 from .rekey import rekey
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
@@ -113,9 +106,7 @@ class FingerprintStore:
         write_path: str | None = None,
         bounds: WaitBounds | None = None,
     ) -> None:
-        bounds = bounds or WaitBounds()
-        self.bounds = bounds
-        """How long a write waits for a lock and for a server that went away (faults.py)."""
+        self.bounds = bounds = bounds or WaitBounds()  # how long a write waits (faults.py)
         self._engine = engine
         self._url = url
         self.display_url = display_url(url)
@@ -189,11 +180,9 @@ class FingerprintStore:
         ``synchronous_commit = off`` (a server crash may lose the last fraction of a
         second of commits; a killed crawler still loses nothing).
 
-        ``lock_timeout``: seconds a write waits for a lock another session holds (None:
-        PostgreSQL waits as long as it takes, SQLite the URL's ``?timeout=``, else 60 s);
-        past it the write raises :class:`StoreBusy`. ``outage_retry``: seconds a write
-        retries, with backoff, a PostgreSQL server that refuses or lost its connection
-        before it raises :class:`StoreUnavailable` (faults.py).
+        ``lock_timeout`` and ``outage_retry``: how long a write waits for a lock (then
+        :class:`StoreBusy`) and retries a server gone away (then :class:`StoreUnavailable`):
+        faults.py.
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
@@ -218,11 +207,9 @@ class FingerprintStore:
         validate_write_path(write_path, sa_url)
         bounds = WaitBounds(lock_timeout, outage_retry)
         engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
-        queue = (
-            WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url, lock_timeout))
-            if is_sqlite(sa_url)
-            else None
-        )
+        queue = None
+        if is_sqlite(sa_url):
+            queue = WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url, lock_timeout))
         try:
             # Turning a new SQLite file to WAL and creating its tables take the exclusive
             # lock from a shared one; two processes doing that at once deadlock and SQLite
@@ -379,8 +366,7 @@ class FingerprintStore:
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
-        stored with the page or with its drop. ``wait``: seconds this call may wait for a
-        lock (None: the store's ``lock_timeout``); past it, :class:`StoreBusy`.
+        stored with the page or with its drop. ``wait``: the lock wait (None: the bound).
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
         return self._check_rows(rows, locks, [_checked_text(text)], wait=wait)[0]
