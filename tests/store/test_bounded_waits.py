@@ -256,3 +256,52 @@ def test_sqlite_a_stopped_peer_costs_one_bound_not_two_and_not_one_a_page(
         assert [r.kind for r in commits.add_rows(rows)] == [VerdictKind.NEW] * 3
     finally:
         store.close()
+
+
+# -- the pieces, without a server ------------------------------------------------------
+
+
+def test_session_options_bound_every_wait_and_keep_the_urls_own() -> None:
+    from sqlalchemy.engine import make_url
+
+    from simhash_filter.store.engine import server_connect_args
+    from simhash_filter.store.faults import WaitBounds, session_options
+
+    bounds = WaitBounds(lock_timeout=2.5, outage_retry=1)
+    assert session_options(bounds) == (
+        "-c lock_timeout=2500 -c statement_timeout=10000 "
+        "-c idle_in_transaction_session_timeout=10000"
+    )
+    assert session_options(WaitBounds()) is None  # no bound asked: the server's own
+    url = make_url("postgresql+psycopg://u@h/d?options=-c%20lock_timeout%3D100")
+    args = server_connect_args(url, bounds)
+    assert args["options"].endswith("-c lock_timeout=100")  # the URL's own comes last: it wins
+    assert args["application_name"].startswith("simhash-filter pid ")
+    named = make_url("postgresql+psycopg://u@h/d?application_name=mine")
+    assert "application_name" not in server_connect_args(named, bounds)
+    with pytest.raises(ValueError, match="lock_timeout"):
+        WaitBounds(lock_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "message", "outage", "lock_timeout"),
+    [
+        (None, "connection failed: ... Connection refused", True, False),
+        (None, "FATAL:  the database system is starting up", True, False),
+        ("57P01", "terminating connection due to administrator command", True, False),
+        ("57P03", "the database system is shutting down", True, False),
+        ("08006", "server closed the connection unexpectedly", True, False),
+        ("55P03", "canceling statement due to lock timeout", False, True),
+        ("57014", "canceling statement due to statement timeout", False, True),
+        ("23505", "duplicate key value violates unique constraint", False, False),
+        ("42P01", 'relation "pages" does not exist', False, False),
+    ],
+)
+def test_outages_and_lock_timeouts_are_told_apart(
+    sqlstate: str | None, message: str, outage: bool, lock_timeout: bool
+) -> None:
+    from simhash_filter.store.faults import is_lock_timeout, is_outage
+
+    error = Exception(message)
+    error.sqlstate = sqlstate  # type: ignore[attr-defined]
+    assert (is_outage(error), is_lock_timeout(error)) == (outage, lock_timeout)
