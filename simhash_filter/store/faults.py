@@ -174,38 +174,45 @@ class OutageAttempt:
         return True
 
 
-HOLDERS_SQL = """
+WRITE_BLOCKING_MODES = (
+    "('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')"
+)
+"""The table lock modes that conflict with a writer's ``RowExclusiveLock``."""
+HOLDERS_SQL = f"""
 SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.state, ''),
        extract(epoch FROM now() - a.xact_start)::float8,
        (SELECT string_agg(DISTINCT l.mode || CASE WHEN l.locktype = 'relation'
                  THEN ' on ' || l.relation::regclass::text ELSE ' (' || l.locktype || ')' END,
                ', ')
           FROM pg_locks l WHERE l.pid = a.pid AND l.granted AND (l.locktype = 'advisory'
-            OR (l.locktype = 'relation' AND l.mode NOT IN
-                ('AccessShareLock', 'RowShareLock', 'RowExclusiveLock'))))
+            OR (l.locktype = 'relation' AND l.mode IN {WRITE_BLOCKING_MODES}))),
+       EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+               AND l.locktype = 'relation' AND l.mode IN {WRITE_BLOCKING_MODES})
 FROM pg_stat_activity a
 WHERE a.pid <> pg_backend_pid() AND a.datname = current_database()
   AND a.xact_start IS NOT NULL
   AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
-              AND (l.locktype = 'advisory' OR (l.locktype = 'relation' AND l.mode NOT IN
-                   ('AccessShareLock', 'RowShareLock', 'RowExclusiveLock'))))
+              AND (l.locktype = 'advisory'
+                   OR (l.locktype = 'relation' AND l.mode IN {WRITE_BLOCKING_MODES})))
 ORDER BY a.xact_start
 LIMIT 3
 """
-"""The sessions holding advisory locks or a table lock stronger than a writer's, oldest
+"""The sessions holding advisory locks or a table lock that blocks writers, oldest
 transaction first: the one a write timed out on is among them (after the timeout the
 write waits for nothing, so ``pg_blocking_pids`` can no longer say it)."""
 
 
 @dataclass(frozen=True, slots=True)
 class LockHolder:
-    """A session holding locks, as ``pg_stat_activity`` shows it."""
+    """A session holding locks, as ``pg_stat_activity`` shows it; ``blocks_tables``: one of
+    them is a table lock every writer waits for (a ``LOCK TABLE``, an ``ALTER TABLE``)."""
 
     pid: int
     application: str
     state: str
     seconds: float
     locks: str
+    blocks_tables: bool = False
 
     def describe(self) -> str:
         application = f"{self.application!r}, " if self.application else ""
@@ -220,9 +227,15 @@ def lock_holders(fetch: Callable[[str], Sequence[Sequence[Any]]]) -> list[LockHo
     ``fetch`` runs a statement and returns its rows."""
     rows = fetch(HOLDERS_SQL)
     return [
-        LockHolder(int(r[0]), str(r[1]), str(r[2]), float(r[3] or 0.0), str(r[4] or ""))
+        LockHolder(int(r[0]), str(r[1]), str(r[2]), float(r[3] or 0.0), str(r[4] or ""), bool(r[5]))
         for r in rows
     ]
+
+
+def blocks_every_write(holders: list[LockHolder] | None) -> bool:
+    """Whether a holder's lock is one every write waits for (then trying the other pages
+    of a group alone cannot help)."""
+    return any(holder.blocks_tables for holder in holders or ())
 
 
 def busy_message(

@@ -34,7 +34,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from .engine import WRITE_OPTION, WriterQueue, error_reason
-from .faults import OutageRetry, busy_message, is_lock_timeout, is_outage, lock_holders
+from .faults import (
+    OutageRetry,
+    blocks_every_write,
+    busy_message,
+    is_lock_timeout,
+    is_outage,
+    lock_holders,
+)
 from .records import StoreBusy, StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -242,7 +249,7 @@ class WriteTransactions:
                             whole_database=True,
                         ) from exc
                 elif not self._sqlite and is_lock_timeout(exc):
-                    raise StoreBusy(self._busy_message(reason, wait), whole_database=False) from exc
+                    raise self._busy(reason, wait) from exc
                 elif not self._sqlite and is_outage(exc) and not exc.connection_invalidated:
                     if outage.again():
                         log.debug("connection lost or refused, retrying: %s", reason)
@@ -305,8 +312,8 @@ class WriteTransactions:
             if queue is not None:
                 queue.__exit__(None, None, None)
 
-    def _busy_message(self, reason: str, wait: float | None) -> str:
-        """The message of a PostgreSQL lock timeout, naming the lock holders."""
+    def _busy(self, reason: str, wait: float | None) -> StoreBusy:
+        """The error of a PostgreSQL lock timeout, naming the lock holders."""
         holders = None
         try:
             with self._engine.connect() as conn:
@@ -314,7 +321,10 @@ class WriteTransactions:
                 conn.rollback()
         except SQLAlchemyError as exc:
             log.debug("could not read who holds the locks: %s", exc)
-        return busy_message(self._display_url, reason, holders, wait)
+        return StoreBusy(
+            busy_message(self._display_url, reason, holders, wait),
+            whole_database=blocks_every_write(holders),
+        )
 
 
 def _set_busy_timeout(conn: Connection, seconds: float) -> None:

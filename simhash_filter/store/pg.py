@@ -29,7 +29,14 @@ from . import key_columns as key_columns
 from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
-from .faults import OutageRetry, busy_message, is_lock_timeout, is_outage, lock_holders
+from .faults import (
+    OutageRetry,
+    blocks_every_write,
+    busy_message,
+    is_lock_timeout,
+    is_outage,
+    lock_holders,
+)
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
 from .records import Match, StoreBusy, StoreError, StoreUnavailable, Verdict
 from .statements import stored_page
@@ -190,7 +197,7 @@ class PgWritePath:
                 break
             except Retry as retry:
                 if retry.busy:
-                    raise StoreBusy(self._busy_message(retry.reason, wait)) from retry.__cause__
+                    raise self._busy(retry.reason, wait) from retry.__cause__
                 if retry.lost and outage.again():
                     log.debug("connection lost or refused, retrying: %s", retry.reason)
                     continue
@@ -214,8 +221,8 @@ class PgWritePath:
                 log.warning("could not store the texts of %d pages", len(rows), exc_info=True)
         return verdicts
 
-    def _busy_message(self, reason: str, wait: float | None) -> str:
-        """The message of a lock timeout, naming the lock holders the server shows."""
+    def _busy(self, reason: str, wait: float | None) -> StoreBusy:
+        """The error of a lock timeout, naming the lock holders the server shows."""
         holders = None
         try:
             with psycopg_connection(self._engine, self._display_url) as conn:
@@ -223,7 +230,10 @@ class PgWritePath:
                 holders = lock_holders(lambda sql: conn.execute(sql).fetchall())
         except (Retry, StoreError) as exc:
             log.debug("could not read who holds the locks: %s", exc)
-        return busy_message(self._display_url, reason, holders, wait)
+        return StoreBusy(
+            busy_message(self._display_url, reason, holders, wait),
+            whole_database=blocks_every_write(holders),
+        )
 
     def _write(
         self,

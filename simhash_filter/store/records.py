@@ -27,7 +27,8 @@ class SchemeMismatchError(StoreError):
 class StoreBusy(StoreError):
     """A write waited its bound for a lock another session held (a PostgreSQL lock or
     statement timeout, SQLite's write lock): the page was not checked. ``whole_database``:
-    the lock was one every write needs (SQLite's), so retrying another page cannot help."""
+    the lock was one every write needs (SQLite's, a PostgreSQL table lock), so retrying
+    another page cannot help."""
 
     def __init__(self, message: str, *, whole_database: bool = False) -> None:
         super().__init__(message)

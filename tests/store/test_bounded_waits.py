@@ -146,11 +146,13 @@ def test_a_table_lock_times_out_within_the_bound_naming_its_holder(
             assert "lock timeout" in message
             assert f"backend pid {holder_pid} ('table-locker'" in message
             assert "AccessExclusiveLock on pages" in message
-            # a group commit meeting it: every page gets the error, none waits twice
+            assert busy.whole_database  # a table lock: every write waits for it
+            # a group commit meeting it: every page gets the error, none is tried alone
             commits = GroupCommit(lambda: store)
             rows = [PageRow(f"https://x.example/{n}", RNG.getrandbits(64)) for n in range(3)]
             results = in_thread(lambda: commits.add_rows(rows), 30)
             assert all(isinstance(result, StoreBusy) for result in results)
+            assert len({id(result) for result in results}) == 1  # one error: one wait
             locker.rollback()
         # the lock is gone: the same page is checked, and the session's bound is intact
         assert store.check_and_add("https://x.example/a", A).kind is VerdictKind.NEW
@@ -176,6 +178,7 @@ def test_a_peer_stopped_in_its_transaction_holds_only_its_own_keys_for_the_bound
         assert isinstance(busy, StoreBusy), busy
         assert f"'simhash-filter pid {peer.process.pid}'" in str(busy)  # names the peer
         assert "ExclusiveLock (advisory)" in str(busy)
+        assert not busy.whole_database  # a page's own locks: other pages may go on
         # the group commit: the group times out on the copy, then each page is tried alone
         # with a short wait: the unrelated pages are checked while the peer is stopped
         commits = GroupCommit(lambda: store)
