@@ -57,7 +57,10 @@ LATENCY = 0.2
 """Seconds the site takes to answer: with 2 requests at a time, ~10 pages/s, so the crawl
 outlasts the longest fault (the 40 s lock starts at the 100th item of ~540)."""
 LOG_FORMAT = "%(created).3f [%(name)s] %(levelname)s: %(message)s"
-EXIT = re.compile(r"^(\d+\.\d+) \[scrapy\.core\.scraper\] DEBUG: (Scraped from|Dropped:)")
+EXIT = re.compile(
+    r"^(\d+\.\d+) \[scrapy\.core\.scraper\] DEBUG: "
+    r"(?:Scraped from <\d+ (\S+)>|Dropped: .*: (\S+)$)"
+)
 
 
 @dataclass
@@ -73,9 +76,16 @@ class Crawler:
         path = self.folder / "scrapy.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def exits(self) -> list[float]:
-        """The times items left the pipeline (scraped or dropped)."""
-        return [float(m.group(1)) for line in self.log.splitlines() if (m := EXIT.match(line))]
+    def exits(self, paths: set[str] | None = None) -> list[float]:
+        """The times items left the pipeline (scraped or dropped); with ``paths``, only
+        the items of those pages (the pages in the index at the end: a page without text
+        never waits for the store, so its item says nothing of a stall)."""
+        return [
+            float(m.group(1))
+            for line in self.log.splitlines()
+            if (m := EXIT.match(line))
+            and (paths is None or path_of(m.group(2) or m.group(3)) in paths)
+        ]
 
     def stats(self) -> dict[str, Any]:
         path = self.folder / "stats.json"
@@ -139,7 +149,10 @@ class Result:
     scenario: str
     variant: str
     fault_seconds: float = 0.0
+    fault_start: float = 0.0
+    fault_end: float = 0.0
     longest_gap: float | None = None
+    longest_gap_checked: float | None = None
     exits_during_fault: int = 0
     unchecked: int = 0
     caught_up: int = 0
@@ -177,6 +190,13 @@ def measure(result: Result, crawlers: list[Crawler], db_url: str | None) -> Resu
         items = {path_of(item["url"]) for c in crawlers for item in c.items()}
         missing = len(items - set(index.kept) - set(index.dropped))
         result.unchecked_not_in_index = max(0, missing - no_text)
+        if result.fault_end and result.longest_gap is not None:
+            stored = set(index.kept) | set(index.dropped)
+            watched = crawlers[-1]  # the one crawler, or the healthy peer of a stuck one
+            exits = watched.exits(stored)
+            if exits:
+                end = min(result.fault_end, max(watched.exits()))
+                result.longest_gap_checked = longest_gap(exits, result.fault_start, end)
     return result
 
 
@@ -224,7 +244,7 @@ def table_lock(checkout: Path, folder: Path, variant: str, hold: float = 40.0) -
                 locker.rollback()
             crawler.wait()
         exits = crawler.exits()
-        result = Result(f"table lock {hold:.0f} s", variant, hold)
+        result = Result(f"table lock {hold:.0f} s", variant, hold, began, ended)
         result.longest_gap = longest_gap(exits, began, min(ended, max(exits)))
         result.exits_during_fault = sum(began <= t <= ended for t in exits)
         return measure(result, [crawler], db)
@@ -248,7 +268,7 @@ def pg_restart(checkout: Path, folder: Path, variant: str, down: float = 0.0) ->
             crawler.wait()
         exits = crawler.exits()
         label = f"PostgreSQL down {down:.0f} s" if down else "PostgreSQL restart"
-        result = Result(label, variant, ended - began)
+        result = Result(label, variant, ended - began, began, ended + 5)
         result.longest_gap = longest_gap(exits, began, min(ended + 5, max(exits)))
         result.exits_during_fault = sum(began <= t <= ended for t in exits)
         return measure(result, [crawler], db)
@@ -365,7 +385,7 @@ def stuck_peer(checkout: Path, folder: Path, variant: str, hold: float = 60.0) -
             for crawler in crawlers:
                 crawler.wait()
         exits = healthy.exits()
-        result = Result(f"stuck peer {hold:.0f} s (pg-pipeline)", variant, hold)
+        result = Result(f"stuck peer {hold:.0f} s (pg-pipeline)", variant, hold, began, ended)
         result.longest_gap = longest_gap(exits, began, min(ended, max(exits)))
         result.exits_during_fault = sum(began <= t <= ended for t in exits)
         return measure(result, crawlers, db)
@@ -388,7 +408,8 @@ SCENARIOS: dict[str, Callable[[Path, Path, str], Result]] = {
 def table(results: list[Result]) -> str:
     """Medians per scenario and variant, as markdown."""
     lines = [
-        "| scenario | variant | runs | longest gap in the fault (s) | items out in the fault "
+        "| scenario | variant | runs | longest gap in the fault (s): all items / checked pages "
+        "| items out in the fault "
         "| unchecked | checked later | unchecked not in the index | kept copy pairs "
         "| finish reasons | ERROR lines | tracebacks | pages fetched |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
@@ -407,7 +428,8 @@ def table(results: list[Result]) -> str:
             "-" if not runs[0].pages_total else f"{med('pages_fetched')} / {runs[0].pages_total}"
         )
         lines.append(
-            f"| {scenario} | {variant} | {len(runs)} | {med('longest_gap')} "
+            f"| {scenario} | {variant} | {len(runs)} "
+            f"| {med('longest_gap')} / {med('longest_gap_checked')} "
             f"| {med('exits_during_fault')} | {med('unchecked')} | {med('caught_up')} "
             f"| {med('unchecked_not_in_index')} | {med('kept_copy_pairs')} | {', '.join(reasons)} "
             f"| {med('error_lines')} | {med('tracebacks')} | {pages} |"
