@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from bench._common import ROOT, create_pg_database, drop_pg_database
+from bench.store_common import SPEC, db_bytes, log, percentiles
 from simhash_filter.index.schemes import (
     DEFAULT_MAX_DISTANCE,
     PermutedScheme,
@@ -51,7 +52,6 @@ from simhash_filter.index.schemes import (
 )
 from simhash_filter.store import FingerprintStore
 
-SPEC = "bench;random-fingerprints"
 PG_ADMIN = os.environ.get(
     "SIMHASH_FILTER_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
@@ -79,18 +79,6 @@ with open("/proc/self/status") as status:
             rss = int(line.split()[1]) // 1024
 print(json.dumps({"elapsed": elapsed, "ops": ops, "rss_mb": rss, "kinds": kinds}), flush=True)
 """
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def percentiles(samples_ns: Sequence[int]) -> tuple[float, float]:
-    """p50 and p99 in microseconds."""
-    ordered = sorted(samples_ns)
-    p50 = ordered[len(ordered) // 2]
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return p50 / 1000, p99 / 1000
 
 
 def timed_pair(
@@ -141,10 +129,6 @@ def make_queries(stored: np.ndarray, count: int, seed: int) -> list[int]:
         else:
             queries.append(rng.getrandbits(64))
     return queries
-
-
-def db_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
 def fmt_rate(value: float) -> str:

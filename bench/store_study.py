@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bench._common import machine, write_results
-from bench.bench_store import SPEC, db_bytes, log, percentiles
+from bench.store_common import SPEC, db_bytes, log, percentiles
 from simhash_filter.index.schemes import MULTI_INDEX, PERMUTED, default_blocks
 from simhash_filter.store import FingerprintStore
 

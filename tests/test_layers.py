@@ -42,24 +42,18 @@ THIRD_PARTY = {
 }
 """The outside packages a pure layer may import (the stdlib always)."""
 
-PENDING = {
-    "simhash_filter.cli.app.build_parser",
-    "simhash_filter.cli.queries.lookup",
-    "simhash_filter.cli.queries.stats",
-    "simhash_filter.cli.report_html.render_report",
-    "simhash_filter.store.fingerprint_store.open",
-    ("simhash_filter.cli.importing", "simhash_filter.crawl.config"),
-}
-"""What the move into folders found and the house issue (28) mends next: this set must be
-empty when it closes (test_nothing_is_pending)."""
+PENDING: set[str | tuple[str, str]] = set()
+"""What the move into folders found and the house issue (28) mended: long functions and
+imports that broke a layer's rule, by name. Empty, and kept so (test_nothing_is_pending)."""
+
 
 FORBIDDEN_EVERYWHERE_BELOW_CRAWL = {"scrapy", "twisted", "itemadapter"}
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (a package by its own name)."""
+def _modules(package: str = PACKAGE) -> dict[str, Path]:
+    """Every module of ``package`` by dotted name (a package by its own name)."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -87,8 +81,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {target for target in targets if target in modules and target != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def import_graph(package: str = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
     return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
@@ -135,6 +129,12 @@ def test_cycles_are_found() -> None:
 def test_no_import_cycle_in_the_package() -> None:
     graph = import_graph()
     assert "simhash_filter.store.write_path" in graph["simhash_filter.store.fingerprint_store"]
+    assert cycles(graph) == []
+
+
+def test_no_import_cycle_in_the_benchmarks() -> None:
+    graph = import_graph("bench")
+    assert "bench.store_common" in graph["bench.store_study"]
     assert cycles(graph) == []
 
 
@@ -216,3 +216,7 @@ def test_no_function_over_80_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{name}.{node.name}"] = lines
     assert set(long) - PENDING == set(), long
+
+
+def test_nothing_is_pending() -> None:
+    assert set() == PENDING

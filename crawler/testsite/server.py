@@ -4,28 +4,36 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlsplit
 
-__all__ = ["HTML_UTF8", "Page", "SiteServer"]
+__all__ = ["HTML_UTF8", "Page", "Resolver", "SiteServer"]
 
 HTML_UTF8 = "text/html; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One resource of the site."""
+    """One resource of the site; ``headers`` are extra response headers (``Link``,
+    ``Location``), sent after ``Content-Type`` and ``Content-Length``."""
 
     body: bytes
     content_type: str = HTML_UTF8
     status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+Resolver = Callable[[str], "Page | None"]
+"""A site as a function: the request target (path and query, as sent) → its page, or ``None``
+(404). Sites whose query strings choose the content are served this way."""
 
 
 class SiteServer:
-    """Serves ``pages`` (path → :class:`Page`) on ``127.0.0.1`` at an ephemeral port.
+    """Serves ``pages`` (path → :class:`Page`, the query string ignored; or a :data:`Resolver`
+    given the whole request target) on ``127.0.0.1`` at an ephemeral port.
 
     Use as a context manager; :attr:`base_url` is ``http://127.0.0.1:<port>`` and
     :attr:`requested` lists every path asked for (query strings included), in order, and
@@ -37,7 +45,7 @@ class SiteServer:
 
     def __init__(
         self,
-        pages: Mapping[str, Page],
+        pages: Mapping[str, Page] | Resolver,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -60,12 +68,14 @@ class SiteServer:
                 server_self._serving.wait()
                 if server_self.latency > 0:
                     time.sleep(server_self.latency)
-                page = server_self.pages.get(urlsplit(self.path).path)
+                page = server_self.resolve(self.path)
                 if page is None:
                     page = Page(b"<html><body><h1>Not found</h1></body></html>", status=404)
                 self.send_response(page.status)
                 self.send_header("Content-Type", page.content_type)
                 self.send_header("Content-Length", str(len(page.body)))
+                for name, value in page.headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 if body:
                     self.wfile.write(page.body)
@@ -82,6 +92,12 @@ class SiteServer:
         self._httpd = ThreadingHTTPServer((host, port), Handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    def resolve(self, target: str) -> Page | None:
+        """The page served for a request target (path and query)."""
+        if callable(self.pages):
+            return self.pages(target)
+        return self.pages.get(urlsplit(target).path)
 
     @property
     def base_url(self) -> str:

@@ -4,7 +4,7 @@ rows of ``dupes --explain``.
 They need the texts a crawl stores with ``SIMHASH_FILTER_STORE_TEXT`` (or ``import
 --store-text``); without one, ``show`` and ``diff`` say so in one line and exit 1. Which
 index key found a drop's candidate is computed from what is stored (the two fingerprints
-and the database's band scheme), not recorded at write time.
+and the database's index scheme), not recorded at write time.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
     CommandError,
     duplicate_row,
@@ -26,7 +27,7 @@ from simhash_filter.cli.output import Fields, Lines, Output, Record, hex64
 from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.core.stored_text import StoredText, unpack_text
 from simhash_filter.core.textdiff import Passage, diff_texts, text_similarity, word_diff
-from simhash_filter.index.schemes import IndexScheme
+from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
 from simhash_filter.store import FingerprintStore, reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord, SchemeMismatchError
 
@@ -72,8 +73,13 @@ def _require_text(page: AuditedPage) -> StoredText:
 # --- show ------------------------------------------------------------------------------
 
 
+@command("show")
+@option("url", metavar="URL")
 def show(args: argparse.Namespace, out: Output) -> int:
-    """``show URL``: the stored text of a kept or dropped page (the text alone on stdout)."""
+    """the stored text of a kept or dropped page
+
+    The text alone on stdout; --json adds its status, fingerprint and whether it was cut
+    at 64 KiB."""
     with existing_store(args) as store:
         page = audited_page(store, args.url)
     stored = _require_text(page)
@@ -146,9 +152,11 @@ def diff_lines(steps: Iterable[Passage]) -> list[str]:
     return lines
 
 
+@command("diff")
+@option("a", metavar="A", help="URL of a kept or dropped page")
+@option("b", metavar="B", help="URL of another kept or dropped page")
 def diff(args: argparse.Namespace, out: Output) -> int:
-    """``diff A B``: two pages' stored texts, passage by passage, with the distance and
-    the similarities."""
+    """two pages' stored texts side by side: changed passages marked, distance, similarity"""
     with existing_store(args) as store:
         a, b = audited_page(store, args.a), audited_page(store, args.b)
         similarity = _pair_similarity(store, a, b)
@@ -194,6 +202,22 @@ def finding_keys(
     under a sketch-keyed index the sketches)."""
     stored = set(scheme.index_items(kept, kept_sketch))
     return sorted(key for key in set(scheme.probe_keys(dropped, dropped_sketch)) if key in stored)
+
+
+def found_in(scheme: IndexScheme, keys: list[tuple[int, int]]) -> str | None:
+    """How many of the index's tables found a candidate, in words: ``3 of 18 bands``
+    (MinHash LSH), ``1 of 4 tables`` (simhash tables; under LSH, those of the pages without a
+    sketch)."""
+    if not keys:
+        return None
+    tables = {table for table, _ in keys}
+    if isinstance(scheme, MinHashLshScheme):
+        bands = sum(1 for table in tables if table < scheme.n_blocks)
+        if bands:
+            return f"{bands} of {scheme.n_blocks} bands"
+        fallback = scheme.n_tables - scheme.n_blocks
+        return f"{len(tables)} of {fallback} simhash tables (pages without a sketch)"
+    return f"{len(tables)} of {scheme.n_tables} tables"
 
 
 def _text_sketch(store: FingerprintStore, text: str | None) -> bytes | None:
@@ -245,6 +269,7 @@ def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> l
             {
                 **duplicate_row(record),
                 "judged_by": judged,
+                "found_in": found_in(scheme, keys),
                 "found_by": " ".join(f"t{t}:{key:x}" for t, key in keys) or None,
                 # a match flagged as boilerplate is admitted, so a logged drop never is one
                 "boilerplate": False,

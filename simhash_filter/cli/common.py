@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -85,14 +86,15 @@ def fingerprinter_for(spec: str | None) -> Fingerprinter:
 
 def check_k(store: FingerprintStore, k: int | None) -> int:
     """``--k``, defaulting to the database's max_distance, which it may not exceed (the
-    band index finds nothing farther)."""
+    index finds nothing farther): the error names the ``reindex`` that widens it."""
     limit = store.scheme.max_distance
     if k is None:
         return limit
     if k > limit:
         raise CommandError(
             f"k={k} is beyond the index's max_distance={limit}: "
-            f"run `simhash-filter reindex --max-distance {k}` first"
+            f"run `simhash-filter reindex --max-distance {k} --db "
+            f"{shlex.quote(store.display_url)}` first"
         )
     return k
 

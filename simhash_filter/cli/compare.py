@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simhash_filter.cli import options
+from simhash_filter.cli.command import Handler, command, limit, option
 from simhash_filter.cli.common import (
     SIMILARITY,
     CommandError,
@@ -136,11 +139,50 @@ def _reference_query(args: argparse.Namespace, store: FingerprintStore | None) -
     return Query(match.group(1).lower(), int(match.group(1), 16))
 
 
+def target(what: str) -> Callable[[Handler], Handler]:
+    """TARGET, ``--text`` and ``--as``: what ``near`` and ``fingerprint`` work on."""
+
+    def declare(handler: Handler) -> Handler:
+        for declared in reversed(
+            (
+                option(
+                    "target",
+                    nargs="?",
+                    metavar="TARGET",
+                    help=f"{what}: a URL in the database, a 16-digit hex fingerprint, "
+                    "an HTML or text file, or - for stdin",
+                ),
+                option("--text", help="use this text instead of TARGET"),
+                option(
+                    "--as",
+                    dest="input_type",
+                    choices=("auto", "html", "text"),
+                    default="auto",
+                    help="read a file or stdin as HTML or as plain text (default: guess)",
+                ),
+            )
+        ):
+            handler = declared(handler)
+        return handler
+
+    return declare
+
+
 # --- near ------------------------------------------------------------------------------
 
 
+@command("near")
+@target("what to compare")
+@option(
+    "-k",
+    "--k",
+    type=options.distance,
+    metavar="K",
+    help="maximum Hamming distance (default: the database's max_distance)",
+)
+@limit(50)
 def near(args: argparse.Namespace, out: Output) -> int:
-    """``near``: stored pages within k of a URL, a file, stdin, a text or a fingerprint."""
+    """stored pages within distance k of a page, text or fingerprint"""
     _check_target(args)
     with existing_store(args) as store:
         if _is_reference(args):
@@ -184,9 +226,18 @@ def near(args: argparse.Namespace, out: Output) -> int:
 # --- fingerprint -----------------------------------------------------------------------
 
 
+@command("fingerprint")
+@target("what to fingerprint")
+@option(
+    "--features",
+    type=options.positive_count,
+    nargs="?",
+    const=20,
+    metavar="N",
+    help="also list the N heaviest weighted features (default 20)",
+)
 def fingerprint(args: argparse.Namespace, out: Output) -> int:
-    """``fingerprint``: the fingerprint of a file, stdin, a text, a stored URL or a hex
-    value; with ``--features`` the heaviest weighted features that made it."""
+    """the fingerprint of a file, stdin, a text or a stored URL; --features explains it"""
     _check_target(args)
     try:
         store: FingerprintStore | None = FingerprintStore.open_existing(database_url(args.db))

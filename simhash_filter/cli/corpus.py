@@ -9,8 +9,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import IO, TYPE_CHECKING
+from typing import IO, Any
 
+from simhash_filter.cli import options
+from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
     UsageError,
     duplicate_row,
@@ -18,12 +20,9 @@ from simhash_filter.cli.common import (
     page_fields,
 )
 from simhash_filter.cli.output import Fields, Output, Record, json_line
-from simhash_filter.core.signature import MatchRule
-from simhash_filter.index.schemes import LSH_CANDIDATE_DISTANCE, MINHASH_LSH, make_scheme
+from simhash_filter.index.defaults import IndexChoice, IndexSettings, changed_settings
+from simhash_filter.index.schemes import INDEX_KINDS
 from simhash_filter.store import FingerprintStore, reports
-
-if TYPE_CHECKING:
-    pass
 
 # --- export ----------------------------------------------------------------------------
 
@@ -42,8 +41,17 @@ def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iter
             yield {"kind": "duplicate", **{key: row[key] for key in DUPLICATE_FIELDS}}
 
 
+@command("export")
+@option("--pages", action="store_true", help="export the kept pages")
+@option("--duplicates", action="store_true", help="export the dropped pages")
+@option(
+    "--format",
+    choices=("jsonl", "csv"),
+    help="output format (default: csv for -o *.csv, else jsonl)",
+)
+@option("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 def export(args: argparse.Namespace, out: Output) -> int:
-    """``export``: kept pages and/or dropped pages as JSON Lines or CSV."""
+    """pages and/or duplicates as JSON Lines or CSV"""
 
     pages = args.pages or not args.duplicates
     duplicates = args.duplicates or not args.pages
@@ -81,63 +89,80 @@ def export(args: argparse.Namespace, out: Output) -> int:
 # --- reindex ---------------------------------------------------------------------------
 
 
+def _scheme_document(settings: IndexSettings) -> dict[str, Any]:
+    scheme, rule = settings.scheme, settings.rule
+    document: dict[str, Any] = {
+        "index": scheme.kind,
+        "max_distance": scheme.max_distance,
+        "blocks": scheme.n_blocks,
+        "tables": scheme.n_tables,
+    }
+    if rule is not None:
+        document["min_similarity"] = rule.min_similarity
+    return document
+
+
+def _scheme_line(settings: IndexSettings) -> str:
+    scheme, rule = settings.scheme, settings.rule
+    line = f"k={scheme.max_distance} blocks={scheme.n_blocks} tables={scheme.n_tables}"
+    return line if rule is None else f"{line} min_similarity={rule.min_similarity:g}"
+
+
+@command("reindex")
+@option(
+    "--index",
+    choices=INDEX_KINDS,
+    help="the index kind: LSH bands over the sketches (minhash-lsh), the paper's permuted "
+    "tables, or multi-index hashing; default: the current one",
+)
+@option(
+    "--blocks",
+    type=options.blocks,
+    metavar="B",
+    help="blocks b, or bands under minhash-lsh (default: the current ones while the kind and "
+    "k stay, else the kind's own)",
+)
+@option(
+    "--max-distance",
+    type=options.max_distance,
+    metavar="K",
+    help="k: the rule's candidate distance and the index's reach (default: the current one; "
+    "with --index, that kind's own: any distance under minhash-lsh, 9 under the others)",
+)
+@option(
+    "--min-similarity",
+    type=options.similarity,
+    metavar="S",
+    help="the sketch similarity that confirms a candidate, recorded as the database's own "
+    "(a crawl may ask for another without a reindex); rewrites no key",
+)
 def reindex(args: argparse.Namespace, out: Output) -> int:
-    """``reindex``: rebuild the band rows for another scheme (blocks b, distance k)."""
+    """rebuild the index for another scheme (kind, blocks, k) or record another rule
+
+    What is not named stays. Options that do not fit together change nothing (exit 2)."""
+    choice = IndexChoice(args.index, args.max_distance, args.blocks, args.min_similarity)
     with existing_store(args, convert=True) as store:
-        before = store.scheme
-        rule, max_distance = store.rule, args.max_distance
-        if args.index == MINHASH_LSH and before.kind != MINHASH_LSH and max_distance is None:
-            # to the bands: the minhash-lsh rule (no simhash condition), same threshold
-            max_distance = LSH_CANDIDATE_DISTANCE
-            if rule is not None:
-                rule = MatchRule.for_distance(max_distance, rule.min_similarity)
-        k = before.max_distance if max_distance is None else max_distance
-        try:  # --index, --blocks and --max-distance must fit together (and the rule's reach)
-            make_scheme(
-                args.index or before.kind, bits=before.bits, max_distance=k, blocks=args.blocks
-            )
-            started = time.monotonic()
-            store.reindex(
-                blocks=args.blocks, max_distance=max_distance, index=args.index, rule=rule
-            )
+        before = IndexSettings(store.scheme, store.database_rule)
+        try:  # the options must fit together (and the rule's reach)
+            changed_settings(before, choice)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        started = time.monotonic()
+        store.reindex(
+            blocks=args.blocks,
+            max_distance=args.max_distance,
+            index=args.index,
+            min_similarity=args.min_similarity,
+        )
         seconds = time.monotonic() - started
-        after = store.scheme
+        after = IndexSettings(store.scheme, store.database_rule)
         pages = store.stats().pages
     document = {
-        "before": {
-            "index": before.kind,
-            "max_distance": before.max_distance,
-            "blocks": before.n_blocks,
-            "tables": before.n_tables,
-        },
-        "after": {
-            "index": after.kind,
-            "max_distance": after.max_distance,
-            "blocks": after.n_blocks,
-            "tables": after.n_tables,
-        },
+        "before": _scheme_document(before),
+        "after": _scheme_document(after),
         "pages": pages,
         "seconds": round(seconds, 3),
     }
-    out.document(
-        document,
-        [
-            Fields(
-                [
-                    (
-                        "before",
-                        f"k={before.max_distance} blocks={before.n_blocks} "
-                        f"tables={before.n_tables}",
-                    ),
-                    (
-                        "after",
-                        f"k={after.max_distance} blocks={after.n_blocks} tables={after.n_tables}",
-                    ),
-                    ("pages", pages),
-                ]
-            )
-        ],
-    )
+    lines = [("before", _scheme_line(before)), ("after", _scheme_line(after)), ("pages", pages)]
+    out.document(document, [Fields(lines)])
     return 0

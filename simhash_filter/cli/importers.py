@@ -118,6 +118,15 @@ def detect_format(source: str) -> str:
     )
 
 
+def json_reason(line: str, exc: json.JSONDecodeError) -> str:
+    """Why a line is not JSON, whole, with where: ``Invalid control character U+0009 at
+    column 9`` (the decoder's message ends in "at" and leaves the place to its ``str``)."""
+    reason = exc.msg.removesuffix(" at")
+    if reason.startswith("Invalid control character") and exc.pos < len(line):
+        reason += f" U+{ord(line[exc.pos]):04X}"
+    return f"{reason} at column {exc.colno}"
+
+
 def read_jsonl(
     lines: Iterable[str | bytes],
     origin: str,
@@ -151,7 +160,7 @@ def read_jsonl(
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            on_skip(f"{where}: not JSON ({exc.msg})")
+            on_skip(f"{where}: not JSON ({json_reason(line, exc)})")
             continue
         if not isinstance(item, dict):
             on_skip(f"{where}: not a JSON object")

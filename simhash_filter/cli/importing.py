@@ -14,7 +14,6 @@ SQL.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import threading
 import time
@@ -27,12 +26,19 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
+from simhash_filter.cli import options
+from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import CommandError, UsageError, database_url, fingerprinter_for
 from simhash_filter.cli.importers import ReaderOptions, SourceError, check_source, read_source
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.crawl.config import Config
-from simhash_filter.index.schemes import make_scheme
+from simhash_filter.index.defaults import (
+    IndexChoice,
+    IndexSettings,
+    changed_settings,
+    index_settings,
+)
+from simhash_filter.index.schemes import LSH_CANDIDATE_DISTANCE
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import (
     DEFAULT_PAGE_TIMEOUT,
@@ -283,27 +289,34 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
                 f"{shown}); nothing was written to it. Name another database with --db, "
                 "or pass --create to add simhash-filter's tables to this one"
             )
-    if existing is None:  # the crawl's defaults, with --max-distance as the rule's k1
-        config = Config(database_url=url, max_distance=args.max_distance)
-        _check_scheme(config.effective_index, config.effective_max_distance, args.blocks)
-        config = dataclasses.replace(config, blocks=args.blocks)
-        return config.open_store(config.make_fingerprinter().spec)
+    if existing is None:  # a new database: the crawl's defaults, with --max-distance as k1
+        choice = IndexChoice(max_distance=args.max_distance, blocks=args.blocks)
+        try:
+            made = index_settings(choice)
+        except ValueError as exc:  # --blocks and --max-distance do not fit together
+            raise UsageError(str(exc)) from None
+        return FingerprintStore.open(
+            url,
+            spec=Fingerprinter().spec,
+            max_distance=made.max_distance,
+            blocks=args.blocks,
+            rule=made.rule,
+        )
     if args.max_distance is None and args.blocks is None:
         return existing
     existing.close()  # a scheme other than its own: the store refuses, saying how
-    k = existing.scheme.max_distance if args.max_distance is None else args.max_distance
-    _check_scheme(existing.scheme.kind, k, args.blocks)
-    return FingerprintStore.open(
-        url, spec=Fingerprinter().spec, max_distance=k, blocks=args.blocks, rule=existing.rule
-    )
-
-
-def _check_scheme(index: str, max_distance: int, blocks: int | None) -> None:
-    """UsageError when ``--blocks`` and ``--max-distance`` do not fit together."""
+    current = IndexSettings(existing.scheme, existing.database_rule)
     try:
-        make_scheme(index, max_distance=max_distance, blocks=blocks)
-    except ValueError as exc:
+        wanted = changed_settings(current, IndexChoice(None, args.max_distance, args.blocks))
+    except ValueError as exc:  # --blocks and --max-distance do not fit together
         raise UsageError(str(exc)) from None
+    return FingerprintStore.open(
+        url,
+        spec=Fingerprinter().spec,
+        max_distance=wanted.max_distance,
+        blocks=args.blocks,
+        rule=wanted.rule,
+    )
 
 
 # --- the command -----------------------------------------------------------------------
@@ -429,8 +442,66 @@ class _Import:
         self.out.document(document, sections)
 
 
+@command("import")
+@option(
+    "sources",
+    nargs="+",
+    metavar="SOURCE",
+    help="*.jsonl[.gz] (url + text or html), a folder or *.html files, *.warc[.gz], "
+    "or - for JSON Lines on stdin",
+)
+@option("--format", choices=("auto", "jsonl", "html", "warc"), default="auto", help="source format")
+@option("--url-field", default="url", metavar="NAME", help="JSON field of the URL")
+@option("--text-field", default="text", metavar="NAME", help="JSON field of the text")
+@option("--html-field", default="html", metavar="NAME", help="JSON field of the HTML")
+@option(
+    "--base-url",
+    metavar="URL",
+    help="URL of an HTML folder's root (default: the files' file:// URIs)",
+)
+@option(
+    "--max-distance",
+    type=options.max_distance,
+    metavar="K",
+    help=f"candidate distance k1 of a new database's match rule (default "
+    f"{LSH_CANDIDATE_DISTANCE}: any, as a crawl's); must match an existing one",
+)
+@option(
+    "--blocks",
+    type=options.blocks,
+    metavar="B",
+    help="band blocks of a new database (default: its index kind's); must match an existing one",
+)
+@option(
+    "--batch-size",
+    type=options.batch_size,
+    default=500,
+    metavar="N",
+    help="pages per transaction (default 500)",
+)
+@option(
+    "-j",
+    "--jobs",
+    type=options.jobs,
+    default=1,
+    metavar="N",
+    help="extract and fingerprint in N processes (default 1)",
+)
+@option(
+    "--store-text",
+    action="store_true",
+    help="keep each page's main text (compressed, at most 64 KiB) for show, diff and "
+    "report, as SIMHASH_FILTER_STORE_TEXT does in a crawl",
+)
+@option("--no-progress", action="store_true", help="no progress line on stderr")
+@option(
+    "--create",
+    action="store_true",
+    help="add simhash-filter's tables to a database that holds other tables "
+    "(without it, such a database is refused and left as it is)",
+)
 def import_(args: argparse.Namespace, out: Output) -> int:
-    """``import``: add a corpus through the store's check-and-add, in batches."""
+    """add a corpus (JSON Lines, HTML files, WARC) through the crawl's check-and-add"""
     options = ReaderOptions(
         format=None if args.format == "auto" else args.format,
         url_field=args.url_field,

@@ -46,6 +46,17 @@ batch_size = whole_number(1, 1_000_000)
 jobs = whole_number(1, 256)
 
 
+def similarity(value: str) -> float:
+    """``--min-similarity``: a number between 0 and 1."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.0 <= number <= 1.0:  # (NaN too)
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value.strip()}")
+    return number
+
+
 def since(value: str) -> datetime:
     """``--since``: an ISO date or time (local unless it has an offset), or an age
     like ``90s``, ``30m``, ``12h``, ``7d``, ``2w``."""

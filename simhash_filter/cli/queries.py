@@ -8,10 +8,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from simhash_filter.cli import audit
+from simhash_filter.cli import audit, options
+from simhash_filter.cli.command import command, domains, limit, option
 from simhash_filter.cli.common import (
     SIMILARITY,
     CommandError,
+    UsageError,
     check_k,
     duplicate_row,
     existing_store,
@@ -32,8 +34,8 @@ from simhash_filter.cli.output import (
 )
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.simhash import hamming_distance
-from simhash_filter.store import reports, texts
-from simhash_filter.store.records import DuplicateRecord, PageRecord
+from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store.records import DuplicateRecord, PageRecord, StoreStats
 from simhash_filter.store.server_settings import Advice, ServerSettings, advice, server_settings
 
 # --- stats -----------------------------------------------------------------------------
@@ -82,26 +84,17 @@ def _rule_text(rule: MatchRule | None, max_distance: int) -> str:
     return " ".join(f"{name}={value}" for name, value in dataclasses.asdict(rule).items())
 
 
-def stats(args: argparse.Namespace, out: Output) -> int:
-    """``stats``: pages kept, duplicates dropped, domains, scheme, spec, size."""
-    with existing_store(args) as store:
-        numbers = store.stats()
-        domains = reports.domain_counts(store)
-        size = reports.database_size(store)
-        server = server_settings(store)
-        rule = store.rule
-    shown = domains if args.domains == 0 else domains[: args.domains]
-    rows: list[Record] = [
-        {
-            "domain": d.domain,
-            "pages": d.pages,
-            "duplicates": d.duplicates,
-            "dropped_share": _share(d.duplicates, d.pages),
-        }
-        for d in shown
-    ]
+def _stats_document(
+    store_url: str,
+    numbers: StoreStats,
+    rule: MatchRule | None,
+    domains: list[reports.DomainCount],
+    rows: list[Record],
+    size: int | None,
+) -> dict[str, Any]:
+    """``stats --json``."""
     document: dict[str, Any] = {
-        "database": store.display_url,
+        "database": store_url,
         "pages": numbers.pages,
         "duplicates": numbers.duplicates,
         "dropped_share": _share(numbers.duplicates, numbers.pages),
@@ -121,12 +114,19 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     }
     if numbers.extra.get("created_at"):
         document["created_at"] = iso_time(datetime.fromisoformat(numbers.extra["created_at"]))
+    return document
+
+
+def _stats_fields(
+    document: dict[str, Any], numbers: StoreStats, rule: MatchRule | None, size: int | None
+) -> list[tuple[str, object]]:
+    """``stats``' lines above the domains."""
     fields: list[tuple[str, object]] = [
         ("database", document["database"]),
         ("pages kept", numbers.pages),
         ("duplicates dropped", numbers.duplicates),
         ("dropped share", f"{document['dropped_share']:.1%}"),
-        ("domains", len(domains)),
+        ("domains", document["domain_count"]),
         (
             "scheme",
             f"f={numbers.bits} k={numbers.max_distance} blocks={numbers.blocks} "
@@ -140,14 +140,39 @@ def stats(args: argparse.Namespace, out: Output) -> int:
     ]
     if "created_at" in document:
         fields.append(("created", document["created_at"]))
+    return fields
+
+
+@command("stats")
+@domains(10)
+def stats(args: argparse.Namespace, out: Output) -> int:
+    """pages kept, duplicates dropped, domains, scheme, size"""
+    with existing_store(args) as store:
+        numbers = store.stats()
+        found = reports.domain_counts(store)
+        size = reports.database_size(store)
+        server = server_settings(store)
+        rule = store.rule
+    shown = found if args.domains == 0 else found[: args.domains]
+    rows: list[Record] = [
+        {
+            "domain": d.domain,
+            "pages": d.pages,
+            "duplicates": d.duplicates,
+            "dropped_share": _share(d.duplicates, d.pages),
+        }
+        for d in shown
+    ]
+    document = _stats_document(store.display_url, numbers, rule, found, rows, size)
+    fields = _stats_fields(document, numbers, rule, size)
     if server is not None:
-        found = advice(server)
-        document["postgresql"] = _server_document(server, found)
-        fields.extend(_server_fields(server, found))
+        advised = advice(server)
+        document["postgresql"] = _server_document(server, advised)
+        fields.extend(_server_fields(server, advised))
     table_rows = [{**row, "dropped_share": f"{row['dropped_share']:.1%}"} for row in rows]
     title = "domains (most dropped first)"
-    if len(shown) < len(domains):
-        title = f"top {len(shown)} of {len(domains)} domains (most dropped first; --domains 0: all)"
+    if len(shown) < len(found):
+        title = f"top {len(shown)} of {len(found)} domains (most dropped first; --domains 0: all)"
     out.document(
         document,
         [
@@ -179,19 +204,49 @@ DUPLICATE_COLUMNS = [
 ]
 
 
-EXPLAIN_COLUMNS = [
-    *DUPLICATE_COLUMNS[:3],  # dropped at, distance, similarity
-    Column("judged_by", "judged by"),
-    Column("found_by", "found by (table:key)"),
-    Column("boilerplate", "boilerplate"),
-    Column("text_similarity", "text sim.", right=True, optional=True),
-    *DUPLICATE_COLUMNS[3:],  # url, duplicate of
-]
+def explain_columns(keys: bool) -> list[Column]:
+    """``dupes --explain``'s columns: how many tables found the candidate, or (``--keys``)
+    which keys."""
+    found = Column("found_by", "found by (table:key)") if keys else Column("found_in", "found by")
+    return [
+        *DUPLICATE_COLUMNS[:3],  # dropped at, distance, similarity
+        Column("judged_by", "judged by"),
+        found,
+        Column("boilerplate", "boilerplate"),
+        Column("text_similarity", "text sim.", right=True, optional=True),
+        *DUPLICATE_COLUMNS[3:],  # url, duplicate of
+    ]
 
 
+@command("dupes")
+@option("--domain", help="only pages of this host (example.com, www.example.com)")
+@option(
+    "--since",
+    type=options.since,
+    metavar="WHEN",
+    help="only pages dropped since WHEN: an ISO date/time (local time unless it has "
+    "an offset) or an age such as 30m, 12h, 7d",
+)
+@option(
+    "--explain",
+    action="store_true",
+    help="say why each page was dropped: what judged it, how many of the index's tables "
+    "found its candidate, the boilerplate flag, the stored texts' similarity (needs "
+    "stored texts)",
+)
+@option(
+    "--keys",
+    action="store_true",
+    help="with --explain: list the index keys (table:key) that found the candidate",
+)
+@limit(50)
 def dupes(args: argparse.Namespace, out: Output) -> int:
-    """``dupes``: dropped pages, newest first, each with the page it duplicates;
-    ``--explain`` says why each was dropped (audit.explained_rows)."""
+    """dropped pages, newest first, with what they duplicate
+
+    --explain says why each was dropped; --keys adds the index keys that found the
+    candidate (--json always has them)."""
+    if args.keys and not args.explain:
+        raise UsageError("--keys lists the keys --explain found: give --explain too")
     with existing_store(args) as store:
         if args.explain and texts.text_counts(store) == (0, 0):
             raise CommandError(f"no stored texts in {store.display_url}: {audit.NO_TEXT_HINT}")
@@ -203,7 +258,8 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
         rows: Iterable[Record] = (duplicate_row(record) for record in records)
         columns = DUPLICATE_COLUMNS
         if args.explain:  # (at most limit + 1 records: the query's own limit)
-            rows, columns = audit.explained_rows(store, list(records)), EXPLAIN_COLUMNS
+            rows = audit.explained_rows(store, list(records))
+            columns = explain_columns(args.keys)
         out.rows(
             columns,
             limited(rows, args.limit, out, "dropped pages"),
@@ -215,100 +271,112 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
 # --- lookup ----------------------------------------------------------------------------
 
 
+def _kept_sections(page: PageRecord, document: dict[str, Any]) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("status", "kept"),
+                ("url", page.url),
+                ("fingerprint", hex64(page.fingerprint)),
+                ("text length", page.text_length),
+                ("first seen", iso_time(page.first_seen)),
+                ("last seen", iso_time(page.last_seen)),
+                ("duplicates dropped", len(document["duplicates"])),
+            ]
+        ),
+        Table(
+            [
+                Column("seen_at", "dropped at"),
+                Column("distance", "distance", right=True),
+                SIMILARITY,
+                Column("url", "dropped url"),
+            ],
+            document["duplicates"],
+            title="its dropped duplicates",
+        ),
+        Table(
+            [Column("distance", "distance", right=True), SIMILARITY, Column("url", "url")],
+            document["near"],
+            title="other kept pages within k",
+        ),
+    ]
+
+
+def _kept_page(
+    store: FingerprintStore, query: str, page: PageRecord
+) -> tuple[dict[str, Any], list[Section]]:
+    """``lookup`` of a kept page: its drops and the other kept pages the index finds."""
+    drops = reports.drops_of_page(store, page.page_id)
+    own = reports.page_sketches(store, [page.page_id]).get(page.page_id)
+    neighbours = [m for m in store.near(page.fingerprint, sketch=own) if m.page_id != page.page_id]
+    sketches = reports.page_sketches(store, [m.page_id for m in neighbours])
+    document: dict[str, Any] = {
+        "query": query,
+        "status": "kept",
+        **page_fields(page),
+        "duplicates": [duplicate_row(d) for d in drops],
+        "near": [
+            {
+                "url": m.url,
+                "fingerprint": hex64(m.fingerprint),
+                "distance": m.distance,
+                "similarity": similarity_of(store.rule, own, sketches.get(m.page_id)),
+            }
+            for m in neighbours
+        ],
+    }
+    return document, _kept_sections(page, document)
+
+
+def _dropped_page(query: str, drops: list[DuplicateRecord]) -> tuple[dict[str, Any], list[Section]]:
+    """``lookup`` of a dropped URL: each time it was dropped, and as a copy of what."""
+    document: dict[str, Any] = {
+        "query": query,
+        "status": "dropped",
+        "url": drops[0].url,
+        "fingerprint": hex64(drops[0].fingerprint),
+        "drops": [duplicate_row(d) for d in drops],
+    }
+    sections: list[Section] = [
+        Fields(
+            [
+                ("status", "dropped"),
+                ("url", drops[0].url),
+                ("fingerprint", hex64(drops[0].fingerprint)),
+                ("times dropped", len(drops)),
+            ]
+        ),
+        Table(
+            [
+                Column("seen_at", "dropped at"),
+                Column("distance", "distance", right=True),
+                SIMILARITY,
+                Column("duplicate_of", "duplicate of"),
+            ],
+            document["drops"],
+            title="dropped as a near-duplicate of",
+        ),
+    ]
+    return document, sections
+
+
+@command("lookup")
+@option("url", metavar="URL")
 def lookup(args: argparse.Namespace, out: Output) -> int:
-    """``lookup URL``: kept, dropped (as a duplicate of what), or unknown."""
+    """is a URL in the database, and what is known about it"""
+    document: dict[str, Any]
+    sections: list[Section]
     with existing_store(args) as store:
         page = store.lookup(args.url)
-        similarities: dict[int, float | None] = {}
         if page is not None:
-            drops = reports.drops_of_page(store, page.page_id)
-            own = reports.page_sketches(store, [page.page_id]).get(page.page_id)
-            neighbours = [
-                m for m in store.near(page.fingerprint, sketch=own) if m.page_id != page.page_id
-            ]
-            sketches = reports.page_sketches(store, [m.page_id for m in neighbours])
-            similarities = {
-                m.page_id: similarity_of(store.rule, own, sketches.get(m.page_id))
-                for m in neighbours
-            }
+            document, sections = _kept_page(store, args.url, page)
+        elif drops := reports.drops_of_url(store, args.url):
+            document, sections = _dropped_page(args.url, drops)
         else:
-            drops = reports.drops_of_url(store, args.url)
-            neighbours = []
-    if page is not None:
-        document: dict[str, Any] = {
-            "query": args.url,
-            "status": "kept",
-            **page_fields(page),
-            "duplicates": [duplicate_row(d) for d in drops],
-            "near": [
-                {
-                    "url": m.url,
-                    "fingerprint": hex64(m.fingerprint),
-                    "distance": m.distance,
-                    "similarity": similarities.get(m.page_id),
-                }
-                for m in neighbours
-            ],
-        }
-        sections: list[Section] = [
-            Fields(
-                [
-                    ("status", "kept"),
-                    ("url", page.url),
-                    ("fingerprint", hex64(page.fingerprint)),
-                    ("text length", page.text_length),
-                    ("first seen", iso_time(page.first_seen)),
-                    ("last seen", iso_time(page.last_seen)),
-                    ("duplicates dropped", len(drops)),
-                ]
-            ),
-            Table(
-                [
-                    Column("seen_at", "dropped at"),
-                    Column("distance", "distance", right=True),
-                    SIMILARITY,
-                    Column("url", "dropped url"),
-                ],
-                document["duplicates"],
-                title="its dropped duplicates",
-            ),
-            Table(
-                [Column("distance", "distance", right=True), SIMILARITY, Column("url", "url")],
-                document["near"],
-                title="other kept pages within k",
-            ),
-        ]
-    elif drops:
-        document = {
-            "query": args.url,
-            "status": "dropped",
-            "url": drops[0].url,
-            "fingerprint": hex64(drops[0].fingerprint),
-            "drops": [duplicate_row(d) for d in drops],
-        }
-        sections = [
-            Fields(
-                [
-                    ("status", "dropped"),
-                    ("url", drops[0].url),
-                    ("fingerprint", hex64(drops[0].fingerprint)),
-                    ("times dropped", len(drops)),
-                ]
-            ),
-            Table(
-                [
-                    Column("seen_at", "dropped at"),
-                    Column("distance", "distance", right=True),
-                    SIMILARITY,
-                    Column("duplicate_of", "duplicate of"),
-                ],
-                document["drops"],
-                title="dropped as a near-duplicate of",
-            ),
-        ]
-    else:
-        document = {"query": args.url, "status": "unknown"}
-        sections = [Fields([("status", "unknown (neither kept nor dropped)"), ("url", args.url)])]
+            document = {"query": args.url, "status": "unknown"}
+            sections = [
+                Fields([("status", "unknown (neither kept nor dropped)"), ("url", args.url)])
+            ]
     out.document(document, sections)
     return 0
 
@@ -316,9 +384,26 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
 # --- clusters --------------------------------------------------------------------------
 
 
+@command("clusters")
+@option(
+    "-k",
+    "--k",
+    type=options.distance,
+    metavar="K",
+    help="link kept pages within K of each other (default and maximum: the "
+    "database's max_distance)",
+)
+@option(
+    "--min-size",
+    type=options.positive_count,
+    default=2,
+    metavar="N",
+    help="clusters of N pages or more",
+)
+@limit(20)
 def clusters(args: argparse.Namespace, out: Output) -> int:
-    """``clusters``: kept pages with their dropped duplicates, joined with the kept
-    pages within k of them (possible after k was raised), largest first."""
+    """groups of near-duplicates: kept pages with their dropped duplicates and with kept
+    pages within k of each other, largest first"""
     with existing_store(args) as store:
         k = check_k(store, args.k)
         found = reports.clusters(store, k, min_size=args.min_size)

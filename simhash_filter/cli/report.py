@@ -9,14 +9,16 @@ the page. The HTML itself is report_html.py's.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from simhash_filter.cli import options
+from simhash_filter.cli.command import command, domains, option
 from simhash_filter.cli.common import existing_store
 from simhash_filter.cli.output import Output
 from simhash_filter.cli.report_html import DomainRow, ReportData, SampleView, render_report
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.core.textdiff import diff_texts
 from simhash_filter.store import FingerprintStore, audit, reports, texts
@@ -66,6 +68,19 @@ def _samples(store: FingerprintStore, size: int) -> tuple[list[SampleView], str]
     return views, note
 
 
+def rule_in_words(rule: MatchRule | None, max_distance: int) -> str:
+    """The match rule as a sentence, e.g. ``Copies: sketch similarity at least 0.7 (pages
+    without a sketch: within 3 bits)``."""
+    if rule is None:
+        return f"Copies: simhashes within {max_distance} bits"
+    within = "" if rule.candidate_distance >= 64 else "simhashes within "
+    within = within and f"{within}{rule.candidate_distance} bits and "
+    return (
+        f"Copies: {within}sketch similarity at least {rule.min_similarity:g} (pages without "
+        f"a sketch: within {rule.fallback_distance} bits)"
+    )
+
+
 def build_report(store: FingerprintStore, *, samples: int, domains: int) -> ReportData:
     """Everything the report shows, read from ``store``."""
     started = time.monotonic()
@@ -83,12 +98,11 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
         domain_count=len(counts),
         pages_with_text=pages_with_text,
         drops_with_text=drops_with_text,
-        scheme=numbers.extra["scheme"],
-        rule="none (distance alone)"
-        if rule is None
-        else " ".join(f"{k}={v}" for k, v in dataclasses.asdict(rule).items()),
+        scheme=store.scheme.in_words(),
+        rule=rule_in_words(rule, store.scheme.max_distance),
         threshold=None if rule is None else rule.min_similarity,
         max_distance=numbers.max_distance,
+        distance_bounds=store.scheme.max_distance < store.scheme.bits,
         domains=[
             DomainRow(c.domain, c.pages, c.duplicates, c.pages - with_text.get(c.domain, 0))
             for c in (counts if domains == 0 else counts[:domains])
@@ -113,8 +127,21 @@ def write_report(
     return data
 
 
+@command("report")
+@option("--out", "-o", default="report.html", metavar="FILE", help="where to write it")
+@option(
+    "--samples",
+    type=options.count,
+    default=20,
+    metavar="N",
+    help="drops shown side by side (default 20): half the nearest the threshold, half at random",
+)
+@domains(50)
 def report(args: argparse.Namespace, out: Output) -> int:
-    """``report --out FILE``: write the HTML report, print its path."""
+    """one self-contained HTML file: totals, domains, drops over time, similarity,
+    clusters, a sample of drops side by side
+
+    Prints the file's path."""
     path = Path(args.out)
     with existing_store(args) as store:
         data = write_report(store, path, samples=args.samples, domains=args.domains)

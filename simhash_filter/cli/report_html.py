@@ -121,6 +121,7 @@ class ReportData:
     rule: str
     threshold: float | None  # the rule's min_similarity (None: distance alone)
     max_distance: int  # the band index's reach: no candidate is farther
+    distance_bounds: bool = True  # the reach limits candidates (not under LSH bands, k=64)
     domains: list[DomainRow] = field(default_factory=list)
     timeline: Timeline | None = None
     histogram: Histogram | None = None
@@ -206,19 +207,31 @@ def _similarity_chart(data: ReportData) -> str:
     )
 
 
+def distance_ticks(top: int, width: float = 708.0, spacing: float = 28.0) -> list[int]:
+    """The distances labelled under a histogram of 0..``top``: every one while they fit,
+    else every 2nd, 4th, 5th, 8th ... so labels stand at least ``spacing`` pixels apart."""
+    bar = width / (top + 1)
+    step = next((s for s in (1, 2, 4, 5, 8, 10, 16, 20, 32) if s * bar >= spacing), 64)
+    return list(range(0, top + 1, step))
+
+
 def _distance_chart(data: ReportData) -> str:
     if not data.distances:
         return ""
-    top = max(max(data.distances), data.max_distance)
+    top = max(data.distances)
+    if data.distance_bounds:
+        top = max(top, data.max_distance)
     values = [data.distances.get(n, 0) for n in range(top + 1)]
     tips = [f"distance {n}: {_n(v)} drops" for n, v in enumerate(values)]
-    labels = [(n, str(n)) for n in range(top + 1)]
+    marker = None
+    if data.distance_bounds:
+        marker = (data.max_distance + 1, f"reach k = {data.max_distance}")
     return _bars_svg(
         values,
-        [(n + 0.5, text) for n, text in labels],
+        [(n + 0.5, str(n)) for n in distance_ticks(top)],
         title="Hamming distance of dropped pages",
         tooltips=tips,
-        marker=(data.max_distance + 1, f"reach k = {data.max_distance}"),
+        marker=marker,
         colour="#f58518",
         element_id="distance-chart",
     )
@@ -377,10 +390,9 @@ def _card(element_id: str, label: str, value: int | str, count: int | None = Non
     )
 
 
-def render_report(data: ReportData) -> str:
-    """The whole report as one HTML document."""
+def _cards(data: ReportData) -> str:
     share = data.duplicates / (data.pages + data.duplicates) if data.pages + data.duplicates else 0
-    cards = "".join(
+    return "".join(
         [
             _card("total-pages", "pages kept", _n(data.pages), data.pages),
             _card("total-duplicates", "duplicates dropped", _n(data.duplicates), data.duplicates),
@@ -394,7 +406,10 @@ def render_report(data: ReportData) -> str:
             ),
         ]
     )
-    domain_rows = "".join(
+
+
+def _domain_rows(data: ReportData) -> str:
+    rows = "".join(
         f'<tr data-domain="{esc(d.domain)}"><td class="url">{esc(d.domain)}</td>'
         f'<td class="n kept" data-count="{d.kept}">{_n(d.kept)}</td>'
         f'<td class="n dropped" data-count="{d.dropped}">{_n(d.dropped)}</td>'
@@ -402,6 +417,36 @@ def render_report(data: ReportData) -> str:
         f"{_n(d.kept_without_text)}</td></tr>"
         for d in data.domains
     )
+    return f"""<table id="domains"><thead><tr><th>domain</th><th class="n">kept</th>
+<th class="n">dropped</th><th class="n">kept without text</th></tr></thead>
+<tbody>{rows}</tbody></table>"""
+
+
+def _closeness(data: ReportData) -> str:
+    """How close the drops were to the line: the similarity the rule confirms with, and
+    the simhash distance (the index's reach where it bounds the candidates)."""
+    threshold = (
+        f"a candidate is dropped when its sketch similarity is at least {data.threshold:g}"
+        if data.threshold is not None
+        else f"a page within {data.max_distance} bits is dropped"
+    )
+    if data.distance_bounds:
+        about = "the band index finds candidates up to its reach"
+    else:
+        about = (
+            "the index's LSH bands find candidates at any simhash distance, so this is how "
+            "far apart the copies' simhashes are, not a line they had to stay within"
+        )
+    return f"""<p class="note">{esc(threshold)}; the nearer the bars stand to the dashed line,
+the closer the decisions were.</p>
+{_similarity_chart(data)}
+<p class="note">Hamming distance of the dropped pages' simhashes to the pages they copy
+({esc(about)}).</p>
+{_distance_chart(data)}"""
+
+
+def render_report(data: ReportData) -> str:
+    """The whole report as one HTML document."""
     more_domains = ""
     if data.domain_count > len(data.domains):
         more_domains = (
@@ -412,11 +457,6 @@ def render_report(data: ReportData) -> str:
         f'<tr><td class="url">{esc(c.url)}</td><td class="n">{_n(c.drops)}</td>'
         f'<td class="n">{_n(c.drop_domains)}</td></tr>'
         for c in data.clusters
-    )
-    threshold = (
-        f"a candidate is dropped when its sketch similarity is at least {data.threshold:g}"
-        if data.threshold is not None
-        else f"a page within {data.max_distance} bits is dropped"
     )
     samples = "".join(_sample_html(n, s) for n, s in enumerate(data.samples, start=1))
     took = "" if data.seconds is None else f" in {data.seconds:.1f} s"
@@ -429,27 +469,21 @@ def render_report(data: ReportData) -> str:
 <body><main>
 <h1>simhash-filter: what the filter did</h1>
 <p class="meta">database <span class="url" id="database">{esc(data.database)}</span> ·
-made {esc(iso_time(data.generated_at))}{took} · {esc(data.scheme)} ·
-match rule: {esc(data.rule)}</p>
+made {esc(iso_time(data.generated_at))}{took}</p>
+<p class="meta" id="index">{esc(data.scheme)}. {esc(data.rule)}.</p>
 <h2>Totals</h2>
-<dl class="cards">{cards}</dl>
+<dl class="cards">{_cards(data)}</dl>
 <p class="note">Counts as <code>simhash-filter stats</code> gives them. Pages with too little text
 to fingerprint pass without entering the database: the crawl's own
 <code>simhash_filter/no_text</code> stat counts them. "Without text": kept pages whose text was not
 stored (SIMHASH_FILTER_STORE_TEXT off when they were crawled).</p>
 <h2>Domains</h2>
-<table id="domains"><thead><tr><th>domain</th><th class="n">kept</th><th class="n">dropped</th>
-<th class="n">kept without text</th></tr></thead><tbody>{domain_rows}</tbody></table>
+{_domain_rows(data)}
 {more_domains}
 <h2>Over time</h2>
 {_timeline_chart(data) or '<p class="note">no pages yet</p>'}
 <h2>How close the drops are to the line</h2>
-<p class="note">{esc(threshold)}; the nearer the bars stand to the dashed line, the closer the
-decisions were.</p>
-{_similarity_chart(data)}
-<p class="note">Hamming distance of the dropped pages' simhashes to the pages they copy (the band
-index finds candidates up to its reach).</p>
-{_distance_chart(data)}
+{_closeness(data)}
 <h2>Largest clusters</h2>
 <p class="note">Kept pages with the most copies dropped against them.</p>
 <table id="clusters"><thead><tr><th>kept page</th><th class="n">drops</th>

@@ -150,6 +150,16 @@ class MatchRule:
             fallback_distance=min(default.fallback_distance, candidate_distance),
         )
 
+    def same_candidates(self, other: MatchRule) -> bool:
+        """Whether ``other`` asks the index for the same candidates (the same candidate and
+        fallback distances). Its thresholds (``min_similarity``, ``min_page_similarity``,
+        ``max_text_share``) may differ: they judge the candidates found, with the sketches
+        stored, so a database answers a rule of the same candidates without a re-index."""
+        return (self.candidate_distance, self.fallback_distance) == (
+            other.candidate_distance,
+            other.fallback_distance,
+        )
+
     @property
     def max_distance(self) -> int:
         """The largest simhash distance at which any pair can match (the index radius)."""

@@ -1,9 +1,10 @@
 """Two page texts compared passage by passage (the standard library's ``difflib``), for
 ``simhash-filter diff`` and the HTML report.
 
-A *passage* is a line of the text, and a long line is cut after its sentences (a page
-extracted as one line would otherwise be one passage, all changed or all equal). Changed
-passages are paired and compared again word by word, so a reader sees which words differ.
+A *passage* is a sentence of the text: lines are cut after their sentences, so two texts
+that hold the same sentences line up however their extractions broke the lines (one line a
+paragraph in one, a whole page on one line in the other). Changed passages are paired and
+compared again word by word, so a reader sees which words differ.
 Pure functions, no I/O.
 """
 
@@ -20,20 +21,18 @@ Op = Literal["equal", "delete", "insert", "replace"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;。！？；])\s+|(?<=[。！？；])")
 _WORDS = re.compile(r"\S+\s*|\s+")  # a word with the space after it
-_LONG_LINE = 300  # characters: a longer line is cut into sentences
 _MAX_PIECE = 2000  # characters: a sentence longer than this is cut into pieces this long
 
 
 def passages(text: str) -> list[str]:
-    """The text's non-blank lines, a long line cut into its sentences (and a sentence
-    longer than 2000 characters into pieces of 2000)."""
+    """The sentences of the text's non-blank lines (a sentence longer than 2000 characters
+    cut into pieces of 2000)."""
     found: list[str] = []
     for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
-        parts = [line] if len(line) <= _LONG_LINE else _SENTENCE_END.split(line)
-        for part in parts:
+        for part in _SENTENCE_END.split(line):
             part = part.strip()
             found.extend(
                 part[start : start + _MAX_PIECE] for start in range(0, len(part), _MAX_PIECE)

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.index.schemes import (
-    INDEX_KINDS,
-    LSH_CANDIDATE_DISTANCE,
-    MINHASH_LSH,
-    IndexScheme,
-    default_index,
-    make_scheme,
+from simhash_filter.index.defaults import (
+    IndexChoice,
+    IndexSettings,
+    default_candidate_distance,
+    index_settings,
 )
+from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
 from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY
@@ -160,7 +159,9 @@ class Config:
         except ValueError as exc:
             raise ValueError(
                 f"{_name('BLOCKS')}={self.blocks} does not fit {_name('MAX_DISTANCE')}="
-                f"{self.effective_max_distance} with the {self.effective_index} index: {exc}"
+                f"{self.effective_max_distance} with the "
+                f"{self.index or default_index(self.effective_max_distance, sketches=True)} "
+                f"index: {exc}"
             ) from None
         if not self.database_url:
             raise ValueError(f"{_name('DATABASE_URL')} must not be empty")
@@ -221,13 +222,20 @@ class Config:
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
 
+    def index_choice(self) -> IndexChoice:
+        """What ``INDEX``, ``MAX_DISTANCE``, ``BLOCKS`` and ``MIN_SIMILARITY`` name of the
+        index and rule (the rest is :mod:`simhash_filter.index.defaults`')."""
+        return IndexChoice(self.index, self.max_distance, self.blocks, self.min_similarity)
+
+    def index_settings(self) -> IndexSettings:
+        """The index scheme and match rule of a new database made with these settings."""
+        return index_settings(self.index_choice())
+
     @property
     def effective_index(self) -> str:
         """The index kind of a new database (``INDEX``, default minhash-lsh: the crawl's
         rule confirms candidates with sketches)."""
-        if self.index is None:
-            return default_index(self.effective_max_distance, sketches=True)
-        return self.index
+        return self.index_settings().scheme.kind
 
     @property
     def effective_max_distance(self) -> int:
@@ -235,16 +243,12 @@ class Config:
         bands find the candidates, and 9 under the simhash indexes, which need a radius)."""
         if self.max_distance is not None:
             return self.max_distance
-        if self.index in (None, MINHASH_LSH):
-            return LSH_CANDIDATE_DISTANCE
-        return _DEFAULT_RULE.candidate_distance
+        return default_candidate_distance(self.index)
 
     def scheme(self) -> IndexScheme:
-        """The band scheme a new database gets from these settings (an existing one keeps
+        """The index scheme a new database gets from these settings (an existing one keeps
         its own index kind and blocks unless ``INDEX``/``BLOCKS`` ask for others)."""
-        return make_scheme(
-            self.effective_index, max_distance=self.effective_max_distance, blocks=self.blocks
-        )
+        return self.index_settings().scheme
 
     @property
     def effective_blocks(self) -> int:
@@ -255,21 +259,23 @@ class Config:
         """The match rule: candidates within ``MAX_DISTANCE`` bits, confirmed when the
         sketches estimate at least ``MIN_SIMILARITY``; a page without a sketch is judged
         by the simhash alone within the rule's fallback distance (at most ``MAX_DISTANCE``)."""
-        return MatchRule.for_distance(self.effective_max_distance, self.min_similarity)
+        rule = self.index_settings().rule
+        assert rule is not None  # the crawl's rule confirms with sketches
+        return rule
 
     def open_store(self, spec: str) -> FingerprintStore:
         """The store at ``DATABASE_URL`` for fingerprints made under ``spec``, made when it is
-        not there. A new database gets :meth:`match_rule` and the index and blocks of
-        :meth:`scheme`; an existing one keeps its own index and blocks unless ``INDEX`` or
-        ``BLOCKS`` name others. The crawl and ``simhash-filter import`` both open through
-        here, so a new database gets the same defaults either way. Every write waits
+        not there with :meth:`index_settings`. An existing one keeps its own index and
+        blocks unless ``INDEX`` or ``BLOCKS`` name others; ``MIN_SIMILARITY`` may differ
+        from its own (the stored sketches answer any threshold). Every write waits
         ``LOCK_TIMEOUT`` for a lock and retries an outage ``OUTAGE_RETRY`` at most."""
         from simhash_filter.store import FingerprintStore
 
         return FingerprintStore.open(
             self.database_url,
             spec=spec,
-            rule=self.match_rule(),
+            max_distance=self.max_distance,
+            min_similarity=self.min_similarity,
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,

@@ -147,10 +147,28 @@ class MinHashLshScheme(TableScheme):
         """The band keys' width (the fallback tables' 16 bits hold sketchless pages only)."""
         return 64
 
+    def candidate_probability(self, similarity: float) -> float:
+        """The probability that two pages whose sketches agree on a share ``similarity``
+        of their slots share a band: ``1 - (1 - s**rows)**bands`` (the LSH S-curve)."""
+        return 1.0 - (1.0 - similarity**self.rows) ** self.n_blocks
+
     def expected_candidates(self, n_pages: int) -> float:
         """Expected band-key collisions among ``n_pages`` unrelated random sketches (real
         text collides more often: docs/quality.md gives the measured rate)."""
         return self.n_blocks * n_pages / 2.0**64
+
+    def in_words(self) -> str:
+        """The scheme as a user reads it, e.g. ``MinHash LSH index: 18 bands of 8 rows,
+        pages without a sketch: permuted simhash tables k=3``."""
+        reach = (
+            ""
+            if self.max_distance >= self.bits
+            else f", candidates within {self.max_distance} bits"
+        )
+        return (
+            f"MinHash LSH index: {self.n_blocks} bands of {self.rows} rows{reach}, "
+            f"pages without a sketch: permuted simhash tables k={FALLBACK_SCHEME.max_distance}"
+        )
 
     def describe(self) -> str:
         """One line naming the scheme, e.g. ``f=64 index=minhash-lsh bands=16 rows=8 ...``."""

@@ -218,6 +218,15 @@ class PermutedScheme(_BlockScheme):
         fingerprints (the query's own near-duplicates not counted)."""
         return sum(n_pages / (1 << table.key_bits) for table in self.tables)
 
+    def in_words(self) -> str:
+        """The scheme as a user reads it, e.g. ``permuted simhash tables: within 3 bits,
+        4 blocks, 4 tables of 16-bit keys``."""
+        key_bits = "/".join(str(b) for b in sorted({t.key_bits for t in self.tables}))
+        return (
+            f"permuted simhash tables: within {self.max_distance} bits, {self.n_blocks} blocks, "
+            f"{self.n_tables} tables of {key_bits}-bit keys"
+        )
+
     def describe(self) -> str:
         """One line naming the scheme, e.g. ``f=64 k=3 b=4 tables=4 key_bits=16``."""
         key_bits = sorted({t.key_bits for t in self.tables})
@@ -372,6 +381,15 @@ class MultiIndexScheme(_BlockScheme):
         return sum(
             n_pages * len(masks) / (1 << w)
             for w, masks in zip(self.block_widths, self._masks, strict=True)
+        )
+
+    def in_words(self) -> str:
+        """The scheme as a user reads it, e.g. ``multi-index simhash tables: within 7 bits,
+        4 blocks probed within 1/1/1/1 bits, 68 keys a lookup``."""
+        radii = "/".join(str(r) for r in self.radii)
+        return (
+            f"multi-index simhash tables: within {self.max_distance} bits, {self.n_blocks} "
+            f"blocks probed within {radii} bits, {self.n_probes} keys a lookup"
         )
 
     def describe(self) -> str:

@@ -41,7 +41,7 @@ class StoredPage(NamedTuple):
 
 
 class KeyHit(NamedTuple):
-    """One band row found by a probe: the page it indexes, and that page's fingerprint."""
+    """One key row found by a probe: the page it indexes, and that page's fingerprint."""
 
     page_id: int
     fingerprint: int
@@ -155,7 +155,7 @@ class Drop(NamedTuple):
 @dataclass(slots=True)
 class Changes:
     """Everything one batch writes, in the order the writer applies it: new pages (their
-    ids resolve the refs), band rows out and in, page updates, drops."""
+    ids resolve the refs), key rows out and in, page updates, drops."""
 
     now: datetime
     new_pages: list[NewPage] = field(default_factory=list)
@@ -173,7 +173,7 @@ class BatchIO(Protocol):
         ...
 
     def probe(self, keys: Collection[TableKey]) -> Mapping[TableKey, Sequence[KeyHit]]:
-        """The band rows under these keys."""
+        """The key rows under these keys."""
         ...
 
     def pages_by_id(self, page_ids: Sequence[int]) -> Iterable[StoredPage]:
@@ -199,7 +199,7 @@ def decide_batch(
     URL). NEW: no other page matches, admitted. DUPLICATE: the nearest copy is named, the
     drop is logged, nothing else changes. UNCHANGED: the URL is stored and its stored
     version matches (last_seen updated; a missing sketch filled in). CHANGED: the URL is
-    stored, its old version and every other page do not match: updated, its band rows
+    stored, its old version and every other page do not match: updated, its key rows
     replaced. An admitted page whose only matches were boilerplate names the nearest in
     ``Verdict.boilerplate_of``.
     """

@@ -1,6 +1,6 @@
 -- check-and-add as one server-side function (store/pg_function.py loads this file).
 -- __V__ becomes a digest of this text as installed: an edited body always gets a new name.
--- A page's band keys are the columns band_0 .. band_<T-1> of its pages row
+-- A page's table keys are the columns band_0 .. band_<T-1> of its pages row
 -- (key_columns.py); the marks BAND_COLUMNS (their names), BAND_HITS (the pages under a
 -- row's probe keys), TABLE_KEYS (each column's key among rows k(t, key)) and TABLES (T),
 -- each between double underscores below, are filled in for the scheme's table count T,
@@ -196,7 +196,7 @@ BEGIN
                 bit_count((own_fp # fp)::bit(64))::int4, sk, own_sketch, p_radius, p_rule);
             IF j.matched THEN
                 IF own_sketch IS NULL AND sk IS NOT NULL AND p_lsh[1] > 0 THEN
-                    -- the sketch filled in moves a sketch-keyed page to its band keys
+                    -- the sketch filled in moves a sketch-keyed page to its table keys
                     UPDATE pages SET last_seen = p_now, sketch = sk, (__BAND_COLUMNS__) = (
                         SELECT __TABLE_KEYS__
                         FROM simhash_filter_keys__V__(own_fp, sk, p_lsh, p_cut_tables,

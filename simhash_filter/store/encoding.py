@@ -1,6 +1,6 @@
 """How values cross into SQL: the one place that converts and encodes them.
 
-Python holds fingerprints and band keys as unsigned 64-bit ints; SQL's BIGINT is signed,
+Python holds fingerprints and table keys as unsigned 64-bit ints; SQL's BIGINT is signed,
 so :func:`to_sql_int` / :func:`from_sql_int` (two's complement) convert them both ways
 (schema.py's ``UInt64`` column type, the store's hand-compiled statements and the
 PostgreSQL paths all call these two).

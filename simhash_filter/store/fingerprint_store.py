@@ -1,4 +1,4 @@
-"""``FingerprintStore``: the public face of the band-indexed fingerprint database.
+"""``FingerprintStore``: the public face of the indexed fingerprint database.
 
 Where things are (one module per concern):
 
@@ -22,9 +22,10 @@ compiled statements: memory does not grow with the database.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import numpy as np
@@ -32,13 +33,13 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import URL, Connection
 
 from simhash_filter.core.signature import MatchRule, decode_sketch
-from simhash_filter.index.schemes import (
-    DEFAULT_MAX_DISTANCE,
-    IndexScheme,
-    MinHashLshScheme,
-    default_index,
-    make_scheme,
+from simhash_filter.index.defaults import (
+    IndexChoice,
+    IndexSettings,
+    changed_settings,
+    index_settings,
 )
+from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
 
 from .batch import Judge, RowToCheck
 from .checkpointer import WalCheckpointer
@@ -49,20 +50,18 @@ from .engine import (
     display_url,
     is_sqlite,
     make_engine,
-    new_sqlite_file,
     parse_url,
-    remove_if_empty,
     sqlite_path,
 )
 from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
-from .meta import Settings, compare, init_schema, read_meta, write_scheme
+from .meta import init_schema, read_meta, write_scheme
+from .opening import Request, settle
 from .reading import drops_select, page_record_columns
 from .records import DuplicateRecord, Match, PageRecord, PageRow, StoreStats, Verdict
 from .rekey import rekey
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
-from .texts import ensure_text_tables
 from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
@@ -86,7 +85,7 @@ def _checked_text(text: bytes | None) -> bytes | None:
 
 
 class FingerprintStore:
-    """Admitted pages and their band keys in SQLite or PostgreSQL (see the module doc).
+    """Admitted pages and their table keys in SQLite or PostgreSQL (see the module doc).
 
     Make one with :meth:`open` (a crawler: knows its spec and scheme) or
     :meth:`open_existing` (the command line: reads them from the database).
@@ -105,6 +104,7 @@ class FingerprintStore:
         durable: bool | None = None,
         write_path: str | None = None,
         bounds: WaitBounds | None = None,
+        database_rule: MatchRule | None = None,
     ) -> None:
         self.bounds = bounds = bounds or WaitBounds()  # how long a write waits (faults.py)
         self._engine = engine
@@ -140,6 +140,8 @@ class FingerprintStore:
             outage=outage,
         )
         self._set_scheme(scheme, rule)
+        self.database_rule = rule if database_rule is None else database_rule
+        """The rule stored in the database (:attr:`rule` may judge by other thresholds)."""
 
     # -- opening
     @classmethod
@@ -158,6 +160,7 @@ class FingerprintStore:
         write_path: str | None = None,
         lock_timeout: float | None = None,
         outage_retry: float = 0.0,
+        min_similarity: float | None = None,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
@@ -170,7 +173,11 @@ class FingerprintStore:
         own rule when it has one, else a page within ``max_distance`` is a duplicate.
         ``index=None`` and ``blocks=None`` take the database's own when it has them
         (they change speed, not results), else the defaults of
-        :mod:`simhash_filter.index.schemes`.
+        :mod:`simhash_filter.index.defaults` (the one home of a new database's defaults).
+        ``min_similarity`` (with ``rule=None``): the default rule of the index kind at
+        that threshold. A rule that asks for the stored rule's candidates with other
+        thresholds is used as it is (``MatchRule.same_candidates``: the stored sketches
+        answer it), for this store alone; the database keeps its own.
 
         ``durable``: None (the default) keeps each back-end's own promise: a commit
         survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
@@ -193,16 +200,7 @@ class FingerprintStore:
             raise ValueError(f"spec must be a non-empty string, got {spec!r}")
         if rule is not None and not isinstance(rule, MatchRule):
             raise ValueError(f"rule must be a MatchRule, got {rule!r}")
-        if max_distance is None:
-            max_distance = DEFAULT_MAX_DISTANCE if rule is None else rule.max_distance
-        if rule is not None and max_distance < rule.max_distance:
-            raise ValueError(
-                f"max_distance={max_distance} is below the rule's reach "
-                f"({rule.max_distance}): the index would miss candidates"
-            )
-        kind = default_index(max_distance, sketches=rule is not None) if index is None else index
-        scheme = make_scheme(kind, bits=bits, max_distance=max_distance, blocks=blocks)
-        requested = Settings(spec, scheme, rule)
+        choice = IndexChoice(index, max_distance, blocks, min_similarity)
         sa_url = parse_url(url)
         validate_write_path(write_path, sa_url)
         bounds = WaitBounds(lock_timeout, outage_retry)
@@ -211,35 +209,16 @@ class FingerprintStore:
         if is_sqlite(sa_url):
             queue = WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url, lock_timeout))
         try:
-            # Turning a new SQLite file to WAL and creating its tables take the exclusive
-            # lock from a shared one; two processes doing that at once deadlock and SQLite
-            # answers one of them "database is locked" at once, without the busy timeout:
-            # creators queue behind the file's writer lock.
-            with queue if queue is not None and create else nullcontext():
-                new_file = new_sqlite_file(sa_url) if create else None
-                try:
-                    stored = init_schema(engine, sa_url, settings=requested, create=create)
-                    if create:
-                        ensure_text_tables(engine)
-                except BaseException:
-                    if new_file is not None:  # made empty by this call (a full disk, say)
-                        engine.dispose()
-                        remove_if_empty(new_file)
-                    raise
-            compare(
-                sa_url,
-                stored,
-                requested,
-                blocks_given=blocks is not None,
-                index_given=index is not None,
-                rule_given=rule is not None,
-            )
+            request = Request(spec, choice, rule, bits)
+            settled = settle(engine, sa_url, request, create=create, queue=queue)
+            stored = settled.stored
             return cls(
                 engine,
                 url=sa_url,
                 spec=stored.spec,
                 scheme=stored.scheme,
-                rule=stored.rule,
+                rule=settled.rule,
+                database_rule=stored.rule,
                 writer_queue=queue,
                 durable=durable,
                 write_path=write_path,
@@ -321,7 +300,7 @@ class FingerprintStore:
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction of the store's write path,
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
-        lock; ``texts`` (stored_text.py's bytes, one per row, or none at all) go with the
+        lock; ``texts`` (core/stored_text.py's bytes, one per row, or none at all) go with the
         verdicts."""
         return self._write_path.check_and_add(
             rows,
@@ -386,7 +365,7 @@ class FingerprintStore:
             batch = [self._row(*page[:4]) for page in pages]
             texts = [_checked_text(page.text) for page in pages]
             # a bulk load takes one exclusive database-wide lock; a small batch (the
-            # pipeline's group commit) its rows' own band-key and URL locks, so batches of
+            # pipeline's group commit) its rows' own table-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
@@ -449,7 +428,7 @@ class FingerprintStore:
         return matches
 
     def count_candidates(self, fingerprint: int, sketch: bytes | None = None) -> int:
-        """How many band rows one probe for ``fingerprint`` (and ``sketch``) reads: the
+        """How many key rows one probe for ``fingerprint`` (and ``sketch``) reads: the
         rows a check reads, a cost diagnostic."""
         _check_fingerprint(fingerprint, self.scheme.bits)
         with self._cursors.cursor() as cursor:
@@ -522,37 +501,36 @@ class FingerprintStore:
         max_distance: int | None = None,
         index: str | None = None,
         rule: MatchRule | None = None,
+        min_similarity: float | None = None,
     ) -> None:
-        """Rebuild every page's band keys for a new scheme (same bits) and record it, and a new
+        """Rebuild every page's table keys for a new scheme (same bits) and record it, and a new
         match rule, in meta.
 
-        ``None`` keeps the current index kind and rule; ``max_distance=None`` is the
-        rule's reach (else the current k); ``blocks=None`` the kind's default. Pages
-        already admitted stay admitted, even if the new rule would now call some of them
-        near-duplicates. Other processes must reopen the database afterwards (their
-        open fails on the old scheme or rule).
+        What is not named stays, as :func:`~simhash_filter.index.defaults.changed_settings`
+        says (the one home of these defaults); ``rule``: a whole new rule instead, its reach
+        the k unless ``max_distance`` names more. A change of the rule's thresholds alone
+        rewrites no key. Pages already admitted stay admitted, even if the new rule would
+        now call some of them near-duplicates. Other processes must reopen the database
+        afterwards (their open fails on the old scheme or rule).
         """
-        rule = self.rule if rule is None else rule
-        if max_distance is None:
-            max_distance = self.scheme.max_distance if rule is None else rule.max_distance
-        if rule is not None and max_distance < rule.max_distance:
-            raise ValueError(
-                f"max_distance={max_distance} is below the rule's reach ({rule.max_distance})"
-            )
-        scheme = make_scheme(
-            index or self.scheme.kind,
-            bits=self.scheme.bits,
-            max_distance=max_distance,
-            blocks=blocks,
-        )
+        choice = IndexChoice(index, max_distance, blocks, min_similarity)
+        if rule is None:
+            new = changed_settings(IndexSettings(self.scheme, self.database_rule), choice)
+        else:
+            choice = dataclasses.replace(choice, index=index or self.scheme.kind)
+            new = index_settings(choice, rule=rule, bits=self.scheme.bits)
+        scheme = new.scheme
 
         def work(conn: Connection) -> None:
-            rekey(conn, scheme)
-            write_scheme(conn, scheme, rule)
+            version = read_meta(conn).get("schema_version")
+            if scheme != self.scheme or version != str(SCHEMA_VERSION):
+                rekey(conn, scheme)
+            write_scheme(conn, scheme, new.rule)
 
         self._transactions.run(work, locks=None)  # the database-wide lock
-        self._set_scheme(scheme, rule)
-        log.info("reindexed %s: %s", self.display_url, scheme.describe())
+        self._set_scheme(scheme, new.rule)
+        self.database_rule = new.rule
+        log.info("reindexed %s: %s", self.display_url, scheme.in_words())
 
     # -- connections
     @property

@@ -1,8 +1,8 @@
-"""PostgreSQL's band layout: a page's band keys in its own ``pages`` row.
+"""PostgreSQL's key layout: a page's table keys in its own ``pages`` row.
 
-On SQLite a page's band keys are rows of ``bands``, a WITHOUT ROWID table (the index is
+On SQLite a page's table keys are rows of ``bands``, a WITHOUT ROWID table (the index is
 the table). On PostgreSQL every row also costs a 24-byte header, a line pointer and a heap
-tuple beside its index entry, so 18 band rows weighed twice the page itself. There, table
+tuple beside its index entry, so 18 key rows weighed twice the page itself. There, table
 t's key of a page is the column ``band_<t>`` of the page's row (NULL where the page has
 no key in table t: a minhash-lsh page is under its bands or, without a usable sketch,
 under the fallback tables, never both), each column under a partial B-tree
@@ -10,7 +10,7 @@ under the fallback tables, never both), each column under a partial B-tree
 the candidate's fingerprint, URL and sketch are in the row it finds.
 
 The statements name their columns, so they are made here for a table count; the write
-paths' SQL (pg.py, pg_pipeline.py, decide_function.sql, statements.py) takes its band
+paths' SQL (pg.py, pg_pipeline.py, decide_function.sql, statements.py) takes its key
 parts from these functions, and the tests pin that every path reads and writes the same
 keys. Table numbers are the scheme's (``TableKey``), keys signed as stored (encoding.py).
 """
@@ -68,7 +68,7 @@ def key_rows(
     inserts: Iterable[KeyRow], deletes: Iterable[KeyRow], n_tables: int
 ) -> dict[int, list[int | None]]:
     """The key columns each page of a batch gets (page ref → signed keys by table, None
-    for a table it has no key in) from batch.py's band rows: a page's inserts are all its
+    for a table it has no key in) from batch.py's key rows: a page's inserts are all its
     keys, so its row's columns are set whole and its deletes need no statement of their
     own (ValueError for a page whose keys are deleted and none inserted)."""
     by_page: dict[int, list[TableKey]] = {}
@@ -76,7 +76,7 @@ def key_rows(
         by_page.setdefault(row.page_ref, []).append((row.table_no, row.key))
     unkeyed = {row.page_ref for row in deletes} - by_page.keys()
     if unkeyed:
-        raise ValueError(f"pages {sorted(unkeyed)} lose their band keys and get none")
+        raise ValueError(f"pages {sorted(unkeyed)} lose their table keys and get none")
     return {ref: signed_keys_by_table(items, n_tables) for ref, items in by_page.items()}
 
 
@@ -98,7 +98,7 @@ def split_updates(
     updated = {u.page_id for u in updates}
     stray = sorted(ref for ref in row_keys if ref > 0 and ref not in updated)
     if stray:
-        raise ValueError(f"pages {stray} get new band keys without an update")
+        raise ValueError(f"pages {stray} get new table keys without an update")
     plain = [u for u in updates if u.page_id not in row_keys]
     keyed = [KeyedUpdate(u, row_keys[u.page_id]) for u in updates if u.page_id in row_keys]
     return plain, keyed
@@ -187,7 +187,7 @@ def table_hits_sql(n_tables: int, keys_of: Callable[[int], str], columns: str) -
 
 
 def key_rows_sql(n_tables: int) -> str:
-    """The band rows ``(table_no, key, page_id, fingerprint)`` of every page, as SQLite's
+    """The key rows ``(table_no, key, page_id, fingerprint)`` of every page, as SQLite's
     ``bands`` holds them, read from the page rows: for reports and checks that look at
     both back-ends' keys alike."""
     return " UNION ALL ".join(
@@ -198,7 +198,7 @@ def key_rows_sql(n_tables: int) -> str:
 
 
 def key_rows_source(dialect_name: str, n_tables: int) -> str:
-    """A FROM item named ``bands`` with the band rows on either back-end."""
+    """A FROM item named ``bands`` with the key rows on either back-end."""
     if dialect_name == "postgresql":
         return f"({key_rows_sql(n_tables)}) AS bands"
     return "bands"

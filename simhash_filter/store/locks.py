@@ -5,7 +5,7 @@
   file's :class:`~simhash_filter.store.engine.WriterQueue` queues them in front of it so
   they do not spin in SQLite's busy handler.
 - PostgreSQL: advisory locks on a hash of the page's URL (:func:`url_lock_id`) and of
-  each of its band keys (:func:`key_lock_id`), taken in sorted order at the start of the
+  each of its table keys (:func:`key_lock_id`), taken in sorted order at the start of the
   transaction (:func:`write_locks`): the URL and the keys the page is stored under
   exclusive, the further keys its probe looks up shared. Of two pages within distance
   k, each probes a key the other is stored under (the scheme's guarantee), so one's
@@ -51,7 +51,7 @@ T = TypeVar("T")
 GLOBAL_LOCK = 0x53696D4861736846  # "SimHashF": bulk writers exclusive, single writers shared
 SCHEMA_LOCK = 0x53696D4861736853  # "SimHashS": creating the tables
 KEY_LOCKED_BATCH = 64
-"""add_many batches up to this size (the pipeline's group commit) lock their URLs and band
+"""add_many batches up to this size (the pipeline's group commit) lock their URLs and table
 keys, like check_and_add, instead of the whole database: in consecutive parts whose locks
 stay within :data:`MAX_KEY_LOCKS` (:func:`lock_parts`), one transaction each, so the
 group commits of concurrent crawlers do not queue on the database-wide lock."""
@@ -77,7 +77,7 @@ TAKE_LOCKS = (
 
 
 def key_lock_id(table_no: int, key: int) -> int:
-    """The PostgreSQL advisory lock id (signed 64-bit) of one band key."""
+    """The PostgreSQL advisory lock id (signed 64-bit) of one table key."""
     return int(mmh3.hash64(key.to_bytes(8, "little"), seed=table_no, signed=True)[0])
 
 

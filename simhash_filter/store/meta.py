@@ -1,5 +1,5 @@
 """The database's own description: making the tables, the ``meta`` rows, and checking
-that a database fits the spec and band scheme it is opened with.
+that a database fits the spec and index scheme it is opened with.
 
 ``meta`` holds ``schema_version``, ``spec``, ``bits``, ``max_distance``, ``blocks``,
 ``index`` (the scheme's kind), ``rule`` (the match rule's ``describe()``, empty for the
@@ -12,6 +12,7 @@ database).
 from __future__ import annotations
 
 import logging
+import shlex
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -20,6 +21,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.defaults import IndexSettings, reindex_choice
 from simhash_filter.index.schemes import (
     MINHASH_LSH,
     PERMUTED,
@@ -61,13 +63,13 @@ _MOVE = (
 
 _CHANGES = {
     2: "a candidate index whose cost does not grow with the database",
-    3: "on PostgreSQL a page's band keys are columns of its row, half the bytes a page",
+    3: "on PostgreSQL a page's table keys are columns of its row, half the bytes a page",
 }
 """What a database of each convertible older version gains by ``reindex``."""
 
 
 class Settings(NamedTuple):
-    """What a database was made with: the fingerprint spec, the band scheme, and the
+    """What a database was made with: the fingerprint spec, the index scheme, and the
     match rule (None: a page within the scheme's max_distance is a duplicate)."""
 
     spec: str
@@ -135,7 +137,7 @@ def init_schema(
                             for key, value in meta_values(settings).items()
                         ],
                     )
-                    log.info("created fingerprint index %s (%s)", where, settings.scheme.describe())
+                    log.info("created fingerprint index %s (%s)", where, settings.scheme.in_words())
                     return settings
                 meta = read_meta(conn)
     except StoreError:
@@ -169,7 +171,7 @@ def meta_values(settings: Settings) -> dict[str, str]:
 
 
 def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]:
-    """The meta rows that describe the band scheme and match rule (``reindex`` rewrites
+    """The meta rows that describe the index scheme and match rule (``reindex`` rewrites
     them)."""
     return {
         "bits": str(scheme.bits),
@@ -182,7 +184,7 @@ def scheme_values(scheme: IndexScheme, rule: MatchRule | None) -> dict[str, str]
 
 
 def write_scheme(conn: Connection, scheme: IndexScheme, rule: MatchRule | None) -> None:
-    """Record a new band scheme and rule in meta, and the schema version this code writes
+    """Record a new index scheme and rule in meta, and the schema version this code writes
     (``reindex`` converts an older database), in the caller's transaction."""
     values = {"schema_version": str(SCHEMA_VERSION), **scheme_values(scheme, rule)}
     conn.execute(delete(meta_table).where(meta_table.c.key.in_(list(values))))
@@ -211,8 +213,8 @@ def parse_meta(
         raise StoreError(
             f"{where} has schema version {version}; this simhash-filter reads version "
             f"{SCHEMA_VERSION} ({_CHANGES[version]}). Convert "
-            f"it in place, keeping every page: `simhash-filter --db {where} reindex --index "
-            f"{MINHASH_LSH}`."
+            f"it in place, keeping every page: `simhash-filter --db {shlex.quote(where)} reindex "
+            f"--index {MINHASH_LSH}`."
         )
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:
@@ -241,7 +243,9 @@ def compare(
     rule_given: bool,
 ) -> None:
     """Raise SchemeMismatchError when the stored spec, scheme or rule is not the requested
-    one (blocks, index kind and rule only when the caller named them)."""
+    one (blocks, index kind and rule only when the caller named them). A rule asking for
+    the same candidates with other thresholds is no difference: the stored sketches answer
+    it (``MatchRule.same_candidates``). The error names the ``reindex`` that mends it."""
     where = display_url(url)
     stored_spec, stored = stored_settings.spec, stored_settings.scheme
     spec, requested = requested_settings.spec, requested_settings.scheme
@@ -269,16 +273,45 @@ def compare(
     ):
         differences.append(f"blocks: stored {stored.blocks}, requested {requested.blocks}")
     stored_rule, rule = stored_settings.rule, requested_settings.rule
-    if rule_given and stored_rule != rule:
+    if rule_given and not _same_candidates(stored_rule, rule):
         differences.append(f"rule: stored {_rule_text(stored_rule)}, requested {_rule_text(rule)}")
     if differences:
         raise SchemeMismatchError(
-            f"{where} was indexed with another band scheme ({'; '.join(differences)}). "
-            f"Re-index it with `simhash-filter reindex --blocks {requested.n_blocks} "
-            f"--max-distance {requested.max_distance}`, or open it with the stored "
-            "settings."
+            f"{where} was indexed with another index scheme ({'; '.join(differences)}). "
+            f"{_how_to_move(where, stored_settings, requested_settings, rule_given=rule_given)}"
         )
 
 
+def _same_candidates(stored: MatchRule | None, requested: MatchRule | None) -> bool:
+    if stored is None or requested is None:
+        return stored is requested
+    return stored.same_candidates(requested)
+
+
+def _how_to_move(where: str, stored: Settings, requested: Settings, *, rule_given: bool) -> str:
+    """The sentence that says how to open the database with the requested settings: the
+    ``reindex`` command that gets there (found and checked by ``reindex_choice``)."""
+    wanted = IndexSettings(requested.scheme, requested.rule if rule_given else stored.rule)
+    choice = reindex_choice(IndexSettings(stored.scheme, stored.rule), wanted)
+    if choice is None:
+        return f"Open it with the stored settings, or {_MOVE}."
+    options = [
+        ("--blocks", choice.blocks),
+        ("--max-distance", choice.max_distance),
+        ("--index", choice.index),
+        ("--min-similarity", choice.min_similarity),
+    ]
+    shown = " ".join(f"{name} {value}" for name, value in options if value is not None)
+    return (
+        f"Re-index it with `simhash-filter reindex {shown} --db {shlex.quote(where)}`, "
+        "or open it with the stored settings."
+    )
+
+
 def _rule_text(rule: MatchRule | None) -> str:
-    return "none (simhash distance alone)" if rule is None else repr(rule.describe())
+    if rule is None:
+        return "none (simhash distance alone)"
+    return (
+        f"candidates within {rule.candidate_distance} bits ({rule.fallback_distance} without "
+        f"a sketch) confirmed at similarity {rule.min_similarity:g}"
+    )

@@ -4,12 +4,12 @@ The PL/pgSQL lives in ``decide_function.sql``: the advisory locks, then for each
 order the page under its URL, the probe, the judgement of each candidate (nearest first,
 then by URL) and the writes, all in the one statement that calls it, in autocommit (one
 transaction, one round trip). Rows of a batch are decided one after another, so a row sees
-the pages earlier rows admitted or changed through the band rows they wrote: what
+the pages earlier rows admitted or changed through the key rows they wrote: what
 :func:`~simhash_filter.store.batch.decide_batch` decides in Python, written a second time
 in SQL (the judge, ``MatchRule.verify``, the index keys of a stored page); the
 equivalence tests pin the two.
 
-The match rule and the band scheme travel as parameters, so one function serves every
+The match rule and the index scheme travel as parameters, so one function serves every
 rule and scheme of a table count (the statements name the page row's key columns,
 key_columns.py). The functions' names carry a digest of the SQL as installed
 (:func:`decide_function`): an edited body can never run under an old name, and crawlers of
@@ -63,7 +63,7 @@ _HIT_COLUMNS = "id, url, fingerprint, sketch"  # what the probe reads of a candi
 def function_sql(source: str, n_tables: int) -> tuple[str, str]:
     """The installable SQL of ``source`` (decide_function.sql's text) for a scheme of
     ``n_tables`` tables, and the digest that names its functions: the digest is taken of
-    the text as installed (the lock clause and the band columns filled in), so an edit to
+    the text as installed (the lock clause and the key columns filled in), so an edit to
     any of them, or another table count, gives the functions a new name."""
     body = (
         source.replace(_LOCKS_MARK, TAKE_LOCKS.format(ids="p_locks", shared="p_lock_shared"))
@@ -148,7 +148,7 @@ def key_cuts(scheme: IndexScheme) -> list[KeyCut]:
 
 
 class SchemeArrays(NamedTuple):
-    """The function's parameters that depend on the band scheme alone, made once."""
+    """The function's parameters that depend on the index scheme alone, made once."""
 
     lsh: str
     cut_tables: str

@@ -128,7 +128,7 @@ ORDER BY d.n
 
 
 class ProbeRow(NamedTuple):
-    """A band row under a probed key, with its page."""
+    """A key row under a probed key, with its page."""
 
     table_no: int
     key: int
@@ -236,7 +236,7 @@ class _PipelinedIO(BatchIO):
         found: set[tuple[int, int, int]] = set()
         for hit in hits:
             if (hit.table_no, hit.key, hit.page.page_id) in found:
-                continue  # the same band row, near two rows that probe its key
+                continue  # the same key row, near two rows that probe its key
             found.add((hit.table_no, hit.key, hit.page.page_id))
             self._hits[(hit.table_no, hit.key)].append(
                 KeyHit(hit.page.page_id, hit.page.fingerprint)

@@ -21,7 +21,7 @@ class DatabaseNotFoundError(StoreError):
 
 
 class SchemeMismatchError(StoreError):
-    """The database was made with another fingerprint spec or band scheme."""
+    """The database was made with another fingerprint spec or index scheme."""
 
 
 class StoreBusy(StoreError):

@@ -1,4 +1,4 @@
-"""Every page's band keys made again for a scheme (``reindex``), in the caller's
+"""Every page's table keys made again for a scheme (``reindex``), in the caller's
 transaction: SQLite's ``bands`` rows, or PostgreSQL's key columns (key_columns.py; a
 database of schema 2 or 3 loses its ``bands`` table here, which converts it).
 
@@ -23,7 +23,7 @@ CHUNK = 10_000  # pages a read
 
 
 def rekey(conn: Connection, scheme: IndexScheme) -> None:
-    """Replace every page's band keys with ``scheme``'s."""
+    """Replace every page's table keys with ``scheme``'s."""
     postgres = conn.dialect.name == "postgresql"
     if postgres:
         keys_table.drop(conn, checkfirst=True)

@@ -121,7 +121,7 @@ def duplicate_counts(store: ReadableStore) -> dict[int, int]:
 
 
 def key_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
-    """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a band
+    """``(page_a, fingerprint_a, page_b, fingerprint_b)`` for kept pages sharing a table key
     key (``page_a < page_b``), streamed; a pair sharing keys in several tables comes once
     per table. Every pair within max_distance is among them only when each page's probe
     keys are among its own index keys (:func:`_shared_key_is_complete`)."""
@@ -186,7 +186,7 @@ def _shared_key_is_complete(scheme: IndexScheme) -> bool:
 
 def near_pairs(store: ReadableStore, k: int) -> Iterator[tuple[int, int, int]]:
     """``(page_a, page_b, distance)`` once for every two kept pages within ``k`` bits
-    (``page_a < page_b``, ``k`` at most the scheme's max_distance): the band keys'
+    (``page_a < page_b``, ``k`` at most the scheme's max_distance): the table keys'
     self-join where that is complete, else a probe per page (:func:`probed_pairs`)."""
     if not 0 <= k <= store.scheme.max_distance:
         raise ValueError(

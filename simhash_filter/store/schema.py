@@ -4,7 +4,7 @@
 BIGINT, converted by encoding.py (the one place that converts). On SQLite ``bands`` is a
 covering index: its primary key ``(table_no, key, page_id)`` plus the fingerprint answer
 a probe without touching ``pages`` (a WITHOUT ROWID table, so the primary key *is* the
-table). A page's band rows are found by recomputing its keys from its fingerprint, so
+table). A page's key rows are found by recomputing its keys from its fingerprint, so
 ``bands`` needs no second index on ``page_id``. PostgreSQL has no ``bands``: a page's
 keys are columns of its own row (key_columns.py).
 """
@@ -35,8 +35,8 @@ from .encoding import from_sql_int, to_sql_int
 
 SCHEMA_VERSION = 4
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
-3: the minhash-lsh index (band keys from the sketch; meta rows); ``reindex`` converts 2.
-4: on PostgreSQL the band keys are columns of the page row (key_columns.py), not
+3: the minhash-lsh index (table keys from the sketch; meta rows); ``reindex`` converts 2.
+4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
 ``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
 
 SQLITE_SAME_AS = 3
@@ -144,7 +144,7 @@ class Duplicate(Base):
 
 
 class PageText(Base):
-    """The stored main text of an admitted page (``STORE_TEXT``; stored_text.py's bytes).
+    """The stored main text of an admitted page (``STORE_TEXT``; core/stored_text.py's bytes).
 
     A table of its own, made on open when missing: a database made before it gains it,
     and the check-and-add tables stay as they are."""

@@ -41,7 +41,7 @@ class ServerSettings(NamedTuple):
     checkpoint_timeout_s: int
     wal_compression: str
     index_bytes: int
-    """The ``pages`` table's indexes, its band keys' among them (key_columns.py): what a
+    """The ``pages`` table's indexes, its table keys' among them (key_columns.py): what a
     check reads and changes."""
 
 

@@ -72,7 +72,7 @@ class SqlAlchemyPath:
     def near(
         self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
     ) -> list[Match]:
-        """:meth:`~.write_path.WritePath.near`: the probe's band rows read, their
+        """:meth:`~.write_path.WritePath.near`: the probe's key rows read, their
         distances measured here."""
         statements = statements_for(self._dialect, scheme.n_tables)
         hits: dict[int, tuple[int, int]] = {}

@@ -2,13 +2,13 @@
 the reader/writer through which batch.py's decision sees a database on the SQLAlchemy
 write path.
 
-Hot statements (the probe, a page by URL or id, band inserts) are compiled once and run
+Hot statements (the probe, a page by URL or id, key inserts) are compiled once and run
 on the driver (``exec_driver_sql`` or a DB-API cursor), skipping SQLAlchemy's per-call
 statement processing; :class:`Compiled` binds their values, given in the order the
 statement names them, for positional and named drivers alike. Values cross into SQL
 through encoding.py (unsigned in Python, signed in SQL).
 
-:class:`Probe` reads the band rows under any set of (table_no, key) keys on any
+:class:`Probe` reads the key rows under any set of (table_no, key) keys on any
 back-end: for the SQLAlchemy write path, its ``near()``, ``count_candidates`` and the
 reports. The PostgreSQL paths probe in SQL of their own (pg.py, pg_pipeline.py,
 decide_function.sql).
@@ -125,7 +125,7 @@ class Compiled:
 
 
 class Probe:
-    """The band rows under any set of (table_no, key) keys: one compiled statement per
+    """The key rows under any set of (table_no, key) keys: one compiled statement per
     store, whatever the number of keys.
 
     ``table_no = t AND key IN (<table t's keys>)`` for each table, joined by UNION ALL;
@@ -174,7 +174,7 @@ class Probe:
             self._single = Compiled(union_all(*one_key), dialect, names)
 
     def rows(self, execute: Execute, keys: Iterable[TableKey]) -> Sequence[Any]:
-        """The raw band rows under ``keys``: (table_no, key, page_id, fingerprint), the
+        """The raw key rows under ``keys``: (table_no, key, page_id, fingerprint), the
         last two as stored (signed: :func:`from_sql_int` makes them unsigned)."""
         per_table: list[list[int]] = [[] for _ in range(self._tables)]
         for t, key in keys:
@@ -189,7 +189,7 @@ class Probe:
         return execute(self._statement.sql, self._statement.bind(values))
 
     def run(self, execute: Execute, keys: Collection[TableKey]) -> dict[TableKey, list[KeyHit]]:
-        """Every band row under ``keys``, grouped by key (``{(t, key): [KeyHit]}``)."""
+        """Every key row under ``keys``, grouped by key (``{(t, key): [KeyHit]}``)."""
         found: dict[TableKey, list[KeyHit]] = defaultdict(list)
         for t, key, page_id, stored in self.rows(execute, keys):
             found[(t, from_sql_int(key))].append(KeyHit(page_id, from_sql_int(stored)))
@@ -330,7 +330,7 @@ class SqlBatchIO(BatchIO):
     def _write_key_rows(
         self, deletes: Sequence[KeyRow], inserts: Sequence[KeyRow], ids: Mapping[int, int]
     ) -> None:
-        """SQLite's layout: the band rows out, then in."""
+        """SQLite's layout: the key rows out, then in."""
         conn = self._conn
         if deletes:
             conn.execute(

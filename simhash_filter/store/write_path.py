@@ -76,7 +76,7 @@ class WritePath(Protocol):
     def near(
         self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme
     ) -> list[Match]:
-        """The distinct pages within ``limit`` of ``fingerprint`` among those with a band
+        """The distinct pages within ``limit`` of ``fingerprint`` among those with a table key
         row under ``probe_keys``, nearest first, then by URL."""
         ...
 

@@ -353,7 +353,8 @@ def test_near_errors(
     assert (code, err) == (
         1,
         "simhash-filter: error: k=5 is beyond the index's max_distance=4: run "
-        "`simhash-filter reindex --max-distance 5` first\n",
+        f"`simhash-filter reindex --max-distance 5 --db {display_url(db)}` "
+        "first\n",
     )
     empty_html = tmp_path / "empty.html"
     empty_html.write_text("<html><body><img src='a.png'></body></html>", encoding="utf-8")
@@ -523,7 +524,7 @@ def test_clusters_join_kept_pages_after_k_was_raised(
     assert (code, err) == (
         1,
         "simhash-filter: error: k=2 is beyond the index's max_distance=0: run "
-        "`simhash-filter reindex --max-distance 2` first\n",
+        f"`simhash-filter reindex --max-distance 2 --db {display_url(db_url)}` first\n",
     )
     assert run(capsys, "reindex", "--max-distance", "3", "--db", db_url)[0] == 0
     code, out, err = run(capsys, "clusters", "--db", db_url)

@@ -22,9 +22,10 @@ from support.cli_corpus import (
     run,
 )
 
-from simhash_filter.cli.audit import finding_keys
+from simhash_filter.cli.audit import finding_keys, found_in
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
+from simhash_filter.index.schemes import MINHASH_LSH, PERMUTED, make_scheme
 from simhash_filter.store import FingerprintStore
 
 
@@ -109,9 +110,35 @@ def test_explain_says_why_each_drop_happened(
         )
         assert keys  # the candidate was found under at least one key
         assert row["found_by"] == " ".join(f"t{t}:{k:x}" for t, k in keys)
-    code, out, _ = run(capsys, "--db", with_texts, "dupes", "--explain")
+        assert row["found_in"] == found_in(scheme, keys)
+    # the table says how many tables found the candidate; the keys on demand (issue 31.9)
+    code, out, _ = run(capsys, "--db", with_texts, "dupes", "--explain", "--keys")
     assert code == 0
     assert "found by (table:key)" in out.splitlines()[0]
+    code, out, _ = run(capsys, "--db", with_texts, "dupes", "--explain")
+    assert code == 0
+    header = out.splitlines()[0]
+    assert "found by" in header
+    assert "(table:key)" not in header
+    assert all(row["found_in"] and row["found_in"] in out for row in rows)
+    assert max(len(line) for line in out.splitlines()) < 300  # no run of 16-digit keys
+    assert "t0:" not in out
+
+
+def test_found_in_counts_the_tables_in_words() -> None:
+    lsh = make_scheme(MINHASH_LSH)
+    assert found_in(lsh, [(0, 1), (5, 2), (17, 3)]) == "3 of 18 bands"
+    assert found_in(lsh, [(18, 7)]) == "1 of 4 simhash tables (pages without a sketch)"
+    assert found_in(make_scheme(PERMUTED, max_distance=3), [(2, 9)]) == "1 of 4 tables"
+    assert found_in(lsh, []) is None
+
+
+def test_keys_without_explain_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "dupes", "--keys")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "simhash-filter dupes: error: --keys lists the keys --explain found: give --explain too"
+    )
 
 
 def test_without_texts_each_says_so_and_exits_1(

@@ -103,7 +103,7 @@ def test_import_jsonl_then_again(
     assert code == 0
     assert out == summary(read=7, kept=3, dropped=3, no_text=1, skipped=1)
     assert err == (
-        f"skipped {source}:8: not JSON (Expecting property name enclosed in double quotes)\n"
+        f"skipped {source}:8: not JSON (Expecting property name enclosed in double quotes at column 2)\n"
     )
     pages, drops = pages_and_drops(db_url)
     assert pages == sorted(
@@ -266,10 +266,19 @@ def test_import_makes_a_database_with_the_scheme_asked_for(
     code, out, err = run(capsys, "import", str(source), "--max-distance", "3", "--db", sqlite_url)
     assert (code, out) == (1, "")
     assert err == (
-        f"simhash-filter: error: {display_url(sqlite_url)} was indexed with another band "
-        "scheme (max_distance: stored 0, requested 3). Re-index it with `simhash-filter "
-        "reindex --blocks 18 --max-distance 3`, or open it with the stored settings.\n"
+        f"simhash-filter: error: {display_url(sqlite_url)} was indexed with another index "
+        "scheme (max_distance: stored 0, requested 3; rule: stored candidates within 0 bits "
+        "(0 without a sketch) confirmed at similarity 0.7, requested candidates within 3 bits "
+        "(3 without a sketch) confirmed at similarity 0.7). Re-index it with `simhash-filter "
+        f"reindex --blocks 18 --max-distance 3 --db {display_url(sqlite_url)}`, or open it "
+        "with the stored settings.\n"
     )
+    # the command it names works, and then the import does (issue 31.1)
+    assert (
+        run(capsys, "reindex", "--blocks", "18", "--max-distance", "3", "--db", sqlite_url)[0] == 0
+    )
+    code, out, _ = run(capsys, "import", str(source), "--max-distance", "3", "--db", sqlite_url)
+    assert code == 0
     code, out, _ = run(capsys, "import", str(source), "--db", sqlite_url)
     assert (code, out) == (0, summary(read=7, kept=0, dropped=1, unchanged=5, no_text=1, skipped=1))
 
@@ -512,7 +521,7 @@ def test_reindex(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
 def test_import_stores_each_page_with_its_sketch(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As the crawl does (pagework.sign_page): the second signature goes in with the page."""
+    """As the crawl does (page.work.sign_page): the second signature goes in with the page."""
     source = write_jsonl(tmp_path / "items.jsonl")
     assert run(capsys, "import", str(source), "--db", sqlite_url)[0] == 0
     from simhash_filter.store.reports import page_sketches

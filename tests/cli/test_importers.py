@@ -72,7 +72,7 @@ def test_read_jsonl_text_html_and_problems() -> None:
         Record("https://a.example/5", "<p>null text</p>", True, "items.jsonl:9"),
     ]
     assert skipped == [
-        "items.jsonl:5: not JSON (Expecting property name enclosed in double quotes)",
+        "items.jsonl:5: not JSON (Expecting property name enclosed in double quotes at column 2)",
         "items.jsonl:6: not a JSON object",
         "items.jsonl:7: no 'url' field",
         "items.jsonl:8: no 'text' or 'html' field",
@@ -162,3 +162,27 @@ def test_read_source_rejects_html_on_stdin_and_unknown_formats() -> None:
         list(read_source("-", ReaderOptions(format="html")))
     with pytest.raises(ValueError, match="unknown format 'pdf'"):
         list(read_source("x.pdf", ReaderOptions(format="pdf")))
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            '{"url": "https://a.example/", "text": "a\tb"}',
+            "Invalid control character U+0009 at column 41",
+        ),
+        (
+            '{"url": "https://a.example/", "text": "a\nb"}',
+            "Invalid control character U+000A at column 41",
+        ),
+        ('{"url": "https://a.example/" "text": "x"}', "Expecting ',' delimiter at column 30"),
+        ('{"url": "https://a.example/", "text": "x"', "Expecting ',' delimiter at column 42"),
+        ('{"url": "https://a.example/", "text": "x"} trailing', "Extra data at column 44"),
+        ('{"url": "\\x"}', "Invalid \\escape at column 10"),
+    ],
+)
+def test_a_line_that_is_not_json_is_named_with_the_whole_reason(line: str, reason: str) -> None:
+    """Issue 31 item 12: "not JSON (Invalid control character at)" said neither what nor where."""
+    skipped: list[str] = []
+    assert list(read_jsonl([line], "broken.jsonl", on_skip=skipped.append)) == []
+    assert skipped == [f"broken.jsonl:1: not JSON ({reason})"]

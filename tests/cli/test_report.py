@@ -4,6 +4,7 @@ screenshot taken; and hostile page texts that must neither run nor break the lay
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from html.parser import HTMLParser
@@ -13,6 +14,7 @@ import pytest
 from support.browser import WINDOW, rendered_dom, screenshot
 from support.cli_corpus import run
 
+from simhash_filter.cli.report_html import distance_ticks
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
@@ -214,3 +216,72 @@ def test_hostile_texts_neither_run_nor_break_the_layout(
     assert 'title="U+202E"' in dom  # the override is shown, not obeyed
     assert "\u202e" not in dom
     assert "<style>body{display:none}" not in dom
+
+
+def _label_positions(svg: str) -> list[float]:
+    """The x of the labels under a chart's axis (the text elements at its bottom)."""
+    return [float(x) for x in re.findall(r'<text x="([0-9.]+)" y="232"', svg)]
+
+
+@pytest.mark.parametrize(
+    ("options", "words", "reach"),
+    [
+        (
+            {"rule": MatchRule.for_distance(64)},  # the crawl's default
+            "MinHash LSH index: 18 bands of 8 rows, pages without a sketch: permuted",
+            None,
+        ),
+        (
+            {"rule": MatchRule(), "index": "multi-index"},
+            "multi-index simhash tables: within 9 bits",
+            "reach k = 9",
+        ),
+    ],
+    ids=["minhash-lsh", "multi-index"],
+)
+def test_the_report_speaks_of_the_index_in_use(
+    sqlite_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    options: dict[str, object],
+    words: str,
+    reach: str | None,
+) -> None:
+    """Issue 31 item 10: the header in words, distance labels that do not overlap, and the
+    'reach' line only where the simhash distance bounds the candidates."""
+    rng = random.Random(3)
+    with FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, **options) as store:  # type: ignore[arg-type]
+        for n in range(10):
+            original = article(rng)
+            add(store, f"https://news.example/a{n}", original)
+            add(store, f"https://copy.example/a{n}", edited(rng, original))
+    out_file = tmp_path / "report.html"
+    assert run(capsys, "--db", sqlite_url, "report", "--out", str(out_file))[0] == 0
+    html = out_file.read_text(encoding="utf-8")
+    index_line = re.search(r'<p class="meta" id="index">([^<]*)</p>', html)
+    assert index_line is not None
+    assert index_line.group(1).startswith(words)
+    assert "Copies: " in index_line.group(1)
+    assert "f=64" not in html
+    assert "fallback=k3/b4" not in html
+    chart = re.search(r'<svg id="distance-chart".*?</svg>', html)
+    assert chart is not None
+    xs = _label_positions(chart.group())
+    assert len(xs) >= 2
+    assert min(b - a for a, b in itertools.pairwise(xs)) >= 28  # labels do not overlap
+    if reach is None:
+        assert "reach k" not in html
+        assert "at any simhash distance" in html
+    else:
+        assert reach in chart.group()
+    png = screenshot(out_file, tmp_path / "profile", tmp_path / "report.png")
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_distance_labels_never_crowd() -> None:
+    assert distance_ticks(4) == [0, 1, 2, 3, 4]
+    for top in (9, 20, 40, 64):
+        ticks = distance_ticks(top)
+        assert ticks[0] == 0
+        assert (ticks[1] - ticks[0]) * 708 / (top + 1) >= 28
+    assert distance_ticks(64) == list(range(0, 65, 4))

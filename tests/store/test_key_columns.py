@@ -62,7 +62,7 @@ def test_key_rows_set_a_pages_columns_whole() -> None:
         3,
     )
     assert rows == {7: [to_sql_int(2**64 - 1), 3, None], -1: [None, 4, None]}
-    with pytest.raises(ValueError, match="lose their band keys"):
+    with pytest.raises(ValueError, match="lose their table keys"):
         key_rows([], [KeyRow(0, 1, 8, 0)], 3)
 
 
@@ -72,7 +72,7 @@ def test_a_pages_new_keys_go_with_its_update() -> None:
     plain, keyed = split_updates([moved, kept], {7: [3, None], -1: [4, None]})
     assert plain == [kept]
     assert keyed == [KeyedUpdate(moved, [3, None])]
-    with pytest.raises(ValueError, match=r"pages \[9\] get new band keys without an update"):
+    with pytest.raises(ValueError, match=r"pages \[9\] get new table keys without an update"):
         split_updates([kept], {9: [5, None]})
 
 

@@ -307,9 +307,15 @@ def test_the_rule_and_index_are_stored_and_checked(sqlite_url: str) -> None:
         assert store.scheme.kind == MULTI_INDEX
     with FingerprintStore.open_existing(sqlite_url) as store:
         assert (store.rule, store.scheme.kind) == (RULE, MULTI_INDEX)
+    # another threshold for the same candidates: the stored sketches answer it (issue 31.1)
     other = MatchRule(candidate_distance=7, min_similarity=0.5, fallback_distance=3)
+    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=other) as store:
+        assert (store.rule, store.database_rule) == (other, RULE)
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        assert store.rule == RULE  # the database keeps its own
+    wider = MatchRule(candidate_distance=7, min_similarity=0.7, fallback_distance=2)
     with pytest.raises(SchemeMismatchError, match="rule: stored"):
-        FingerprintStore.open(sqlite_url, spec=SPEC, rule=other)
+        FingerprintStore.open(sqlite_url, spec=SPEC, rule=wider)
     with pytest.raises(SchemeMismatchError, match="index: stored multi-index"):
         FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE, index=PERMUTED)
     with pytest.raises(ValueError, match="below the rule's reach"):

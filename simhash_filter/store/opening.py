@@ -1,0 +1,142 @@
+"""How a store is opened: the database made (or found), what the caller asks for resolved
+against what is stored, and the match rule the store judges by."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.index.defaults import IndexChoice, index_settings
+from simhash_filter.index.schemes import MinHashLshScheme
+
+from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
+from .meta import Settings, compare, init_schema
+from .texts import ensure_text_tables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a caller of ``FingerprintStore.open`` asks for: the spec, the index choices,
+    a whole rule (or None) and the bit width."""
+
+    spec: str
+    choice: IndexChoice
+    rule: MatchRule | None
+    bits: int
+
+    @property
+    def sketches(self) -> bool:
+        """Whether a rule that confirms with sketches is asked for (a whole one, or a
+        similarity)."""
+        return self.rule is not None or self.choice.min_similarity is not None
+
+    def settings(self, choice: IndexChoice | None = None) -> Settings:
+        made = index_settings(
+            choice or self.choice, rule=self.rule, sketches=self.sketches, bits=self.bits
+        )
+        return Settings(self.spec, made.scheme, made.rule)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What opening found: the database's stored settings, and the rule the store judges
+    by (the stored one, or the caller's of the same candidates)."""
+
+    stored: Settings
+    rule: MatchRule | None
+
+
+def settle(
+    engine: Engine, url: URL, request: Request, *, create: bool, queue: WriterQueue | None
+) -> Settled:
+    """The stored settings of the database (made with ``request``'s when it is new) and
+    the rule the store judges by; SchemeMismatchError (saying how to move) when the
+    database cannot answer what is asked."""
+    requested = request.settings()
+    stored = init_database(engine, url, requested, create=create, queue=queue)
+    choice = request.choice
+    if stored is not requested and choice.index is None:  # the defaults of the stored kind
+        requested = as_stored_kind(requested, stored, request)
+    compare(
+        url,
+        stored,
+        requested,
+        blocks_given=choice.blocks is not None,
+        index_given=choice.index is not None,
+        rule_given=request.sketches,
+    )
+    return Settled(
+        stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
+    )
+
+
+def init_database(
+    engine: Engine, url: URL, requested: Settings, *, create: bool, queue: WriterQueue | None
+) -> Settings:
+    """The stored settings of the database at ``url``, made with ``requested`` when
+    ``create`` and it is not there (``requested`` itself is returned then)."""
+    # Turning a new SQLite file to WAL and creating its tables take the exclusive lock from
+    # a shared one; two processes doing that at once deadlock and SQLite answers one of
+    # them "database is locked" at once, without the busy timeout: creators queue behind
+    # the file's writer lock.
+    with queue if queue is not None and create else nullcontext():
+        new_file = new_sqlite_file(url) if create else None
+        try:
+            stored = init_schema(engine, url, settings=requested, create=create)
+            if create:
+                ensure_text_tables(engine)
+        except BaseException:
+            if new_file is not None:  # made empty by this call (a full disk, say)
+                engine.dispose()
+                remove_if_empty(new_file)
+            raise
+    return stored
+
+
+def as_stored_kind(requested: Settings, stored: Settings, request: Request) -> Settings:
+    """What a caller who named no index kind asks of a database of ``stored``'s kind: the
+    defaults of that kind (its k1 and blocks), when they can be made."""
+    try:
+        return request.settings(dataclasses.replace(request.choice, index=stored.scheme.kind))
+    except ValueError:
+        return requested
+
+
+def rule_in_effect(url: URL, stored: Settings, requested: MatchRule | None) -> MatchRule | None:
+    """The rule a store judges by: the requested one where it asks for the stored rule's
+    candidates with other thresholds (``compare`` let it through), else the stored one.
+    A lower similarity under the LSH bands is logged with what it costs in recall."""
+    if requested is None or stored.rule is None or requested == stored.rule:
+        return stored.rule
+    where = display_url(url)
+    log.info(
+        "%s: minimum similarity %g for this process (the database's own: %g)",
+        where,
+        requested.min_similarity,
+        stored.rule.min_similarity,
+    )
+    scheme = stored.scheme
+    if isinstance(scheme, MinHashLshScheme) and requested.min_similarity < (
+        stored.rule.min_similarity
+    ):
+        log.warning(
+            "%s: the index's %d bands of %d rows find a pair of similarity %g with "
+            "probability %.0f%% (%.0f%% at the database's own %g): pairs near the lower "
+            "threshold are often not found",
+            where,
+            scheme.n_blocks,
+            scheme.rows,
+            requested.min_similarity,
+            100 * scheme.candidate_probability(requested.min_similarity),
+            100 * scheme.candidate_probability(stored.rule.min_similarity),
+            stored.rule.min_similarity,
+        )
+    return requested
