@@ -185,11 +185,8 @@ class FingerprintStore:
         by default) makes it survive a server crash too. ``True``: SQLite commits survive
         a power cut too (``synchronous=FULL``). ``False``: PostgreSQL transactions run with
         ``synchronous_commit = off`` (a server crash may lose the last fraction of a
-        second of commits; a killed crawler still loses nothing).
-
-        ``lock_timeout`` and ``outage_retry``: how long a write waits for a lock (then
-        :class:`StoreBusy`) and retries a server gone away (then :class:`StoreUnavailable`):
-        faults.py.
+        second of commits; a killed crawler still loses nothing). ``lock_timeout``,
+        ``outage_retry``: faults.py (past them, :class:`StoreBusy`, :class:`StoreUnavailable`).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
@@ -205,9 +202,8 @@ class FingerprintStore:
         validate_write_path(write_path, sa_url)
         bounds = WaitBounds(lock_timeout, outage_retry)
         engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
-        queue = None
-        if is_sqlite(sa_url):
-            queue = WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url, lock_timeout))
+        timeout = busy_timeout(sa_url, lock_timeout) if is_sqlite(sa_url) else None
+        queue = None if timeout is None else WriterQueue(sqlite_path(sa_url), timeout)
         try:
             request = Request(spec, choice, rule, bits)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
