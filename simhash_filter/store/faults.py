@@ -243,7 +243,11 @@ def busy_message(
 ) -> str:
     """The one line a lock timeout is reported with: the server's reason, the bound and,
     where the server says it, who held the lock."""
-    waited = "" if bound is None else f" (waited {bound:.3g} s: SIMHASH_FILTER_LOCK_TIMEOUT)"
+    waited = (
+        " (SIMHASH_FILTER_LOCK_TIMEOUT)"
+        if bound is None
+        else f" (waited {bound:.3g} s, a page retried alone: SIMHASH_FILTER_LOCK_TIMEOUT)"
+    )
     if holders is None:
         who = "the lock holder is not known"
     elif not holders:
