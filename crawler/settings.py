@@ -24,6 +24,7 @@ DOWNLOAD_DELAY = 0.25
 ADDONS = {"simhash_filter.Addon": 100}
 SIMHASH_FILTER_DATABASE_URL = "sqlite:///dedup.db"
 SIMHASH_FILTER_FINGERPRINT_FIELD = "fingerprint"
+SIMHASH_FILTER_REMOVE_HTML = False  # the items keep their (decoded: str) HTML in pages.jsonl
 
 # -s STATS_FILE=stats.json writes the crawl's final stats as JSON.
 EXTENSIONS = {"crawler.extensions.StatsFile": 500}

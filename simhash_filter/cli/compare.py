@@ -32,8 +32,12 @@ from simhash_filter.cli.common import (
 from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.store import FingerprintStore, reports
-from simhash_filter.store.records import DatabaseNotFoundError
+from simhash_filter.core.simhash import hamming_distance
+from simhash_filter.core.sketch import contained_share, passage_hashes
+from simhash_filter.core.stored_text import unpack_text
+from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store.batch import Judge
+from simhash_filter.store.records import DatabaseNotFoundError, Match
 
 # --- fingerprints of inputs ------------------------------------------------------------
 
@@ -100,7 +104,7 @@ def _fingerprint_text(fingerprinter: Fingerprinter, source: str, text: str) -> i
 
 def _stored_fingerprint(store: FingerprintStore, url: str) -> Query:
     page = store.lookup(url)
-    if page is not None:
+    if page is not None and page.dropped_at is None:  # (else: it left the index, a drop now)
         sketch = reports.page_sketches(store, [page.page_id]).get(page.page_id)
         return Query(url, page.fingerprint, stored_url=page.url, sketch=sketch)
     drops = reports.drops_of_url(store, url, limit=1)
@@ -171,6 +175,113 @@ def target(what: str) -> Callable[[Handler], Handler]:
 # --- near ------------------------------------------------------------------------------
 
 
+CONTAINED_MIN = 0.5
+"""``near`` on a text lists the stored pages holding at least this share of its 5-grams."""
+
+
+def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]:
+    """A dropped URL's query with a sketch to find and rank its neighbours by: its stored
+    text's (``STORE_TEXT``), else that of the page it was dropped as a copy of (which the
+    sketches confirmed alike). Under the minhash-lsh index a bare fingerprint finds pages
+    by a scan within any distance: everything, unranked."""
+    drops = reports.drops_of_url(store, query.source, limit=1)
+    if not drops:
+        return query, None
+    drop = drops[0]
+    text = texts.drop_texts(store, [drop.duplicate_id]).get(drop.duplicate_id)
+    if text is not None:
+        sketch = fingerprinter_for(store.spec).sketch(unpack_text(text).text)
+        return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=sketch), None
+    original = store.lookup(drop.duplicate_of_url)
+    if original is None:
+        return query, None
+    kept = reports.page_sketches(store, [original.page_id]).get(original.page_id)
+    if kept is None:
+        return query, None
+    note = (
+        f"(no sketch is stored for a dropped page: its neighbours are those of "
+        f"{original.url}, the page it was dropped as a copy of)"
+    )
+    return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=kept), note
+
+
+def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float] | None, str]:
+    """How much of ``text`` (a passage: its sketch is too unlike a whole page's for the
+    index to find it) each stored page's stored text holds, and a note saying what was
+    read; None, and why it cannot be answered, when no text is stored."""
+    part = passage_hashes(text)
+    shares: dict[int, float] = {}
+    for page_id, blob in texts.iter_page_texts(store):
+        whole = passage_hashes(unpack_text(blob).text)
+        shares[page_id] = round(contained_share(part, whole), 3)
+    if not shares:
+        return None, (
+            "(a passage is much less alike a whole page than the page's copies are, so the "
+            "index cannot find the page it comes from; with SIMHASH_FILTER_STORE_TEXT the "
+            "stored texts would be searched for it)"
+        )
+    return shares, (
+        f"(searched the {len(shares)} stored texts for pages holding at least "
+        f"{CONTAINED_MIN:.0%} of the text: 'contains')"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A stored page ``near`` lists: the match, the sketches' similarity, and the share of
+    the query text its stored text holds (when that was searched)."""
+
+    match: Match
+    similarity: float | None
+    contains: float | None = None
+
+    def rank(self) -> tuple[float, float, int, str]:
+        """Most alike first: containing the text, then similarity, distance, URL."""
+        contains, alike = self.contains, self.similarity
+        return (
+            -(-1.0 if contains is None else contains),
+            -(-1.0 if alike is None else alike),
+            self.match.distance,
+            self.match.url,
+        )
+
+
+def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Neighbour], str]:
+    """The stored pages the index finds for ``query``, and, for a text no stored page is
+    a copy of, those whose stored text contains it (with a note on that search)."""
+    rule = store.rule
+    found = {
+        m.page_id: m
+        for m in store.near(query.fingerprint, k, sketch=query.sketch)
+        if m.url != query.stored_url
+    }
+    contained: dict[int, float] | None = None
+    note = ""
+    sketches = reports.page_sketches(store, found)
+    judge = Judge(k, rule)  # the store's own verdict: is a found page a copy of the text?
+    copies = [
+        m
+        for i, m in found.items()
+        if (judged := judge(m.distance, query.sketch, sketches.get(i))) is not None and judged.copy
+    ]
+    if query.text is not None and not copies:
+        contained, note = _containing(store, query.text)
+        holding = {i for i, share in (contained or {}).items() if share >= CONTAINED_MIN}
+        for page_id, page in reports.pages_by_id(store, holding - set(found)).items():
+            distance = hamming_distance(page.fingerprint, query.fingerprint)
+            found[page_id] = Match(page.url, page.fingerprint, distance, page_id)
+        sketches = reports.page_sketches(store, found)
+    neighbours = [
+        Neighbour(
+            m,
+            similarity_of(rule, query.sketch, sketches.get(i)),
+            None if contained is None else contained.get(i, 0.0),
+        )
+        for i, m in found.items()
+    ]
+    return sorted(neighbours, key=Neighbour.rank), note
+
+
 @command("near")
 @target("what to compare")
 @option(
@@ -182,38 +293,41 @@ def target(what: str) -> Callable[[Handler], Handler]:
 )
 @limit(50)
 def near(args: argparse.Namespace, out: Output) -> int:
-    """stored pages within distance k of a page, text or fingerprint"""
+    """stored pages near a page, text or fingerprint, most alike first"""
     _check_target(args)
+    notes: list[str] = []
     with existing_store(args) as store:
         if _is_reference(args):
             query = _reference_query(args, store)
+            if query.sketch is None and query.stored_url is not None:
+                query, note = _sketched(store, query)
+                notes += [note] if note else []
         else:
             fingerprinter = fingerprinter_for(store.spec)
             source, text = _read_input(args)
             fingerprint = _fingerprint_text(fingerprinter, source, text)
             query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
         k = check_k(store, args.k)
-        matches = [
-            m
-            for m in store.near(query.fingerprint, k, sketch=query.sketch)
-            if m.url != query.stored_url
-        ]
-        sketches = reports.page_sketches(store, [m.page_id for m in matches])
-        rule = store.rule
+        neighbours, searched = _neighbours(store, query, k)
     out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
+    for note in [*notes, searched]:
+        if note:
+            out.note(note)
     rows = (
         {
-            "url": m.url,
-            "fingerprint": hex64(m.fingerprint),
-            "distance": m.distance,
-            "similarity": similarity_of(rule, query.sketch, sketches.get(m.page_id)),
+            "url": n.match.url,
+            "fingerprint": hex64(n.match.fingerprint),
+            "distance": n.match.distance,
+            "similarity": n.similarity,
+            **({} if n.contains is None else {"contains": n.contains}),
         }
-        for m in matches
+        for n in neighbours
     )
     out.rows(
         [
             Column("distance", "distance", right=True),
             SIMILARITY,
+            Column("contains", "contains", right=True, optional=True),
             Column("fingerprint", "fingerprint"),
             Column("url", "url"),
         ],

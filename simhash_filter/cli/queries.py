@@ -96,8 +96,9 @@ def _stats_document(
     document: dict[str, Any] = {
         "database": store_url,
         "pages": numbers.pages,
-        "duplicates": numbers.duplicates,
-        "dropped_share": _share(numbers.duplicates, numbers.pages),
+        "duplicates": numbers.dropped_pages,  # distinct URLs: a re-crawl adds no page
+        "drop_events": numbers.duplicates,
+        "dropped_share": _share(numbers.dropped_pages, numbers.pages),
         "domain_count": len(domains),
         "scheme": {
             "index": numbers.extra["index"],
@@ -124,7 +125,12 @@ def _stats_fields(
     fields: list[tuple[str, object]] = [
         ("database", document["database"]),
         ("pages kept", numbers.pages),
-        ("duplicates dropped", numbers.duplicates),
+        ("duplicates dropped", numbers.dropped_pages),  # pages: distinct URLs not kept now
+        *(
+            [("drops logged", f"{numbers.duplicates} (each re-crawl of a dropped page: one more)")]
+            if numbers.duplicates != numbers.dropped_pages
+            else []
+        ),
         ("dropped share", f"{document['dropped_share']:.1%}"),
         ("domains", document["domain_count"]),
         (
@@ -328,8 +334,12 @@ def _kept_page(
     return document, _kept_sections(page, document)
 
 
-def _dropped_page(query: str, drops: list[DuplicateRecord]) -> tuple[dict[str, Any], list[Section]]:
-    """``lookup`` of a dropped URL: each time it was dropped, and as a copy of what."""
+def _dropped_page(
+    query: str, drops: list[DuplicateRecord], left: PageRecord | None = None
+) -> tuple[dict[str, Any], list[Section]]:
+    """``lookup`` of a dropped URL: each time it was dropped, and as a copy of what;
+    ``left``: its page row when it was kept before and left the index (its re-crawl was
+    a copy of another page)."""
     document: dict[str, Any] = {
         "query": query,
         "status": "dropped",
@@ -337,6 +347,17 @@ def _dropped_page(query: str, drops: list[DuplicateRecord]) -> tuple[dict[str, A
         "fingerprint": hex64(drops[0].fingerprint),
         "drops": [duplicate_row(d) for d in drops],
     }
+    when_left: list[tuple[str, object]] = []
+    if left is not None and left.dropped_at is not None:
+        document["left_index_at"] = iso_time(left.dropped_at)
+        document["kept_fingerprint"] = hex64(left.fingerprint)
+        when_left = [
+            (
+                "left index",
+                f"{iso_time(left.dropped_at)} (kept since {iso_time(left.first_seen)} "
+                f"as {hex64(left.fingerprint)}; its re-crawl was a copy of another page)",
+            )
+        ]
     sections: list[Section] = [
         Fields(
             [
@@ -344,6 +365,7 @@ def _dropped_page(query: str, drops: list[DuplicateRecord]) -> tuple[dict[str, A
                 ("url", drops[0].url),
                 ("fingerprint", hex64(drops[0].fingerprint)),
                 ("times dropped", len(drops)),
+                *when_left,
             ]
         ),
         Table(
@@ -367,11 +389,11 @@ def lookup(args: argparse.Namespace, out: Output) -> int:
     document: dict[str, Any]
     sections: list[Section]
     with existing_store(args) as store:
-        page = store.lookup(args.url)
-        if page is not None:
+        page = store.lookup(args.url)  # (a page that left the index is a drop now)
+        if page is not None and page.dropped_at is None:
             document, sections = _kept_page(store, args.url, page)
         elif drops := reports.drops_of_url(store, args.url):
-            document, sections = _dropped_page(args.url, drops)
+            document, sections = _dropped_page(args.url, drops, page)
         else:
             document = {"query": args.url, "status": "unknown"}
             sections = [

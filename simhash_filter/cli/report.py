@@ -94,7 +94,7 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
         database=store.display_url,
         generated_at=datetime.now(UTC),
         pages=numbers.pages,
-        duplicates=numbers.duplicates,
+        duplicates=numbers.dropped_pages,  # pages: each dropped URL once (not each drop)
         domain_count=len(counts),
         pages_with_text=pages_with_text,
         drops_with_text=drops_with_text,

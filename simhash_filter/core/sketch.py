@@ -12,6 +12,8 @@ simhash collision and a sketch collision are independent events.
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import numpy.typing as npt
 
@@ -96,6 +98,23 @@ def wide_sketch(
             borrowed = _mix(values[donor] ^ (distance * _GOLDEN))
         values = np.where(filled, values, borrowed)
     return values
+
+
+def passage_hashes(text: str) -> npt.NDArray[np.uint64]:
+    """The 5-gram hashes :func:`contained_share` compares: of ``text`` NFKC-normalized,
+    case-folded, its white space collapsed (a lighter normalization than the fingerprint's,
+    a tenth of its cost: a search reads every stored text)."""
+    return shingle_hashes(" ".join(unicodedata.normalize("NFKC", text).casefold().split()))
+
+
+def contained_share(part: npt.NDArray[np.uint64], whole: npt.NDArray[np.uint64]) -> float:
+    """The share of ``part``'s 5-gram hashes that ``whole`` holds (both sorted and distinct,
+    as :func:`shingle_hashes` gives them): how much of a passage a text contains. A sketch
+    cannot tell it for a passage much shorter than the text (the text's smallest hashes are
+    mostly not the passage's), so this reads the whole hashes."""
+    if not len(part):
+        return 0.0
+    return float(np.count_nonzero(np.isin(part, whole, assume_unique=True))) / len(part)
 
 
 def agreement(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:

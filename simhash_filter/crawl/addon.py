@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import Config
 from .middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from .middleware import NearDuplicateMiddleware
 from .pipeline import NearDuplicatePipeline
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -30,11 +30,15 @@ PIPELINE_PRIORITY = 250
 class Addon:
     """Scrapy add-on for simhash-filter."""
 
+    def __repr__(self) -> str:
+        """The name a project enables it by: Scrapy's "Enabled addons" log line shows it."""
+        return "simhash_filter.Addon"
+
     def update_settings(self, settings: Settings) -> None:
         settings.setdefault_in_component_priority_dict(
             "ITEM_PIPELINES", NearDuplicatePipeline, PIPELINE_PRIORITY
         )
-        if Config.from_settings(settings).middleware:
+        if crawl_config(settings).middleware:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
             )

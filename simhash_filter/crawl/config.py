@@ -8,7 +8,8 @@ crawl at start-up instead of silently filtering with the wrong options.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.core.fingerprint import Fingerprinter
@@ -23,19 +24,31 @@ from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
 from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY
-from simhash_filter.store.urls import DEFAULT_DATABASE_URL
+from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from simhash_filter.store import FingerprintStore
 
-__all__ = ["PREFIX", "Config"]
+__all__ = ["PREFIX", "Config", "SettingsError", "UnknownSetting", "unknown_settings"]
 
 PREFIX = "SIMHASH_FILTER_"
 _BITS = 64
 _NONE_STRINGS = frozenset({"", "none", "null"})
 _DEFAULT_RULE = MatchRule()
+
+
+class SettingsError(ValueError):
+    """A ``SIMHASH_FILTER_*`` setting with a bad value; the message names it (one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownSetting:
+    """A ``SIMHASH_FILTER_*`` name no setting has, and the known name nearest to it."""
+
+    name: str
+    nearest: str | None
 
 
 def _name(key: str) -> str:
@@ -96,6 +109,10 @@ def _float(settings: BaseSettings, key: str, default: float) -> float:
         raise ValueError(f"{_name(key)} must be a number, got {value!r}") from None
 
 
+def _optional_float(settings: BaseSettings, key: str) -> float | None:
+    return None if _raw(settings, key) is None else _float(settings, key, 0.0)
+
+
 def _optional_str(settings: BaseSettings, key: str) -> str | None:
     value = _raw(settings, key)
     if value is None:
@@ -118,7 +135,7 @@ class Config:
     enabled: bool = True
     database_url: str = DEFAULT_DATABASE_URL
     max_distance: int | None = None  # k1, simhash bits to a candidate; None: the index's
-    min_similarity: float = _DEFAULT_RULE.min_similarity  # the sketches' verdict on a candidate
+    min_similarity: float | None = None  # the sketches' verdict; None: the database's own
     index: str | None = None  # None: the database's own, else minhash-lsh
     blocks: int | None = None  # None: the database's own, else the index kind's default
     text_field: str = "text"
@@ -139,13 +156,16 @@ class Config:
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
     outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
+    remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
             raise ValueError(
                 f"{_name('MAX_DISTANCE')} must be between 0 and {_BITS}, got {self.max_distance}"
             )
-        if isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0:
+        if self.min_similarity is not None and (
+            isinstance(self.min_similarity, bool) or not 0.0 <= self.min_similarity <= 1.0
+        ):
             raise ValueError(
                 f"{_name('MIN_SIMILARITY')} must be a number between 0 and 1, "
                 f"got {self.min_similarity}"
@@ -191,13 +211,23 @@ class Config:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
-        """Read and validate every ``SIMHASH_FILTER_*`` setting (ValueError names the bad one)."""
+        """Read and validate every ``SIMHASH_FILTER_*`` setting (a :class:`SettingsError`,
+        a ValueError, names the bad one)."""
+        try:
+            return cls._read(settings)
+        except SettingsError:
+            raise
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+
+    @classmethod
+    def _read(cls, settings: BaseSettings) -> Config:
         defaults = cls()
         config = cls(
             enabled=_bool(settings, "ENABLED", defaults.enabled),
-            database_url=_str(settings, "DATABASE_URL", defaults.database_url),
+            database_url=database_url(_str(settings, "DATABASE_URL", defaults.database_url)),
             max_distance=_optional_int(settings, "MAX_DISTANCE", minimum=0),
-            min_similarity=_float(settings, "MIN_SIMILARITY", defaults.min_similarity),
+            min_similarity=_optional_float(settings, "MIN_SIMILARITY"),
             index=_optional_str(settings, "INDEX"),
             blocks=_optional_int(settings, "BLOCKS", minimum=1),
             text_field=_str(settings, "TEXT_FIELD", defaults.text_field),
@@ -218,6 +248,7 @@ class Config:
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
             lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
             outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
+            remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
@@ -225,7 +256,15 @@ class Config:
     def index_choice(self) -> IndexChoice:
         """What ``INDEX``, ``MAX_DISTANCE``, ``BLOCKS`` and ``MIN_SIMILARITY`` name of the
         index and rule (the rest is :mod:`simhash_filter.index.defaults`')."""
-        return IndexChoice(self.index, self.max_distance, self.blocks, self.min_similarity)
+        return IndexChoice(self.index, self.max_distance, self.blocks, self.similarity)
+
+    @property
+    def similarity(self) -> float:
+        """``MIN_SIMILARITY``, or the default rule's (a new database's; an existing one
+        keeps its own when the setting is not given)."""
+        if self.min_similarity is None:
+            return _DEFAULT_RULE.min_similarity
+        return self.min_similarity
 
     def index_settings(self) -> IndexSettings:
         """The index scheme and match rule of a new database made with these settings."""
@@ -275,7 +314,8 @@ class Config:
             self.database_url,
             spec=spec,
             max_distance=self.max_distance,
-            min_similarity=self.min_similarity,
+            min_similarity=self.similarity,
+            own_similarity=self.min_similarity is None,
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,
@@ -318,3 +358,25 @@ class Config:
                 if value is not None
             )
             raise ValueError(f"{names}: {exc}") from exc
+
+
+SETTING_NAMES = frozenset(_name(f.name.upper()) for f in fields(Config))
+"""Every ``SIMHASH_FILTER_*`` setting :class:`Config` reads (its fields, upper-cased)."""
+
+
+def unknown_settings(settings: BaseSettings) -> list[UnknownSetting]:
+    """The ``SIMHASH_FILTER_*`` names in ``settings`` that no setting has (a typo is
+    otherwise silently ignored), each with the nearest known name (difflib), sorted."""
+    unknown = sorted(
+        name
+        for name in settings.attributes
+        if isinstance(name, str) and name.startswith(PREFIX) and name not in SETTING_NAMES
+    )
+    keys = sorted(name[len(PREFIX) :] for name in SETTING_NAMES)
+    return [UnknownSetting(name, _nearest(name[len(PREFIX) :], keys)) for name in unknown]
+
+
+def _nearest(key: str, keys: list[str]) -> str | None:
+    """The known setting whose name (after the prefix) is closest to ``key``, if any is."""
+    found = difflib.get_close_matches(key, keys, n=1)
+    return _name(found[0]) if found else None

@@ -34,7 +34,7 @@ from simhash_filter.store.records import (
     VerdictKind,
 )
 
-from .config import Config
+from .config import Config, unknown_settings
 from .error_log import RepeatedErrors
 from .group_commit import MAX_BATCH, GroupCommit, StoreFactory, StoreLike
 from .handoff import Handoff
@@ -123,6 +123,12 @@ class PageFilter:
             assert crawler.stats is not None
             page_filter = cls(config, crawler.stats)
             setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
+            for unknown in unknown_settings(crawler.settings):  # once a crawler
+                logger.warning(
+                    "simhash_filter: unknown setting %s is ignored%s",
+                    unknown.name,
+                    f" (did you mean {unknown.nearest}?)" if unknown.nearest else "",
+                )
         return page_filter
 
     def _open_store(self) -> StoreLike:
@@ -347,8 +353,11 @@ class PageFilter:
 
     # -- stats and logs (reactor thread)
 
-    def record(self, check: FilterResult) -> None:
-        """Count the check and log what needs logging."""
+    def record(self, check: FilterResult, *, log_each_drop: bool = False) -> None:
+        """Count the check and log what needs logging: the first drop at INFO with a hint,
+        every drop at INFO under ``DEBUG``; ``log_each_drop`` (the middleware, whose
+        ``IgnoreRequest`` Scrapy does not log, unlike the pipeline's ``DropItem``) the
+        others at DEBUG."""
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
@@ -385,6 +394,8 @@ class PageFilter:
                     "(see SIMHASH_FILTER_DEBUG to show all of them)",
                     self.drop_message(check),
                 )
+            elif log_each_drop:
+                logger.debug("%s", self.drop_message(check))
             self._logged_first_drop = True
         elif self.config.debug:
             logger.debug("simhash_filter: %s %s", check.outcome.value, check.url)

@@ -29,9 +29,9 @@ from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 
-from .config import Config
 from .filter import PageFilter
 from .outcomes import Outcome
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -57,7 +57,7 @@ class NearDuplicateMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         middleware = cls(PageFilter.for_crawler(crawler, config))
@@ -82,7 +82,7 @@ class NearDuplicateMiddleware:
         ):
             return response
         check = await self.filter.check(response.url, html=response.text)
-        self.filter.record(check)
+        self.filter.record(check, log_each_drop=True)
         request.meta[META_KEY] = check.outcome.value
         if check.outcome is Outcome.DROPPED:
             raise IgnoreRequest(self.filter.drop_message(check))

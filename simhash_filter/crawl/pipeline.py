@@ -11,6 +11,7 @@ raises :class:`NearDuplicate` (so Scrapy also counts
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -19,10 +20,10 @@ from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.page.work import has_text
 
-from .config import Config
 from .error_log import first_line
 from .filter import PageFilter
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
+from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -32,6 +33,18 @@ if TYPE_CHECKING:
 __all__ = ["FilterUnavailable", "NearDuplicate", "NearDuplicatePipeline"]
 
 logger = logging.getLogger(__name__)
+
+
+def _remove_field(item: Any, adapter: ItemAdapter, field: str) -> None:
+    """The HTML field out of an item the pipeline passes (``REMOVE_HTML``): its page is
+    checked (or cannot be: no URL), and a feed export cannot write bytes. A dict or
+    ``scrapy.Item`` loses the field; a dataclass or attrs item, which cannot, gets None."""
+    if field not in adapter:
+        return
+    if isinstance(item, MutableMapping):
+        del item[field]
+    else:
+        adapter[field] = None
 
 
 class NearDuplicate(DropItem):
@@ -54,7 +67,8 @@ class NearDuplicatePipeline:
     """Item pipeline that drops near-duplicate pages (``simhash_filter.NearDuplicatePipeline``).
 
     The page's text comes from the item's ``SIMHASH_FILTER_TEXT_FIELD`` if it has one, else
-    from its ``SIMHASH_FILTER_HTML_FIELD`` (str or bytes), extracted with trafilatura. Any item
+    from its ``SIMHASH_FILTER_HTML_FIELD`` (str or bytes), extracted with trafilatura; the HTML
+    field leaves a passing item unless ``SIMHASH_FILTER_REMOVE_HTML`` is False. Any item
     type itemadapter supports works (dict, ``scrapy.Item``, dataclass, attrs).
     """
 
@@ -65,7 +79,7 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         return cls(PageFilter.for_crawler(crawler, config))
@@ -85,6 +99,8 @@ class NearDuplicatePipeline:
                 self.config.url_field,
                 "Items without a %r field (SIMHASH_FILTER_URL_FIELD) pass unchecked",
             )
+            if self.config.remove_html:  # (every item that passes: a feed takes no bytes)
+                _remove_field(item, adapter, self.config.html_field)
             return item
         text = adapter.get(self.config.text_field)
         check = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
@@ -92,6 +108,8 @@ class NearDuplicatePipeline:
             check = await self.filter.check(url, text, adapter.get(self.config.html_field))
             self.filter.record(check)
         self._raise_for(check)
+        if self.config.remove_html:
+            _remove_field(item, adapter, self.config.html_field)
         field = self.config.fingerprint_field
         if field and check.outcome.passes and check.hex_fingerprint is not None:
             try:

@@ -1,4 +1,4 @@
-"""A fingerprint store that cannot be opened when the crawl starts: one clear error line.
+"""A crawl that cannot start (a bad setting, a store that cannot be opened): one error line.
 
 A crawl that cannot check its pages does not start (a full disk, a database made under
 another spec, a server down: docs/design.md, Failures). Scrapy stops a crawl whose item
@@ -8,18 +8,26 @@ the whole start-up traceback (Scrapy re-raises the error for asyncio to log), an
 ``CoreStats``' ``AssertionError`` (Scrapy closes a spider whose ``spider_opened`` never
 came). :func:`report_start_failure` logs the error once, as one line that names the
 database (without its password) and the reason, and leaves exactly those two records out.
+A bad ``SIMHASH_FILTER_*`` value (:func:`crawl_config`) is reported the same way: one line
+that names the setting, exit status 1.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from scrapy.extensions.corestats import CoreStats
 
 from simhash_filter.store.records import StoreError
 
-__all__ = ["report_start_failure"]
+from .config import Config, SettingsError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["crawl_config", "report_start_failure"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +35,26 @@ _REPORTED = "_simhash_filter_reported"
 """Attribute set on an error once :func:`report_start_failure` has logged it."""
 
 
+def crawl_config(settings: BaseSettings) -> Config:
+    """:meth:`Config.from_settings` for a component of the crawl: a bad setting stops the
+    crawl with one ERROR line naming it (not asyncio's "Task exception was never
+    retrieved" and a traceback)."""
+    try:
+        return Config.from_settings(settings)
+    except SettingsError as exc:
+        report_start_failure(exc)
+        raise
+
+
 def report_start_failure(error: BaseException) -> None:
-    """Log ``error``, which stops the crawl at start, once: a :class:`StoreError` as one
-    line (its message is meant for a person), anything else with its traceback."""
+    """Log ``error``, which stops the crawl at start, once: a :class:`StoreError` or a
+    :class:`SettingsError` as one line (its message is meant for a person), anything
+    else with its traceback."""
     if getattr(error, _REPORTED, False):
         return
-    if isinstance(error, StoreError):
+    if isinstance(error, SettingsError):
+        logger.error("simhash_filter: the crawl cannot start: %s", error)
+    elif isinstance(error, StoreError):
         logger.error("simhash_filter: the crawl cannot start (%s): %s", type(error).__name__, error)
     else:
         logger.error("simhash_filter: the crawl cannot start", exc_info=error)

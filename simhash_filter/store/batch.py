@@ -38,6 +38,7 @@ class StoredPage(NamedTuple):
     fingerprint: int
     text_length: int
     sketch: bytes | None = None
+    dropped: bool = False  # out of the index: its URL's content was last a copy of another
 
 
 class KeyHit(NamedTuple):
@@ -125,6 +126,7 @@ class NewPage(NamedTuple):
     fingerprint: int
     text_length: int
     sketch: bytes | None
+    dropped: bool = False  # out of the index (dropped_at = now, no key rows)
 
 
 class KeyRow(NamedTuple):
@@ -139,6 +141,7 @@ class PageUpdate(NamedTuple):
     fingerprint: int
     text_length: int
     sketch: bytes | None
+    dropped: bool = False  # dropped_at = now (out of the index), else NULL
 
 
 class Drop(NamedTuple):
@@ -197,11 +200,13 @@ def decide_batch(
 
     A *match* is a page the ``judge`` accepts; candidates are tried nearest first (then by
     URL). NEW: no other page matches, admitted. DUPLICATE: the nearest copy is named, the
-    drop is logged, nothing else changes. UNCHANGED: the URL is stored and its stored
-    version matches (last_seen updated; a missing sketch filled in). CHANGED: the URL is
-    stored, its old version and every other page do not match: updated, its key rows
-    replaced. An admitted page whose only matches were boilerplate names the nearest in
-    ``Verdict.boilerplate_of``.
+    drop is logged; a URL stored in the index leaves it (its page row is kept, marked
+    dropped, its key rows deleted: its content now is a copy of another page's).
+    UNCHANGED: the URL is in the index and its stored version matches (last_seen updated;
+    a missing sketch filled in). CHANGED: the URL is stored, its old version (when in the
+    index) and every other page do not match: updated, its key rows replaced, back in the
+    index if it had left it. An admitted page whose only matches were boilerplate names
+    the nearest in ``Verdict.boilerplate_of``.
     """
     batch = _Batch(rows, judge, index_items)
     batch.load(io)
@@ -222,6 +227,8 @@ class _PageState:
     sketch: bytes | None
     stored_sketch: bytes | None = None  # the sketch in the database before the batch
     seen: bool = False  # last_seen must be updated
+    dropped: bool = False  # out of the index now
+    stored_dropped: bool = False  # out of the index before the batch
 
 
 @dataclass(slots=True)
@@ -271,6 +278,8 @@ class _Batch:
                 page.text_length,
                 page.sketch,
                 page.sketch,
+                dropped=page.dropped,
+                stored_dropped=page.dropped,
             )
             self.by_url[page.url] = page.page_id
             self.urls[page.page_id] = page.url
@@ -293,7 +302,7 @@ class _Batch:
     # -- decide
     def decide(self, row: RowToCheck) -> _Decision:
         ref = self.by_url.get(row.url)
-        if ref is not None:
+        if ref is not None and not self.pages[ref].dropped:
             state = self.pages[ref]
             distance = (state.fingerprint ^ row.fingerprint).bit_count()
             if self.judge(distance, row.sketch, state.sketch) is not None:
@@ -309,6 +318,8 @@ class _Batch:
                 continue
             judged = candidate._replace(similarity=judgement.similarity)
             if judgement.copy:
+                if ref is not None and not self.pages[ref].dropped:
+                    self._leave_index(ref)
                 return _Decision(VerdictKind.DUPLICATE, row, match=judged)
             if boilerplate is None:
                 boilerplate = judged
@@ -321,6 +332,7 @@ class _Batch:
                 row.sketch,
                 True,
             )
+            state.dropped = False
             self._rekey(ref, row.index_keys)
             return _Decision(
                 VerdictKind.CHANGED, row, ref=ref, previous=previous, boilerplate=boilerplate
@@ -334,6 +346,14 @@ class _Batch:
         self.urls[ref] = row.url
         self._index(ref, row.index_keys)
         return _Decision(VerdictKind.NEW, row, ref=ref, boilerplate=boilerplate)
+
+    def _leave_index(self, ref: int) -> None:
+        """The page of ``ref`` leaves the index (its URL's content is a copy of another
+        page's now): its row stays, marked dropped, with no key rows; a hit on it under
+        any key is stale."""
+        state = self.pages[ref]
+        state.dropped, state.seen = True, True
+        self.rekeyed[ref] = set()
 
     def _sketch(self, ref: int) -> bytes | None:
         state = self.pages.get(ref)
@@ -380,7 +400,7 @@ class _Batch:
     def changes(self, decisions: list[_Decision], now: datetime) -> Changes:
         changes = Changes(now)
         for ref, state in self.pages.items():
-            new_keys = self.index_items(state.fingerprint, state.sketch)
+            new_keys = [] if state.dropped else self.index_items(state.fingerprint, state.sketch)
             if state.stored_fp is None:
                 changes.new_pages.append(
                     NewPage(
@@ -390,13 +410,18 @@ class _Batch:
                         state.fingerprint,
                         state.text_length,
                         state.sketch,
+                        state.dropped,
                     )
                 )
                 changes.key_inserts.extend(
                     KeyRow(t, key, ref, state.fingerprint) for t, key in new_keys
                 )
                 continue
-            old_keys = self.index_items(state.stored_fp, state.stored_sketch)
+            old_keys = (
+                []
+                if state.stored_dropped
+                else self.index_items(state.stored_fp, state.stored_sketch)
+            )
             if state.fingerprint != state.stored_fp or old_keys != new_keys:
                 changes.key_deletes.extend(
                     KeyRow(t, key, ref, state.stored_fp) for t, key in old_keys
@@ -406,7 +431,9 @@ class _Batch:
                 )
             if state.seen:
                 changes.page_updates.append(
-                    PageUpdate(ref, state.fingerprint, state.text_length, state.sketch)
+                    PageUpdate(
+                        ref, state.fingerprint, state.text_length, state.sketch, state.dropped
+                    )
                 )
         for d in decisions:
             if d.match is not None:

@@ -163,6 +163,7 @@ DECLARE
     own_id int8;
     own_fp int8;
     own_sketch bytea;
+    own_dropped bool;
     c record;
     j record;
     found_match bool;
@@ -189,9 +190,12 @@ BEGIN
         boiler_id := NULL; boiler_url := NULL; boiler_fp := NULL;
         boiler_distance := NULL; boiler_similarity := NULL;
         own_id := NULL;
-        SELECT p.id, p.fingerprint, p.sketch INTO own_id, own_fp, own_sketch
+        own_dropped := false;
+        SELECT p.id, p.fingerprint, p.sketch, p.dropped_at IS NOT NULL
+        INTO own_id, own_fp, own_sketch, own_dropped
         FROM pages p WHERE p.url = p_urls[i];
-        IF own_id IS NOT NULL THEN
+        -- a URL out of the index (dropped_at set) has no stored version to match
+        IF own_id IS NOT NULL AND NOT own_dropped THEN
             j := simhash_filter_judge__V__(
                 bit_count((own_fp # fp)::bit(64))::int4, sk, own_sketch, p_radius, p_rule);
             IF j.matched THEN
@@ -244,13 +248,20 @@ BEGIN
                 (url, domain, fingerprint, duplicate_of, distance, similarity, seen_at)
             VALUES (p_urls[i], p_domains[i], fp, match_id, match_distance, match_similarity,
                     p_now);
+            IF own_id IS NOT NULL AND NOT own_dropped THEN
+                -- its content is a copy of another page now: the old version leaves the index
+                UPDATE pages SET last_seen = p_now, dropped_at = p_now, (__BAND_COLUMNS__) = (
+                    SELECT __TABLE_KEYS__
+                    FROM unnest('{}'::int2[], '{}'::int8[]) AS k(t, key))
+                WHERE id = own_id;
+            END IF;
             kind := 'duplicate';
             RETURN NEXT;
             CONTINUE;
         END IF;
         IF own_id IS NOT NULL THEN
             UPDATE pages SET fingerprint = fp, text_length = p_lengths[i], sketch = sk,
-                             last_seen = p_now, (__BAND_COLUMNS__) = (
+                             last_seen = p_now, dropped_at = NULL, (__BAND_COLUMNS__) = (
                 SELECT __TABLE_KEYS__
                 FROM unnest(p_index_tables[first_index : p_index_ends[i]],
                             p_index_keys[first_index : p_index_ends[i]]) AS k(t, key))

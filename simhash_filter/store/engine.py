@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from .checkpointer import BACKSTOP_FRAMES, WAL_SIZE_LIMIT
@@ -54,12 +54,56 @@ WRITE_OPTION = "simhash_filter_write"
 """Execution option on a Connection: its next BEGIN is a write transaction."""
 
 
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+"""The back-ends the store runs on."""
+BACKEND_ALIASES = {"postgres": "postgresql"}
+"""Back-end names other tools take (``postgres://``: Heroku, libpq) and SQLAlchemy does not."""
+POSTGRESQL_EXTRA = 'pip install "simhash-filter[postgresql]"'
+"""What installs the PostgreSQL driver the store uses (psycopg 3)."""
+
+
 def parse_url(url: str | URL) -> URL:
-    """The SQLAlchemy URL, or a StoreError naming the (password-free) problem."""
+    """The SQLAlchemy URL of a supported back-end whose driver imports, or a StoreError
+    in one line naming the (password-free) problem and what to install."""
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:  # (neither message quotes the URL)
         raise StoreError(f"not a database URL: {exc}") from None
+    parsed = _supported(parsed)
+    _check_driver(parsed)
+    return parsed
+
+
+def _supported(url: URL) -> URL:
+    """``url`` with an aliased back-end name made SQLAlchemy's, or a StoreError for a
+    back-end the store does not run on."""
+    backend, plus, driver = url.drivername.partition("+")
+    backend = BACKEND_ALIASES.get(backend, backend)
+    if backend not in SUPPORTED_BACKENDS:
+        raise StoreError(
+            f"{backend} databases are not supported: the index lives in SQLite "
+            "(sqlite:///dedup.db, or a file path) or PostgreSQL (postgresql://user@host/dbname)"
+        )
+    return url.set(drivername=backend + plus + driver)
+
+
+def _check_driver(url: URL) -> None:
+    """A StoreError naming what to install when ``url``'s driver does not import (a
+    traceback ending in ModuleNotFoundError otherwise, at the first connection)."""
+    try:
+        url.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        raise StoreError(
+            f"no driver {url.get_driver_name()!r} for {url.get_backend_name()} in SQLAlchemy "
+            f"(e.g. postgresql+psycopg://user@host/dbname)"
+        ) from None
+    except ImportError as exc:
+        missing = exc.name or url.get_driver_name()
+        hint = POSTGRESQL_EXTRA if url.get_driver_name() == "psycopg" else f"pip install {missing}"
+        raise StoreError(
+            f"the {url.get_backend_name()} driver is not installed (no module named "
+            f"{missing!r}): {hint}"
+        ) from None
 
 
 def first_line(message: str) -> str:

@@ -57,11 +57,12 @@ from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
 from .opening import Request, settle
-from .reading import drops_select, page_record_columns
+from .reading import dropped_pages_select, drops_select, page_record_columns
 from .records import DuplicateRecord, Match, PageRecord, PageRow, StoreStats, Verdict
 from .rekey import rekey
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
+from .upgrade import upgrade
 from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
@@ -161,6 +162,7 @@ class FingerprintStore:
         lock_timeout: float | None = None,
         outage_retry: float = 0.0,
         min_similarity: float | None = None,
+        own_similarity: bool = False,
     ) -> FingerprintStore:
         """Open (and with ``create`` make) the database at ``url`` for fingerprints made
         under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
@@ -177,7 +179,9 @@ class FingerprintStore:
         ``min_similarity`` (with ``rule=None``): the default rule of the index kind at
         that threshold. A rule that asks for the stored rule's candidates with other
         thresholds is used as it is (``MatchRule.same_candidates``: the stored sketches
-        answer it), for this store alone; the database keeps its own.
+        answer it), for this store alone; the database keeps its own. ``own_similarity``:
+        an existing database judges by its own rule's thresholds, and ``min_similarity``
+        only makes a new database's rule (a crawl that did not set ``MIN_SIMILARITY``).
 
         ``durable``: None (the default) keeps each back-end's own promise: a commit
         survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
@@ -205,7 +209,7 @@ class FingerprintStore:
         timeout = busy_timeout(sa_url, lock_timeout) if is_sqlite(sa_url) else None
         queue = None if timeout is None else WriterQueue(sqlite_path(sa_url), timeout)
         try:
-            request = Request(spec, choice, rule, bits)
+            request = Request(spec, choice, rule, bits, own_similarity)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
             stored = settled.stored
             return cls(
@@ -239,6 +243,7 @@ class FingerprintStore:
         engine = make_engine(sa_url, create=False)
         try:
             stored = init_schema(engine, sa_url, settings=None, create=False, convert=convert)
+            upgrade(engine)
             return cls(
                 engine,
                 url=sa_url,
@@ -336,7 +341,8 @@ class FingerprintStore:
         A *match* is a stored page within k (or, under a :attr:`rule`, a candidate
         within its ``candidate_distance`` whose sketch confirms it; ``fallback_distance``
         when either has no ``sketch``). NEW: no stored page matches, admitted. DUPLICATE:
-        another stored page matches, the drop is logged and nothing else changes.
+        another stored page matches, the drop is logged (a URL stored in the index leaves
+        it: its content is a copy now; its row stays, ``dropped_at`` set).
         UNCHANGED: the URL is stored and its stored version matches (last_seen updated).
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
@@ -403,7 +409,12 @@ class FingerprintStore:
         with self._read() as conn:
             last = None
             while True:
-                stmt = select(p.id, p.fingerprint).order_by(p.id).limit(_SCAN_CHUNK)
+                stmt = (
+                    select(p.id, p.fingerprint)
+                    .where(p.dropped_at.is_(None))  # (a page out of the index is not near)
+                    .order_by(p.id)
+                    .limit(_SCAN_CHUNK)
+                )
                 if last is not None:
                     stmt = stmt.where(p.id > last)
                 chunk = conn.execute(stmt).all()
@@ -468,8 +479,11 @@ class FingerprintStore:
     def stats(self) -> StoreStats:
         """Page and drop counts, and the settings the database was made with."""
         with self._read() as conn:
-            pages = conn.execute(select(func.count()).select_from(pages_table)).scalar_one()
+            pages = conn.execute(
+                select(func.count()).where(pages_table.c.dropped_at.is_(None))
+            ).scalar_one()
             dups = conn.execute(select(func.count()).select_from(duplicates_table)).scalar_one()
+            dropped_pages = conn.execute(dropped_pages_select()).scalar_one()
             meta = read_meta(conn)
         s = self.scheme
         return StoreStats(
@@ -488,6 +502,7 @@ class FingerprintStore:
                 "rule": "" if self.rule is None else self.rule.describe(),
                 "created_at": meta.get("created_at", ""),
             },
+            dropped_pages=dropped_pages,
         )
 
     def reindex(

@@ -70,13 +70,13 @@ def key_rows(
     """The key columns each page of a batch gets (page ref → signed keys by table, None
     for a table it has no key in) from batch.py's key rows: a page's inserts are all its
     keys, so its row's columns are set whole and its deletes need no statement of their
-    own (ValueError for a page whose keys are deleted and none inserted)."""
+    own; a page whose keys are deleted and none inserted (it left the index) gets None in
+    every column."""
     by_page: dict[int, list[TableKey]] = {}
     for row in inserts:
         by_page.setdefault(row.page_ref, []).append((row.table_no, row.key))
-    unkeyed = {row.page_ref for row in deletes} - by_page.keys()
-    if unkeyed:
-        raise ValueError(f"pages {sorted(unkeyed)} lose their table keys and get none")
+    for row in deletes:
+        by_page.setdefault(row.page_ref, [])
     return {ref: signed_keys_by_table(items, n_tables) for ref, items in by_page.items()}
 
 

@@ -39,6 +39,7 @@ from .records import (
     StoreError,
 )
 from .schema import (
+    ADDITIVE_SINCE,
     SCHEMA_VERSION,
     SQLITE_SAME_AS,
     Base,
@@ -196,13 +197,16 @@ def parse_meta(
 ) -> Settings:
     """The settings of a database's meta rows, or a StoreError saying what is wrong.
     ``convert``: a database of an older schema that ``reindex`` converts is read too. A
-    SQLite database of :data:`SQLITE_SAME_AS` is read as the current version (its tables
-    did not change)."""
+    database of :data:`ADDITIVE_SINCE` or later (on SQLite also :data:`SQLITE_SAME_AS`,
+    whose tables are 4's there) is read as the current version: upgrade.py adds what it
+    lacks when it opens."""
     try:
         version = int(meta.get("schema_version", ""))
     except ValueError:
         raise StoreError(f"{where}: meta table lacks schema_version (damaged database?)") from None
     if dialect == "sqlite" and version == SQLITE_SAME_AS:
+        version = ADDITIVE_SINCE
+    if ADDITIVE_SINCE <= version < SCHEMA_VERSION:
         version = SCHEMA_VERSION
     if version < MIN_CONVERTIBLE_VERSION or version > SCHEMA_VERSION:
         raise StoreError(

@@ -18,6 +18,7 @@ from simhash_filter.index.schemes import MinHashLshScheme
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
 from .meta import Settings, compare, init_schema
 from .texts import ensure_text_tables
+from .upgrade import upgrade
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,9 @@ class Request:
     choice: IndexChoice
     rule: MatchRule | None
     bits: int
+    own_similarity: bool = False
+    """An existing database judges by its own thresholds: the choice's similarity only
+    makes a new database's rule."""
 
     @property
     def sketches(self) -> bool:
@@ -73,9 +77,8 @@ def settle(
         index_given=choice.index is not None,
         rule_given=request.sketches,
     )
-    return Settled(
-        stored, rule_in_effect(url, stored, requested.rule if request.sketches else None)
-    )
+    asks_rule = request.sketches and not request.own_similarity
+    return Settled(stored, rule_in_effect(url, stored, requested.rule if asks_rule else None))
 
 
 def init_database(
@@ -91,6 +94,7 @@ def init_database(
         new_file = new_sqlite_file(url) if create else None
         try:
             stored = init_schema(engine, url, settings=requested, create=create)
+            upgrade(engine)  # an older schema's new columns added (upgrade.py)
             if create:
                 ensure_text_tables(engine)
         except BaseException:

@@ -81,19 +81,21 @@ def key_statements(n_tables: int, *, bit_count: bool) -> KeyStatements:
     keys = key_columns.placeholders(n_tables, "int8[]")
     return KeyStatements(
         pages_and_probe=(
-            "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch "
-            "FROM pages WHERE url = ANY(%s::text[]) UNION ALL "
-            "SELECT q.t, q.key, b.id, b.url, b.domain, b.fingerprint, b.text_length, b.sketch "
+            "SELECT -1::int2, 0::int8, id, url, domain, fingerprint, text_length, sketch, "
+            "dropped_at IS NOT NULL FROM pages WHERE url = ANY(%s::text[]) UNION ALL "
+            "SELECT q.t, q.key, b.id, b.url, b.domain, b.fingerprint, b.text_length, b.sketch, "
+            "false "
             "FROM unnest(%s::int2[], %s::int8[], %s::int8[]) AS q(t, key, fp) "
             f"CROSS JOIN LATERAL {hits} AS b WHERE {popcount} <= %s::int4"
         ),
         insert_new_pages=(
             "WITH v AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::int8[], %s::int4[], "
-            f"%s::bytea[], {keys}) WITH ORDINALITY "
-            f"AS v(url, domain, fingerprint, text_length, sketch, {named}, n)), "
+            f"%s::bytea[], %s::bool[], {keys}) WITH ORDINALITY "
+            f"AS v(url, domain, fingerprint, text_length, sketch, dropped, {named}, n)), "
             "p AS (INSERT INTO pages (url, domain, fingerprint, text_length, sketch, "
-            f"first_seen, last_seen, {named}) "
-            f"SELECT url, domain, fingerprint, text_length, sketch, %s, %s, {named} "
+            f"first_seen, last_seen, dropped_at, {named}) "
+            "SELECT url, domain, fingerprint, text_length, sketch, %s, %s, "
+            f"CASE WHEN dropped THEN %s::timestamptz END, {named} "
             "FROM v ORDER BY n RETURNING id, url) "
             "SELECT p.id, v.n FROM p JOIN v USING (url)"
         ),
@@ -102,16 +104,19 @@ def key_statements(n_tables: int, *, bit_count: bool) -> KeyStatements:
 
 
 def update_pages_sql(key_columns: list[str]) -> str:
-    """Stored pages' fingerprint, text length, sketch and last_seen, and ``key_columns``,
-    set from arrays (one UPDATE a row: each that changes a key column writes the row again
-    into every index of ``pages``)."""
+    """Stored pages' fingerprint, text length, sketch, last_seen and dropped_at (the time
+    given where ``dropped``, else NULL), and ``key_columns``, set from arrays (one UPDATE a
+    row: each that changes a key column writes the row again into every index of
+    ``pages``)."""
     names = ["fingerprint", "text_length", "sketch", *key_columns]
-    arrays = ["%s::int8[]", "%s::int4[]", "%s::bytea[]"] + ["%s::int8[]"] * len(key_columns)
+    arrays = ["%s::int8[]", "%s::int4[]", "%s::bytea[]", "%s::bool[]"]
+    arrays += ["%s::int8[]"] * len(key_columns)
     return (
         "UPDATE pages p SET "
         + ", ".join(f"{name} = u.{name}" for name in names)
-        + f", last_seen = %s FROM unnest(%s::int8[], {', '.join(arrays)}) "
-        + f"AS u(id, {', '.join(names)}) WHERE p.id = u.id"
+        + ", last_seen = %s, dropped_at = CASE WHEN u.dropped THEN %s::timestamptz END "
+        + f"FROM unnest(%s::int8[], {', '.join(arrays)}) "
+        + f"AS u({', '.join(['id', *names[:3], 'dropped', *names[3:]])}) WHERE p.id = u.id"
     )
 
 
@@ -260,7 +265,8 @@ class _PipelinedIO(BatchIO):
         new_pages = None
         row_keys = key_columns.key_rows(changes.key_inserts, changes.key_deletes, self._n_tables)
         if changes.new_pages:
-            new_keys = [row_keys[page.ref] for page in changes.new_pages]
+            unkeyed: list[int | None] = [None] * self._n_tables  # (a new page out of the index)
+            new_keys = [row_keys.get(page.ref, unkeyed) for page in changes.new_pages]
             new_pages = conn.execute(
                 self._statements.insert_new_pages,
                 (
@@ -269,7 +275,9 @@ class _PipelinedIO(BatchIO):
                     t.int8s([page.fingerprint for page in changes.new_pages]),
                     [t.int4(page.text_length) for page in changes.new_pages],
                     [page.sketch for page in changes.new_pages],
+                    bool_array([page.dropped for page in changes.new_pages]),
                     *[t.ids(c) for c in key_columns.column_arrays(new_keys, self._n_tables)],
+                    now,
                     now,
                     now,
                 ),
@@ -289,10 +297,12 @@ class _PipelinedIO(BatchIO):
                     statement,
                     (
                         now,
+                        now,
                         t.ids([u.page_id for u in updates]),
                         t.int8s([u.fingerprint for u in updates]),
                         [t.int4(u.text_length) for u in updates],
                         [u.sketch for u in updates],
+                        bool_array([u.dropped for u in updates]),
                         *[t.ids(column) for column in keys],
                     ),
                     prepare=True,

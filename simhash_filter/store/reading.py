@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import Connection, Engine, Select, select
+from sqlalchemy import Connection, Engine, Select, exists, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from .engine import error_reason
@@ -56,7 +56,20 @@ def reading(store: ReadableStore) -> Iterator[Connection]:
 def page_record_columns() -> tuple[Any, ...]:
     """The columns of a :class:`~.records.PageRecord`, in order."""
     p = pages_table.c
-    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen)
+    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen, p.dropped_at)
+
+
+def not_kept(url: Any) -> Any:
+    """A condition: no page in the index has this URL (``url``: a URL column)."""
+    p = pages_table.alias("kept")
+    return ~exists().where(p.c.url == url, p.c.dropped_at.is_(None))
+
+
+def dropped_pages_select() -> Select[Any]:
+    """How many distinct URLs were dropped and are not kept now (a URL dropped on every
+    re-crawl counts once; one admitted again since counts as kept)."""
+    d = duplicates_table.c
+    return select(func.count(d.url.distinct())).where(not_kept(d.url))
 
 
 def drops_select() -> Select[Any]:

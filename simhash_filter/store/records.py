@@ -100,6 +100,9 @@ class PageRecord:
     text_length: int
     first_seen: datetime
     last_seen: datetime
+    dropped_at: datetime | None = None
+    """When the URL, re-crawled, was dropped as a copy of another page: it left the index
+    then (its old version is what this record holds); None while it is in the index."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +132,6 @@ class StoreStats:
     tables: int
     schema_version: int
     extra: dict[str, str] = field(default_factory=dict)
+    dropped_pages: int = 0
+    """Distinct URLs dropped as near-duplicates and not kept now (``duplicates`` counts
+    every drop: a URL dropped on each of three crawls is 3 drops, 1 dropped page)."""

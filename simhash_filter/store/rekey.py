@@ -35,7 +35,9 @@ def rekey(conn: Connection, scheme: IndexScheme) -> None:
     p = pages_table.c
     last = None
     while True:
-        stmt = select(p.id, p.fingerprint, p.sketch).order_by(p.id)
+        stmt = (  # (a page out of the index, its URL dropped as a copy, stays out)
+            select(p.id, p.fingerprint, p.sketch).where(p.dropped_at.is_(None)).order_by(p.id)
+        )
         if last is not None:
             stmt = stmt.where(p.id > last)
         chunk = conn.execute(stmt.limit(CHUNK)).all()

@@ -20,7 +20,7 @@ from simhash_filter.index.schemes import PERMUTED, IndexScheme, TableKey
 from . import key_columns as key_columns
 from .batch import Judge
 from .encoding import from_sql_int
-from .reading import ReadableStore, drops_select, page_record_columns, reading
+from .reading import ReadableStore, drops_select, not_kept, page_record_columns, reading
 from .records import DuplicateRecord, PageRecord
 from .schema import TEXT_TABLES, duplicates_table, keys_table, meta_table, pages_table
 from .statements import Probe, chunked, connection_execute
@@ -32,29 +32,29 @@ _PROBE_CHUNK = 200  # pages whose probe keys one statement looks up (probed_pair
 
 @dataclass(frozen=True, slots=True)
 class DomainCount:
-    """Pages kept and dropped for one host."""
+    """Pages kept and dropped for one host: ``duplicates`` distinct URLs dropped and not
+    kept now, ``drop_events`` every drop (each re-crawl of a dropped URL is one more)."""
 
     domain: str
     pages: int
     duplicates: int
+    drop_events: int = 0
 
 
 def domain_counts(store: ReadableStore) -> list[DomainCount]:
     """Every domain with its kept and dropped page counts, most dropped first (then most
     kept, then name)."""
     p, d = pages_table.c, duplicates_table.c
-    with reading(store) as conn:
-        kept = {
-            domain: n
-            for domain, n in conn.execute(select(p.domain, func.count()).group_by(p.domain))
-        }
-        dropped = {
-            domain: n
-            for domain, n in conn.execute(select(d.domain, func.count()).group_by(d.domain))
-        }
+    kept_select = select(p.domain, func.count()).where(p.dropped_at.is_(None))
+    dropped_select = select(d.domain, func.count(d.url.distinct())).where(not_kept(d.url))
+    events_select = select(d.domain, func.count())
+    with reading(store) as conn:  # (not dict(result): a Result has .keys())
+        kept = {domain: n for domain, n in conn.execute(kept_select.group_by(p.domain))}
+        dropped = {domain: n for domain, n in conn.execute(dropped_select.group_by(d.domain))}
+        events = {domain: n for domain, n in conn.execute(events_select.group_by(d.domain))}
     counts = [
-        DomainCount(domain, kept.get(domain, 0), dropped.get(domain, 0))
-        for domain in kept.keys() | dropped.keys()
+        DomainCount(domain, kept.get(domain, 0), dropped.get(domain, 0), events.get(domain, 0))
+        for domain in kept.keys() | dropped.keys() | events.keys()
     ]
     counts.sort(key=lambda c: (-c.duplicates, -c.pages, c.domain))
     return counts
@@ -161,7 +161,10 @@ def probed_pairs(store: ReadableStore) -> Iterator[tuple[int, int, int, int]]:
         execute = connection_execute(conn)
         while True:
             chunk = conn.execute(
-                select(p.id, p.fingerprint).where(p.id > last).order_by(p.id).limit(_PROBE_CHUNK)
+                select(p.id, p.fingerprint)
+                .where(p.id > last, p.dropped_at.is_(None))
+                .order_by(p.id)
+                .limit(_PROBE_CHUNK)
             ).all()
             if not chunk:
                 return
@@ -294,8 +297,9 @@ def page_sketches(store: ReadableStore, page_ids: Iterable[int]) -> dict[int, by
 
 
 def iter_pages(store: ReadableStore) -> Iterator[PageRecord]:
-    """Every kept page in admission order, streamed."""
-    stmt = select(*page_record_columns()).order_by(pages_table.c.id)
+    """Every kept page (in the index) in admission order, streamed."""
+    p = pages_table.c
+    stmt = select(*page_record_columns()).where(p.dropped_at.is_(None)).order_by(p.id)
     with reading(store) as conn:
         for row in conn.execution_options(yield_per=10_000).execute(stmt):
             yield PageRecord(*row)

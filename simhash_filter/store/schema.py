@@ -33,14 +33,20 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (table keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
-``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4)."""
+``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
+5 (additive: a 4 is upgraded when it opens, upgrade.py): ``pages.dropped_at``, set when a
+stored URL's new content is dropped as a copy of another page (the row leaves the index)."""
+
+ADDITIVE_SINCE = 4
+"""The oldest schema version a database is upgraded from when it opens: every table and
+column added since is new and nullable (upgrade.py), so nothing is re-indexed."""
 
 SQLITE_SAME_AS = 3
-"""The schema version whose SQLite tables are this version's (read without converting)."""
+"""The schema version whose SQLite tables are version 4's (read as 4 without converting)."""
 
 # INTEGER PRIMARY KEY is the rowid alias on SQLite; BIGINT elsewhere (billions of pages).
 PageId = BigInteger().with_variant(Integer(), "sqlite")
@@ -108,6 +114,9 @@ class Page(Base):
     sketch: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """Set when the URL, re-crawled, was dropped as a copy of another page: the row is out
+    of the index (no table keys) and kept for its history; NULL while it is in the index."""
 
 
 class TableKeyEntry(Base):

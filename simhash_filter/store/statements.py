@@ -199,7 +199,15 @@ class Probe:
 def _stored_page_columns() -> tuple[Any, ...]:
     """The columns of a :class:`~.batch.StoredPage`, in order (see :func:`stored_page`)."""
     p = pages_table.c
-    return (p.id, p.url, p.domain, p.fingerprint, p.text_length, p.sketch)
+    return (
+        p.id,
+        p.url,
+        p.domain,
+        p.fingerprint,
+        p.text_length,
+        p.sketch,
+        p.dropped_at.is_not(None),
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -274,6 +282,7 @@ class SqlBatchIO(BatchIO):
             if keyed
             else {}
         )
+        unkeyed: list[int | None] = [None] * len(names)  # a new page already out of the index
         ids: dict[int, int] = {}  # temporary ref -> page id (refs > 0 are page ids)
         if changes.new_pages:
             result = conn.execute(
@@ -287,7 +296,12 @@ class SqlBatchIO(BatchIO):
                         "sketch": page.sketch,
                         "first_seen": now,
                         "last_seen": now,
-                        **(dict(zip(names, row_keys[page.ref], strict=True)) if keyed else {}),
+                        "dropped_at": now if page.dropped else None,
+                        **(
+                            dict(zip(names, row_keys.get(page.ref, unkeyed), strict=True))
+                            if keyed
+                            else {}
+                        ),
                     }
                     for page in changes.new_pages
                 ],
@@ -359,7 +373,7 @@ class SqlBatchIO(BatchIO):
 
 def _page_update(pages: Table, key_columns: Sequence[str]) -> Update:
     """A stored page's UPDATE by id (``p``): its fields and ``key_columns``, bound by name."""
-    names = ("fingerprint", "text_length", "sketch", "last_seen", *key_columns)
+    names = ("fingerprint", "text_length", "sketch", "last_seen", "dropped_at", *key_columns)
     return (
         update(pages)
         .where(pages.c.id == bindparam("p"))
@@ -375,12 +389,15 @@ def _update_values(u: PageUpdate, now: datetime) -> dict[str, Any]:
         "text_length": u.text_length,
         "sketch": u.sketch,
         "last_seen": now,
+        "dropped_at": now if u.dropped else None,
     }
 
 
 def stored_page(row: Sequence[Any]) -> StoredPage:
-    """A page row (id, url, domain, fingerprint, text_length, sketch) as a record."""
-    page_id, url, domain, fingerprint, text_length, sketch = row
+    """A page row (id, url, domain, fingerprint, text_length, sketch[, dropped]) as a
+    record (a page found under a band key is in the index: not dropped)."""
+    page_id, url, domain, fingerprint, text_length, sketch = row[:6]
+    dropped = len(row) > 6 and bool(row[6])
     return StoredPage(
         page_id,
         url,
@@ -388,4 +405,5 @@ def stored_page(row: Sequence[Any]) -> StoredPage:
         from_sql_int(fingerprint),
         text_length,
         None if sketch is None else bytes(sketch),  # PostgreSQL's driver gives a memoryview
+        dropped,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -200,6 +200,29 @@ def page_texts(store: ReadableStore, page_ids: Iterable[int]) -> dict[int, bytes
 def drop_texts(store: ReadableStore, duplicate_ids: Iterable[int]) -> dict[int, bytes]:
     """The stored texts of these drops (``duplicates`` ids; one without is left out)."""
     return _by_id(store, drop_texts_table, "duplicate_id", duplicate_ids)
+
+
+def iter_page_texts(store: ReadableStore, *, chunk: int = _IN_CHUNK) -> Iterator[tuple[int, bytes]]:
+    """``(page_id, stored text)`` of every page in the index that has one, in id order,
+    ``chunk`` rows a statement (a scan: ``near`` reads it to find a part of a page)."""
+    p, t = pages_table.c, page_texts_table.c
+    last = 0
+    while True:
+        with reading(store) as conn:
+            if not has_text_tables(conn):
+                return
+            rows = conn.execute(
+                select(t.page_id, t.text)
+                .select_from(page_texts_table.join(pages_table, p.id == t.page_id))
+                .where(t.page_id > last, p.dropped_at.is_(None))
+                .order_by(t.page_id)
+                .limit(chunk)
+            ).all()
+        if not rows:
+            return
+        last = rows[-1][0]
+        for page_id, blob in rows:
+            yield page_id, bytes(blob)
 
 
 def text_counts(store: ReadableStore) -> tuple[int, int]:

@@ -20,6 +20,15 @@ DEFAULT_DATABASE_URL = "sqlite:///dedup.db"
 """The database of a crawl and of the command line when none is named."""
 
 
+def database_url(value: str) -> str:
+    """A SQLAlchemy URL as given, or a plain path (no ``://``) as the URL of a SQLite file
+    at that path: the crawl's ``SIMHASH_FILTER_DATABASE_URL`` and the command line's
+    ``--db`` take either."""
+    if "://" in value:
+        return value
+    return f"sqlite:///{value}"
+
+
 def canonical_url(url: str) -> str:
     """``url`` canonicalized by w3lib (sorted query, normalized escapes, no fragment)."""
     if not isinstance(url, str) or not url.strip():

@@ -149,6 +149,7 @@ def test_stats_json_and_top_domains(filled: str, capsys: pytest.CaptureFixture[s
         "database": display_url(filled),
         "pages": 3,
         "duplicates": 3,
+        "drop_events": 3,
         "dropped_share": 0.5,
         "domain_count": 4,
         "scheme": {"index": "permuted", "bits": 64, "max_distance": 4, "blocks": 6, "tables": 15},

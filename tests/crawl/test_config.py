@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
 from simhash_filter import Fingerprinter, MatchRule
-from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.config import Config, SettingsError, UnknownSetting, unknown_settings
 from simhash_filter.index.schemes import (
     LSH_CANDIDATE_DISTANCE,
     MINHASH_LSH,
@@ -26,7 +27,8 @@ def test_defaults() -> None:
     assert config.enabled is True
     assert config.database_url == "sqlite:///dedup.db"
     assert config.max_distance is None
-    assert config.min_similarity == MatchRule().min_similarity
+    assert config.min_similarity is None  # the database's own; a new one's: 0.7
+    assert config.similarity == MatchRule().min_similarity
     # the minhash-lsh index: no simhash condition, the bands and the sketch decide
     assert config.effective_max_distance == LSH_CANDIDATE_DISTANCE == 64
     assert config.match_rule() == MatchRule.for_distance(64)
@@ -229,3 +231,75 @@ def test_blocks_must_fit_the_index_kind() -> None:
     with pytest.raises(ValueError, match="SIMHASH_FILTER_BLOCKS=4 does not fit"):
         Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 4}))
     assert Config.from_settings(Settings({**settings, "SIMHASH_FILTER_BLOCKS": 5})).blocks == 5
+
+
+@pytest.mark.parametrize(
+    ("path", "url"),
+    [("dedup.db", "sqlite:///dedup.db"), ("/var/crawl/index.db", "sqlite:////var/crawl/index.db")],
+)
+def test_a_plain_path_is_a_sqlite_file(path: str, url: str) -> None:
+    """As the command line's ``--db`` does: a value without ``://`` names a SQLite file."""
+    config = Config.from_settings(Settings({"SIMHASH_FILTER_DATABASE_URL": path}))
+    assert config.database_url == url
+
+
+def test_unknown_names_come_with_the_nearest_known_one() -> None:
+    settings = Settings(
+        {
+            "SIMHASH_FILTER_MIN_SIMILARTY": 0.9,
+            "SIMHASH_FILTER_DATABASE": "x.db",
+            "SIMHASH_FILTER_COMPLETELY_ELSE": 1,
+            "SIMHASH_FILTER_MAX_DISTANCE": 3,
+            "OTHER_SETTING": 1,
+        }
+    )
+    assert unknown_settings(settings) == [
+        UnknownSetting("SIMHASH_FILTER_COMPLETELY_ELSE", None),
+        UnknownSetting("SIMHASH_FILTER_DATABASE", "SIMHASH_FILTER_DATABASE_URL"),
+        UnknownSetting("SIMHASH_FILTER_MIN_SIMILARTY", "SIMHASH_FILTER_MIN_SIMILARITY"),
+    ]
+    known = {f"SIMHASH_FILTER_{f.name.upper()}": 1 for f in dataclasses.fields(Config)}
+    assert unknown_settings(Settings(known)) == []
+
+
+def test_a_bad_value_is_a_settings_error() -> None:
+    with pytest.raises(SettingsError, match="SIMHASH_FILTER_MIN_TOKENS must be an integer"):
+        Config.from_settings(Settings({"SIMHASH_FILTER_MIN_TOKENS": "lots"}))
+
+
+def test_an_existing_database_keeps_its_own_similarity_unless_set(tmp_path: Path) -> None:
+    """A crawl that does not set MIN_SIMILARITY judges by the database's own threshold (a
+    database made at 0.8 is not silently loosened to the default 0.7); one that sets it
+    judges by the setting, for that crawl alone."""
+    url = f"sqlite:///{tmp_path / 'dedup.db'}"
+    made = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": url, "SIMHASH_FILTER_MIN_SIMILARITY": 0.8})
+    )
+    spec = made.make_fingerprinter().spec
+    made.open_store(spec).close()
+    plain = Config.from_settings(Settings({"SIMHASH_FILTER_DATABASE_URL": url}))
+    assert plain.min_similarity is None
+    store = plain.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.8
+    finally:
+        store.close()
+    tighter = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": url, "SIMHASH_FILTER_MIN_SIMILARITY": "0.9"})
+    )
+    store = tighter.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.9
+    finally:
+        store.close()
+    fresh = Config.from_settings(
+        Settings({"SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{tmp_path / 'new.db'}"})
+    )
+    store = fresh.open_store(spec)
+    try:
+        assert store.rule is not None
+        assert store.rule.min_similarity == 0.7
+    finally:
+        store.close()

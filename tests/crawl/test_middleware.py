@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -118,10 +119,36 @@ def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
     assert middleware.filter._store is None
 
 
+def test_every_drop_is_logged_first_at_info_then_debug(
+    crawler: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scrapy does not log an ``IgnoreRequest``: the middleware logs each drop itself, as
+    the pipeline's ``DropItem`` is logged (the first at INFO with the hint, then DEBUG)."""
+    middleware = open_middleware(crawler)
+    first = html("https://news.example/bridge", NEWS)
+    run(middleware.process_response(first.request, first))
+    copies = [html(f"https://blog{n}.example/bridge", BLOG) for n in range(3)]
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        for copy in copies:
+            with pytest.raises(IgnoreRequest):
+                run(middleware.process_response(copy.request, copy))
+    drops = [r for r in caplog.records if r.getMessage().startswith("Near-duplicate of")]
+    assert [r.levelno for r in drops] == [logging.INFO, logging.DEBUG, logging.DEBUG]
+    assert "SIMHASH_FILTER_DEBUG" in drops[0].getMessage()
+    for record, copy in zip(drops, copies, strict=True):
+        assert copy.url in record.getMessage()
+    run(middleware.spider_closed())
+
+
 def test_disabled_is_not_configured() -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_FILTER_ENABLED": "false"})
     with pytest.raises(NotConfigured):
         build_from_crawler(NearDuplicateMiddleware, crawler)
+
+
+def test_addon_repr_is_its_name() -> None:
+    """Scrapy's "Enabled addons" line shows the add-on's repr: the name a project uses."""
+    assert repr(Addon()) == "simhash_filter.Addon"
 
 
 def test_addon_registers_the_pipeline() -> None:

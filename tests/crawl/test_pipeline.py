@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -488,3 +489,34 @@ def test_boilerplate_verdicts_are_counted() -> None:
     page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
     assert crawler.stats.get_value("simhash_filter/boilerplate") == 1
     assert crawler.stats.get_value("simhash_filter/kept") == 2
+
+
+@pytest.mark.parametrize("kind", list(ITEM_TYPES))
+def test_passing_items_leave_without_their_html(sqlite_url: str, kind: str) -> None:
+    """``REMOVE_HTML`` (default True): the README's ``"html": response.body`` would make a
+    feed export fail on bytes; the field is checked, then removed (None where the item
+    type cannot lose a field)."""
+    pipeline = make_pipeline(sqlite_url)
+    body = news_template(HARBOUR_BRIDGE, date="12 March 2024").encode()
+    item = ITEM_TYPES[kind](url="https://news.example/bridge", html=body)
+    assert run(pipeline.process_item(item)) is item
+    exported = ItemAdapter(item).asdict()
+    if kind in {"dict", "scrapy.Item"}:
+        assert "html" not in exported
+    else:
+        assert exported["html"] is None
+    assert exported["url"] == "https://news.example/bridge"
+    json.dumps(exported)  # what a JSON feed export does with it
+    empty = ITEM_TYPES[kind](url="https://news.example/empty", html=b"<html></html>")
+    run(pipeline.process_item(empty))  # no_text passes too, and loses its HTML too
+    assert not ItemAdapter(empty).get("html")
+    assert filter_stats(pipeline) == {"kept": 1, "no_text": 1}
+    run(pipeline.close_spider())
+
+
+def test_remove_html_false_keeps_the_field(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url, REMOVE_HTML=False)
+    html = news_template(HARBOUR_BRIDGE, date="12 March 2024")
+    item = {"url": "https://news.example/bridge", "html": html}
+    assert run(pipeline.process_item(item))["html"] == html
+    run(pipeline.close_spider())

@@ -129,6 +129,10 @@ def contents(url: str) -> dict[str, list[Any]]:
                     "duplicates": "SELECT id, url, domain, fingerprint, duplicate_of, distance "
                     "FROM duplicates ORDER BY id",
                     "timestamps": "SELECT count(*) FROM pages WHERE last_seen < first_seen",
+                    # pages whose URL was last dropped as a copy: out of the index, marked
+                    "left": "SELECT id FROM pages WHERE dropped_at IS NOT NULL ORDER BY id",
+                    "left_when_seen": "SELECT count(*) FROM pages "
+                    "WHERE dropped_at IS NOT NULL AND dropped_at <> last_seen",
                 }.items()
             }
     finally:
@@ -163,6 +167,9 @@ def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
             )
         ]
         assert len(same_batch) >= 3
+        left, back = _left_and_back(expected)
+        assert left >= 5  # kept URLs whose re-crawl was a copy of another page
+        assert back >= 1  # ... and whose next re-crawl was a page of its own again
         for fp in (fp for _, fp, _ in stream[::25]):
             assert pg_store.near(fp) == generic.near(fp)
             assert pg_store.near(fp, k=1) == generic.near(fp, k=1)
@@ -171,6 +178,22 @@ def test_pg_path_gives_the_generic_paths_verdicts_and_rows(
         pg_store.close()
         generic.close()
     assert contents(pg_url) == contents(second_pg_url)
+
+
+def _left_and_back(verdicts: list[Verdict]) -> tuple[int, int]:
+    """How many times a kept URL left the index (a DUPLICATE verdict of a URL in it), and
+    how many times such a URL was admitted again (CHANGED while out of the index)."""
+    in_index: dict[str, bool] = {}
+    left = back = 0
+    for v in verdicts:
+        kind = v.kind.value
+        if kind == "duplicate" and in_index.get(v.url):
+            in_index[v.url], left = False, left + 1
+        elif kind == "changed" and in_index.get(v.url) is False:
+            in_index[v.url], back = True, back + 1
+        elif kind in {"new", "changed", "unchanged"}:
+            in_index[v.url] = True
+    return left, back
 
 
 def _flip_low(fingerprint: int, *bits: int) -> int:

@@ -1,0 +1,74 @@
+"""A database of an older schema upgraded in place when it opens: what was added since
+:data:`~.schema.ADDITIVE_SINCE` is new nullable columns (and new tables, made where they are
+missing), so nothing is re-indexed and every page stays.
+
+:func:`upgrade` adds each column of :data:`ADDED_COLUMNS` that a table lacks (``ALTER TABLE
+… ADD COLUMN``, on SQLite and PostgreSQL alike) and sets the ``meta`` row's schema version,
+under the write lock that guards making the schema, so two processes opening one old
+database at once add each column once.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, Table, inspect, select, text, update
+from sqlalchemy.engine import Connection
+
+from .engine import WRITE_OPTION
+from .locks import SCHEMA_LOCK
+from .schema import ADDITIVE_SINCE, SCHEMA_VERSION, SQLITE_SAME_AS, meta_table, pages_table
+
+__all__ = ["ADDED_COLUMNS", "upgrade"]
+
+ADDED_COLUMNS: tuple[tuple[Table, str], ...] = ((pages_table, "dropped_at"),)
+"""The nullable columns added since :data:`~.schema.ADDITIVE_SINCE`, by table."""
+
+
+def _missing(conn: Connection) -> list[tuple[Table, str]]:
+    inspector = inspect(conn)
+    present = {
+        table.name: {column["name"] for column in inspector.get_columns(table.name)}
+        for table in {table for table, _ in ADDED_COLUMNS}
+    }
+    return [(table, name) for table, name in ADDED_COLUMNS if name not in present[table.name]]
+
+
+def _stored_version(conn: Connection) -> int | None:
+    m = meta_table.c
+    value = conn.execute(select(m.value).where(m.key == "schema_version")).scalar()
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
+
+
+def _upgradable(version: int | None, dialect: str) -> bool:
+    """A version whose tables are the current ones but for :data:`ADDED_COLUMNS`."""
+    if version is None:
+        return False
+    return ADDITIVE_SINCE <= version < SCHEMA_VERSION or (
+        dialect == "sqlite" and version == SQLITE_SAME_AS
+    )
+
+
+def upgrade(engine: Engine) -> None:
+    """Add the missing :data:`ADDED_COLUMNS` (an older database: ``reindex`` converts
+    those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
+    additive version's schema version to the current one. Nothing when all is there."""
+    dialect = engine.dialect.name
+    with engine.connect() as conn:
+        with conn.begin():
+            if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):
+                return
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
+            for table, name in _missing(conn):  # (again: another process may have added it)
+                column_type = table.c[name].type.compile(dialect=engine.dialect)
+                conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {column_type}"))
+            if _upgradable(_stored_version(conn), dialect):
+                conn.execute(
+                    update(meta_table)
+                    .where(meta_table.c.key == "schema_version")
+                    .values(value=str(SCHEMA_VERSION))
+                )

@@ -1,0 +1,65 @@
+"""A schema-4 database opens under schema 5 and is upgraded in place: the new nullable
+column added, the schema version raised, every page and band key as it was (no reindex)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from sqlalchemy import create_engine, inspect, text
+
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store.schema import SCHEMA_VERSION
+from simhash_filter.store.upgrade import ADDED_COLUMNS
+
+FINGERPRINTER = Fingerprinter()
+_RNG = random.Random(5)
+TEXTS = {
+    f"https://site.example/{n}": " ".join(
+        "".join(_RNG.choices("abcdefghijklmnopqrstuvwxyz", k=7)) for _ in range(80)
+    )
+    for n in range(5)
+}
+
+
+def _as_schema_4(url: str) -> None:
+    """Take the database back to schema 4: the columns added since dropped, version 4."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for table, name in ADDED_COLUMNS:
+            conn.execute(text(f"ALTER TABLE {table.name} DROP COLUMN {name}"))
+        conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
+    engine.dispose()
+
+
+def _columns_and_version(url: str) -> tuple[set[str], str, list[Any]]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("pages")}
+        version = conn.execute(
+            text("SELECT value FROM meta WHERE key = 'schema_version'")
+        ).scalar_one()
+        pages = [tuple(r) for r in conn.execute(text("SELECT id, url FROM pages ORDER BY id"))]
+    engine.dispose()
+    return columns, version, pages
+
+
+def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
+    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+        for url, words in TEXTS.items():
+            store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
+    _as_schema_4(db_url)
+    columns, version, pages = _columns_and_version(db_url)
+    assert "dropped_at" not in columns
+    assert version == "4"
+    with FingerprintStore.open_existing(db_url) as store:  # (the command line's open)
+        assert store.stats().schema_version == SCHEMA_VERSION == 5
+        assert store.stats().pages == len(TEXTS)
+    columns, version, after = _columns_and_version(db_url)
+    assert "dropped_at" in columns
+    assert (version, after) == ("5", pages)
+    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:  # (the crawl's)
+        url, words = next(iter(TEXTS.items()))
+        verdict = store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
+        assert verdict.kind is VerdictKind.UNCHANGED  # its band keys found it as they were
