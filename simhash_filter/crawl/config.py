@@ -23,7 +23,7 @@ from simhash_filter.index.defaults import (
 from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
-from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY
+from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY, WaitBounds
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 
 if TYPE_CHECKING:
@@ -319,8 +319,7 @@ class Config:
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,
-            lock_timeout=self.lock_timeout,
-            outage_retry=self.outage_retry,
+            bounds=WaitBounds(self.lock_timeout, self.outage_retry),
         )
 
     @property

@@ -71,6 +71,13 @@ log = logging.getLogger(__name__)
 _SCAN_CHUNK = 100_000  # fingerprints per read of near()'s scan
 
 
+def _writer_queue(url: URL, bounds: WaitBounds) -> WriterQueue | None:
+    """The writer queue of a SQLite file (None on a server), waiting at most the bound."""
+    if not is_sqlite(url):
+        return None
+    return WriterQueue(sqlite_path(url), busy_timeout(url, bounds.lock_timeout))
+
+
 def _check_fingerprint(fingerprint: int, bits: int) -> int:
     if isinstance(fingerprint, bool) or not isinstance(fingerprint, int):
         raise ValueError(f"fingerprint must be an int, got {fingerprint!r}")
@@ -159,8 +166,7 @@ class FingerprintStore:
         rule: MatchRule | None = None,
         index: str | None = None,
         write_path: str | None = None,
-        lock_timeout: float | None = None,
-        outage_retry: float = 0.0,
+        bounds: WaitBounds | None = None,
         min_similarity: float | None = None,
         own_similarity: bool = False,
     ) -> FingerprintStore:
@@ -189,8 +195,8 @@ class FingerprintStore:
         by default) makes it survive a server crash too. ``True``: SQLite commits survive
         a power cut too (``synchronous=FULL``). ``False``: PostgreSQL transactions run with
         ``synchronous_commit = off`` (a server crash may lose the last fraction of a
-        second of commits; a killed crawler still loses nothing). ``lock_timeout``,
-        ``outage_retry``: faults.py (past them, :class:`StoreBusy`, :class:`StoreUnavailable`).
+        second of commits; a killed crawler still loses nothing). ``bounds``: how long a write
+        waits for a lock and retries an outage (faults.py; None: no bound, no retry).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
@@ -204,21 +210,19 @@ class FingerprintStore:
         choice = IndexChoice(index, max_distance, blocks, min_similarity)
         sa_url = parse_url(url)
         validate_write_path(write_path, sa_url)
-        bounds = WaitBounds(lock_timeout, outage_retry)
+        bounds = bounds or WaitBounds()
         engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
-        timeout = busy_timeout(sa_url, lock_timeout) if is_sqlite(sa_url) else None
-        queue = None if timeout is None else WriterQueue(sqlite_path(sa_url), timeout)
+        queue = _writer_queue(sa_url, bounds)
         try:
             request = Request(spec, choice, rule, bits, own_similarity)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
-            stored = settled.stored
             return cls(
                 engine,
                 url=sa_url,
-                spec=stored.spec,
-                scheme=stored.scheme,
+                spec=settled.stored.spec,
+                scheme=settled.stored.scheme,
                 rule=settled.rule,
-                database_rule=stored.rule,
+                database_rule=settled.stored.rule,
                 writer_queue=queue,
                 durable=durable,
                 write_path=write_path,

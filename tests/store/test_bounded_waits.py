@@ -27,6 +27,7 @@ import pytest
 
 from simhash_filter.crawl.group_commit import GroupCommit
 from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, VerdictKind
+from simhash_filter.store.faults import WaitBounds
 
 SPEC = "bounded-waits-test"
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ def in_thread(call: Any, bound: float) -> Any:
 def test_a_table_lock_times_out_within_the_bound_naming_its_holder(
     pg_url: str, write_path: str
 ) -> None:
-    store = FingerprintStore.open(pg_url, spec=SPEC, write_path=write_path, lock_timeout=0.5)
+    store = FingerprintStore.open(pg_url, spec=SPEC, write_path=write_path, bounds=WaitBounds(0.5))
     try:
         assert store.check_and_add("https://x.example/b", B).kind is VerdictKind.NEW
         with psycopg.connect(psycopg_url(pg_url), application_name="table-locker") as locker:
@@ -172,7 +173,9 @@ def test_a_peer_stopped_in_its_transaction_holds_only_its_own_keys_for_the_bound
     FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-pipeline").close()
     peer = StoppedPeer(pg_url, "pg-pipeline", "pg_pipeline", "decide_batch")
     peers.append(peer)
-    store = FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-pipeline", lock_timeout=0.5)
+    store = FingerprintStore.open(
+        pg_url, spec=SPEC, write_path="pg-pipeline", bounds=WaitBounds(0.5)
+    )
     try:
         busy = in_thread(lambda: store.check_and_add("https://x.example/a-copy", A_COPY), 30)
         assert isinstance(busy, StoreBusy), busy
@@ -207,7 +210,9 @@ def test_a_peer_stopped_on_the_one_round_trip_path_holds_nothing(
     FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-function").close()
     peer = StoppedPeer(pg_url, "pg-function", "pg_function", "_verdict")
     peers.append(peer)
-    store = FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-function", lock_timeout=0.5)
+    store = FingerprintStore.open(
+        pg_url, spec=SPEC, write_path="pg-function", bounds=WaitBounds(0.5)
+    )
     try:
         verdict = in_thread(lambda: store.check_and_add("https://x.example/a-copy", A_COPY), 30)
         assert verdict.kind is VerdictKind.DUPLICATE
@@ -227,7 +232,7 @@ def test_sqlite_a_stopped_peer_costs_one_bound_not_two_and_not_one_a_page(
     group does not wait for the writer lock file again while its holder is stuck."""
     url = f"sqlite:///{tmp_path / 'dedup.db'}"
     bound = 2.0
-    store = FingerprintStore.open(url, spec=SPEC, lock_timeout=bound)  # (open before the stop)
+    store = FingerprintStore.open(url, spec=SPEC, bounds=WaitBounds(bound))  # before the stop
     peer = StoppedPeer(url, "", "sqlalchemy_path", "decide_batch")
     peers.append(peer)
     calls: list[str] = []
@@ -268,7 +273,7 @@ def test_session_options_bound_every_wait_and_keep_the_urls_own() -> None:
     from sqlalchemy.engine import make_url
 
     from simhash_filter.store.engine import server_connect_args
-    from simhash_filter.store.faults import WaitBounds, session_options
+    from simhash_filter.store.faults import session_options
 
     bounds = WaitBounds(lock_timeout=2.5, outage_retry=1)
     assert session_options(bounds) == (
