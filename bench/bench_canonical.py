@@ -153,6 +153,8 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
     """``scrapy crawl site`` over ``site`` in ``tree``, items and stats into ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     items, stats, log = workdir / "items.jsonl", workdir / "stats.json", workdir / "scrapy.log"
+    # the example project's storage pipeline (a tree that has it): superseded items replaced
+    kept_file = workdir / "kept.jsonl"
     command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={site.start_url}"]
     command += ["-O", str(items)]
     merged = {
@@ -160,6 +162,7 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
         "STATS_FILE": str(stats),
         "LOG_FILE": str(log),
         "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{workdir / 'dedup.db'}",
+        "KEPT_PAGES_FILE": str(kept_file),
         **settings,
     }
     for key, value in merged.items():
@@ -169,7 +172,8 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
         command, cwd=tree.path, env=_env(tree.path), capture_output=True, text=True, check=False
     )
     seconds = time.monotonic() - started
-    lines = items.read_text().splitlines() if items.exists() else []
+    stored = kept_file if kept_file.exists() else items  # what a storage pipeline keeps
+    lines = stored.read_text().splitlines() if stored.exists() else []
     log_text = log.read_text(errors="replace") if log.exists() else proc.stderr
     return Crawl(
         proc.returncode,

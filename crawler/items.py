@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from simhash_filter import link_canonical
+
 if TYPE_CHECKING:
     from scrapy.http import HtmlResponse
 
@@ -20,6 +22,9 @@ class PageItem:
     html: str
     fetched_at: str  # ISO 8601, UTC
     fingerprint: str | None = None
+    canonical: str | None = None
+    """The canonical URL of the response's ``Link`` header (``SIMHASH_FILTER_CANONICAL_FIELD``:
+    the filter reads ``<link rel="canonical">`` from ``html`` itself)."""
 
 
 def page_item(response: HtmlResponse) -> PageItem:
@@ -29,4 +34,5 @@ def page_item(response: HtmlResponse) -> PageItem:
         title=(response.css("title::text").get() or "").strip() or None,
         html=response.text,
         fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        canonical=link_canonical(response),
     )

@@ -28,6 +28,8 @@ SIMHASH_FILTER_REMOVE_HTML = False  # the items keep their (decoded: str) HTML i
 
 # -s STATS_FILE=stats.json writes the crawl's final stats as JSON.
 EXTENSIONS = {"crawler.extensions.StatsFile": 500}
+# a storage pipeline that replaces superseded pages (-s KEPT_PAGES_FILE=kept.jsonl)
+ITEM_PIPELINES = {"crawler.pipelines.KeptPagesFile": 800}
 
 FEED_EXPORT_ENCODING = "utf-8"
 TELNETCONSOLE_ENABLED = False

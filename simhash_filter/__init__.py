@@ -17,8 +17,10 @@ from .core.simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
     from .crawl.addon import Addon
+    from .crawl.hints import link_canonical
     from .crawl.middleware import NearDuplicateMiddleware
     from .crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+    from .crawl.signals import page_superseded
     from .index.schemes import BandScheme, PermutedScheme
     from .page.extract import extract_page, extract_text
     from .store import FingerprintStore
@@ -46,6 +48,8 @@ __all__ = [
     "extract_page",
     "extract_text",
     "hamming_distance",
+    "link_canonical",
+    "page_superseded",
     "similarity",
 ]
 
@@ -63,6 +67,8 @@ _LAZY = {
     "extract_text": ".page.extract",
     "NearDuplicatePipeline": ".crawl.pipeline",
     "NearDuplicateMiddleware": ".crawl.middleware",
+    "link_canonical": ".crawl.hints",
+    "page_superseded": ".crawl.signals",
 }
 """Where each lazily imported public name lives (``BandScheme``: the old name of
 :class:`PermutedScheme`, kept for users who wrote it)."""

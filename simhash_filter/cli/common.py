@@ -119,6 +119,9 @@ SIMILARITY = Column("similarity", "similarity", right=True, optional=True)
 
 
 def duplicate_row(record: DuplicateRecord) -> Record:
+    """A drop as the commands show it; a superseded page (docs/keep.md) has ``kind`` and
+    ``superseded``, a page that declared a canonical URL ``canonical`` (schema 5: rows
+    without them read exactly as before)."""
     return {
         "url": record.url,
         "fingerprint": hex64(record.fingerprint),
@@ -127,6 +130,8 @@ def duplicate_row(record: DuplicateRecord) -> Record:
         "distance": record.distance,
         "similarity": shown_similarity(record.similarity),
         "seen_at": iso_time(record.seen_at),
+        **({"kind": "superseded", "superseded": "superseded"} if record.superseded else {}),
+        **({"canonical": record.canonical_url} if record.canonical_url else {}),
     }
 
 
@@ -137,6 +142,7 @@ def page_fields(page: PageRecord) -> dict[str, Any]:
         "text_length": page.text_length,
         "first_seen": iso_time(page.first_seen),
         "last_seen": iso_time(page.last_seen),
+        **({"canonical": page.canonical_url} if page.canonical_url else {}),
     }
 
 

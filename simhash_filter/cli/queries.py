@@ -207,6 +207,8 @@ DUPLICATE_COLUMNS = [
     SIMILARITY,
     Column("url", "url"),
     Column("duplicate_of", "duplicate of"),
+    # kept, then replaced by the copy its cluster's hints name (docs/keep.md)
+    Column("superseded", "status", optional=True),
 ]
 
 
@@ -339,10 +341,12 @@ def _dropped_page(
 ) -> tuple[dict[str, Any], list[Section]]:
     """``lookup`` of a dropped URL: each time it was dropped, and as a copy of what;
     ``left``: its page row when it was kept before and left the index (its re-crawl was
-    a copy of another page)."""
+    a copy of another page). A page whose newest record is ``superseded`` (kept, then
+    replaced by its canonical copy: docs/keep.md) says so."""
+    status = "superseded" if drops[0].superseded else "dropped"
     document: dict[str, Any] = {
         "query": query,
-        "status": "dropped",
+        "status": status,
         "url": drops[0].url,
         "fingerprint": hex64(drops[0].fingerprint),
         "drops": [duplicate_row(d) for d in drops],
@@ -361,7 +365,7 @@ def _dropped_page(
     sections: list[Section] = [
         Fields(
             [
-                ("status", "dropped"),
+                ("status", status),
                 ("url", drops[0].url),
                 ("fingerprint", hex64(drops[0].fingerprint)),
                 ("times dropped", len(drops)),
@@ -374,6 +378,7 @@ def _dropped_page(
                 Column("distance", "distance", right=True),
                 SIMILARITY,
                 Column("duplicate_of", "duplicate of"),
+                Column("superseded", "status", optional=True),
             ],
             document["drops"],
             title="dropped as a near-duplicate of",

@@ -21,7 +21,7 @@ from simhash_filter.cli.report_html import DomainRow, ReportData, SampleView, re
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.core.textdiff import diff_texts
-from simhash_filter.store import FingerprintStore, audit, reports, texts
+from simhash_filter.store import FingerprintStore, audit, hints, reports, texts
 
 
 def _samples(store: FingerprintStore, size: int) -> tuple[list[SampleView], str]:
@@ -51,6 +51,7 @@ def _samples(store: FingerprintStore, size: int) -> tuple[list[SampleView], str]
                 steps=steps,
                 missing=missing,
                 truncated=truncated,
+                superseded=s.drop.superseded,
             )
         )
     nearest = sum(1 for v in views if v.reason != "random")
@@ -112,6 +113,7 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
         distances=audit.distance_counts(store),
         clusters=audit.largest_drop_groups(store),
         samples=views,
+        superseded=hints.superseded_count(store),
         sample_note=note,
     )
     data.seconds = time.monotonic() - started

@@ -104,6 +104,7 @@ class SampleView:
     steps: list[Passage] | None  # None: a text is missing
     missing: str = ""  # which text is missing
     truncated: bool = False  # a stored text was cut at 64 KiB
+    superseded: bool = False  # kept, then replaced by its canonical copy (docs/keep.md)
 
 
 @dataclass(slots=True)
@@ -130,6 +131,7 @@ class ReportData:
     samples: list[SampleView] = field(default_factory=list)
     sample_note: str = ""
     seconds: float | None = None
+    superseded: int = 0  # of the duplicates: pages kept, then replaced by their canonical copy
 
 
 # --- charts ----------------------------------------------------------------------------
@@ -353,10 +355,13 @@ def diff_rows(steps: Iterable[Passage], limit: int = _ROWS_PER_SAMPLE) -> tuple[
 
 def _sample_html(number: int, sample: SampleView) -> str:
     similarity = "no sketch" if sample.similarity is None else f"{sample.similarity:.3f}"
+    what, of = (
+        ("superseded", "replaced by") if sample.superseded else ("dropped", "near-duplicate of")
+    )
     head = (
-        f'<section class="sample" id="sample-{number}"><h3>{number}. dropped '
+        f'<section class="sample" id="sample-{number}"><h3>{number}. {what} '
         f'<span class="url">{esc(sample.url)}</span></h3>'
-        f'<p class="meta">near-duplicate of <span class="url">{esc(sample.duplicate_of)}</span>'
+        f'<p class="meta">{of} <span class="url">{esc(sample.duplicate_of)}</span>'
         f" · distance {sample.distance} · similarity {similarity} · "
         f"{esc(iso_time(sample.seen_at))} · chosen: {esc(sample.reason)}</p>"
     )
@@ -397,6 +402,11 @@ def _cards(data: ReportData) -> str:
             _card("total-pages", "pages kept", _n(data.pages), data.pages),
             _card("total-duplicates", "duplicates dropped", _n(data.duplicates), data.duplicates),
             _card("dropped-share", "dropped share", f"{share:.1%}"),
+            *(
+                [_card("superseded", "superseded", _n(data.superseded), data.superseded)]
+                if data.superseded
+                else []
+            ),
             _card("total-domains", "domains", _n(data.domain_count), data.domain_count),
             _card(
                 "pages-with-text", "kept with text", _n(data.pages_with_text), data.pages_with_text

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.keep import KEEP_CANONICAL, KEEP_POLICIES
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.index.defaults import (
     IndexChoice,
@@ -156,6 +157,8 @@ class Config:
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
     outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
+    keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
+    canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
@@ -192,6 +195,13 @@ class Config:
         ):
             if not value:
                 raise ValueError(f"{_name(key)} must name an item field, got {value!r}")
+        if self.keep not in KEEP_POLICIES:
+            raise ValueError(
+                f"{_name('KEEP')} must be one of {', '.join(map(repr, KEEP_POLICIES))}, "
+                f"got {self.keep!r}"
+            )
+        if not self.canonical_field:
+            raise ValueError(f"{_name('CANONICAL_FIELD')} must name an item field, got ''")
         if self.max_bytes < 1:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
         if self.workers is not None and self.workers < 0:
@@ -248,6 +258,8 @@ class Config:
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
             lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
             outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
+            keep=_str(settings, "KEEP", defaults.keep).lower(),
+            canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together

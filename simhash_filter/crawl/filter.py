@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
+from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.page.pool import PageJob, PagePool, PageResult
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
@@ -30,6 +31,7 @@ from simhash_filter.store.records import (
     StoreBusy,
     StoreError,
     StoreUnavailable,
+    Supersession,
     Verdict,
     VerdictKind,
 )
@@ -38,6 +40,7 @@ from .config import Config, unknown_settings
 from .error_log import RepeatedErrors
 from .group_commit import MAX_BATCH, GroupCommit, StoreFactory, StoreLike
 from .handoff import Handoff
+from .hints import declared_hint
 from .journal import UncheckedJournal
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
 from .start_failure import report_start_failure
@@ -105,6 +108,10 @@ class PageFilter:
         self._pool: PagePool | None = None
         self._restarts_counted = 0
         self._logged_first_drop = False
+        self._logged_first_supersede = False
+        self.pipeline_attached = False
+        """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
+        ``page_superseded`` (with the item)."""
         self.errors = RepeatedErrors(logger, schedule=_call_later)
         self.journal = UncheckedJournal()
         self._catching_up = False
@@ -240,7 +247,7 @@ class PageFilter:
         self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
         self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
         self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
-        return PageWork(result.signature, result.capped)
+        return PageWork(result.signature, result.capped, result.hints)
 
     def _count_restarts(self, pool: PagePool) -> None:
         new = pool.restarts - self._restarts_counted
@@ -248,28 +255,41 @@ class PageFilter:
             self.stats.inc_value(WORKER_STATS + "restarts", new)
             self._restarts_counted += new
 
-    async def check(self, url: str, text: object = None, html: object = None) -> FilterResult:
+    async def work(self, url: str, text: object = None, html: object = None) -> PageWork:
+        """The page work of a page (its signature, caps and HTML hints) in the page pool or
+        a worker thread; raises when a worker died or timed out."""
+        pool = self._pool
+        if pool is None:
+            return await run_in_thread(self.sign, url, text, html)
+        return await self._sign_in_pool(pool, url, text, html)
+
+    async def check(
+        self, url: str, text: object = None, html: object = None, *, canonical: object = None
+    ) -> FilterResult:
         """Check a page: the page work in the page pool (or a worker thread), then
         check-and-add (grouped with other pages' into one transaction while the store is
-        busy)."""
-        pool = self._pool
+        busy), then the keep policy. ``canonical``: a canonical URL the page declares
+        outside its HTML (the ``Link`` header, an item field)."""
         try:
-            if pool is None:
-                work = await run_in_thread(self.sign, url, text, html)
-            else:
-                work = await self._sign_in_pool(pool, url, text, html)
+            work = await self.work(url, text, html)
         except Exception as exc:  # a worker died or timed out; the page work itself does not
             return FilterResult(Outcome.ERROR, url, error=exc)
-        signature, capped = work
+        return await self.decide(url, work, canonical=canonical)
+
+    async def decide(self, url: str, work: PageWork, *, canonical: object = None) -> FilterResult:
+        """Check-and-add of a page whose page work is done, then the keep policy."""
+        signature, capped, hints = work
+        declared = declared_hint(url, hints, canonical)
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
-            return FilterResult(outcome, url, capped=capped)
+            return FilterResult(outcome, url, capped=capped, declared=declared)
         row = PageRow(
             url,
             signature.fingerprint,
             signature.text_length,
             signature.sketch,
             signature.stored_text,
+            declared,
         )
         try:
             verdict = await self._commits.check_and_add(row)
@@ -277,8 +297,44 @@ class PageFilter:
             if self.config.fail_open and isinstance(exc, StoreError):  # it passes unchecked
                 self._journal(row)
             return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
+        try:
+            superseded = await self._keep(row, verdict)
+        except Exception as exc:  # the verdict stands: the page stays a logged copy
+            self.errors.error(
+                f"Could not apply the keep policy to {url} (SIMHASH_FILTER_KEEP)", exc
+            )
+            superseded = None
+        if superseded is not None:
+            verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
-        return FilterResult(Outcome.of(verdict), url, signature.fingerprint, verdict, capped=capped)
+        outcome = Outcome.of(verdict)
+        return FilterResult(
+            outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
+            superseded=superseded,
+        )  # fmt: skip
+
+    async def was_seen(self, url: str) -> bool:
+        """True when ``url`` is a kept page or a logged copy (an error: True, so nothing is
+        held for it)."""
+        try:
+            return await run_in_thread(self._open_store_or_raise().was_seen, url)
+        except Exception:
+            logger.debug("simhash_filter: could not look %s up", url, exc_info=True)
+            return True
+
+    async def _keep(self, row: PageRow, verdict: Verdict) -> Supersession | None:
+        """The keep policy on a copy: the store's supersede when the page could be the one
+        to keep (``KEEP = "canonical"``, and it declares no other URL its canonical)."""
+        kept = verdict.duplicate_of
+        if (
+            kept is None
+            or verdict.kind is not VerdictKind.DUPLICATE
+            or self.config.keep != KEEP_CANONICAL
+            or not could_prefer_new(verdict.url, row.canonical)
+        ):
+            return None
+        store = self._open_store_or_raise()
+        return await run_in_thread(store.supersede, row, kept)
 
     # -- pages that passed unchecked (journal.py)
 
@@ -361,6 +417,8 @@ class PageFilter:
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
+        if check.superseded is not None:
+            self._record_supersede(check.superseded)
         if check.verdict is not None and check.verdict.boilerplate_of is not None:
             self.stats.inc_value(STATS_PREFIX + "boilerplate")
             if self.config.debug:
@@ -399,6 +457,19 @@ class PageFilter:
             self._logged_first_drop = True
         elif self.config.debug:
             logger.debug("simhash_filter: %s %s", check.outcome.value, check.url)
+
+    def _record_supersede(self, superseded: Supersession) -> None:
+        self.stats.inc_value(STATS_PREFIX + "superseded")
+        message = "Kept %s in place of %s, its copy kept before (SIMHASH_FILTER_KEEP)"
+        if self.config.debug or not self._logged_first_supersede:
+            logger.info(
+                message + ("" if self.config.debug else " - no more will be shown at INFO level"),
+                superseded.new_url,
+                superseded.old_url,
+            )
+            self._logged_first_supersede = True
+        else:
+            logger.debug(message, superseded.new_url, superseded.old_url)
 
     @staticmethod
     def drop_message(check: FilterResult) -> str:

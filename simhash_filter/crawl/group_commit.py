@@ -23,7 +23,14 @@ from typing import Protocol
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.store.faults import WaitBounds
-from simhash_filter.store.records import PageRow, StoreBusy, StoreUnavailable, Verdict
+from simhash_filter.store.records import (
+    Match,
+    PageRow,
+    StoreBusy,
+    StoreUnavailable,
+    Supersession,
+    Verdict,
+)
 
 __all__ = ["MAX_BATCH", "GroupCommit", "StoreFactory", "StoreLike"]
 
@@ -43,9 +50,14 @@ class StoreLike(Protocol):
         sketch: bytes | None = None,
         text: bytes | None = None,
         wait: float | None = None,
+        canonical: str | None = None,
     ) -> Verdict: ...
 
     def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
+
+    def supersede(self, page: PageRow, kept: Match) -> Supersession | None: ...
+
+    def was_seen(self, url: str) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -133,6 +145,7 @@ class GroupCommit:
                 results.append(busy)
                 continue
             try:
+                hint = {} if row.canonical is None else {"canonical": row.canonical}
                 results.append(
                     store.check_and_add(
                         row.url,
@@ -141,6 +154,7 @@ class GroupCommit:
                         sketch=row.sketch,
                         text=row.text,
                         wait=None if busy is None else bounds.short_wait(),
+                        **hint,
                     )
                 )
             except (StoreBusy, StoreUnavailable) as exc:

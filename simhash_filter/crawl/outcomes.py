@@ -16,6 +16,10 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
   main text matched a stored page's, but the visible pages around them differ, so it is an
   extraction failure rather than a copy, and the page was admitted.
+- ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"canonical"`` the page,
+  a copy of a kept page, is the URL the cluster's canonical hints name, so it is kept in that
+  page's place and the other is recorded as superseded (docs/keep.md); the pipeline sends
+  the ``page_superseded`` signal.
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
@@ -34,7 +38,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from simhash_filter.store.records import Verdict, VerdictKind
+from simhash_filter.store.records import Supersession, Verdict, VerdictKind
 
 __all__ = ["STATS_PREFIX", "FilterResult", "Outcome"]
 
@@ -83,6 +87,21 @@ class FilterResult:
     error: BaseException | None = None
     capped: tuple[str, ...] = ()
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+    declared: str | None = None
+    """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
+    in the store's canonical form, or None."""
+    superseded: Supersession | None = None
+    """Set when the page was kept in place of a copy kept before (the keep policy)."""
+
+    @property
+    def canonical_confirmed(self) -> bool:
+        """True when the content check called the page (dropped) a copy of the canonical it
+        declared: a confirmed (variant, canonical) pair, evidence for URL rules; the store
+        keeps every such pair (``FingerprintStore.canonical_pairs``, docs/keep.md)."""
+        match = self.verdict.duplicate_of if self.verdict is not None else None
+        if match is not None and self.outcome is Outcome.DROPPED:
+            return self.declared is not None and self.declared == match.url
+        return False
 
     @property
     def hex_fingerprint(self) -> str | None:

@@ -23,6 +23,7 @@ from simhash_filter.page.work import has_text
 from .error_log import first_line
 from .filter import PageFilter
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
+from .signals import send_superseded
 from .start_failure import crawl_config
 
 if TYPE_CHECKING:
@@ -72,9 +73,11 @@ class NearDuplicatePipeline:
     type itemadapter supports works (dict, ``scrapy.Item``, dataclass, attrs).
     """
 
-    def __init__(self, page_filter: PageFilter) -> None:
+    def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
         self.filter = page_filter
         self.config = page_filter.config
+        self.crawler = crawler  # sends page_superseded (None: no signal, e.g. a bare test)
+        page_filter.pipeline_attached = True
         self._warned_fields: set[str] = set()
 
     @classmethod
@@ -82,7 +85,7 @@ class NearDuplicatePipeline:
         config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        return cls(PageFilter.for_crawler(crawler, config))
+        return cls(PageFilter.for_crawler(crawler, config), crawler)
 
     async def open_spider(self) -> None:
         await run_in_thread(self.filter.open)
@@ -105,7 +108,8 @@ class NearDuplicatePipeline:
         text = adapter.get(self.config.text_field)
         check = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
         if check is None or (check.outcome is Outcome.NO_TEXT and has_text(text)):
-            check = await self.filter.check(url, text, adapter.get(self.config.html_field))
+            html, canonical = adapter.get(self.config.html_field), self._canonical(adapter)
+            check = await self.filter.check(url, text, html, canonical=canonical)
             self.filter.record(check)
         self._raise_for(check)
         if self.config.remove_html:
@@ -118,7 +122,14 @@ class NearDuplicatePipeline:
                 self._warn_once(
                     field, "Cannot set %r (SIMHASH_FILTER_FINGERPRINT_FIELD) on this item type"
                 )
+        if check.superseded is not None and self.crawler is not None:
+            await send_superseded(self.crawler, check.superseded, item)  # the item as it leaves
         return item
+
+    def _canonical(self, adapter: ItemAdapter) -> str | None:
+        """The item's declared canonical URL (``SIMHASH_FILTER_CANONICAL_FIELD``), if a str."""
+        value = adapter.get(self.config.canonical_field)
+        return value if isinstance(value, str) and value.strip() else None
 
     def _raise_for(self, check: FilterResult) -> None:
         """Raise the ``DropItem`` a dropped (or, fail-closed, unchecked) page gets."""

@@ -28,8 +28,11 @@ from lxml import etree
 from lxml.html import HTMLParser, fromstring
 from trafilatura.utils import decode_file, load_html, repair_faulty_html
 
+from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS
 from simhash_filter.core.text import cap_non_starters
+
+from .hints import page_hints
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -144,6 +147,9 @@ class ExtractedPage(NamedTuple):
     ``deep`` (flattened below :data:`FLAT_DEPTH`), ``too_deep`` (nested past even the
     ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
     marks cut)."""
+    hints: PageHints | None = None
+    """The page's canonical hints (:mod:`~simhash_filter.page.hints`), read from the same
+    parse when the page has a URL."""
 
 
 def extract_page(
@@ -176,8 +182,9 @@ def extract_page(
         return ExtractedPage(None, None, tuple(capped))
     if tree is None:
         return ExtractedPage(None, None, tuple(capped))
+    hints = page_hints(tree, url)
     text = _main_text(tree, url) if main else None  # before the tree is stripped
-    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped))
+    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped), hints)
 
 
 def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:

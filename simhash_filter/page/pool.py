@@ -44,6 +44,7 @@ from .work import PageJob
 from .worker import WorkerReply
 
 if TYPE_CHECKING:
+    from simhash_filter.core.canonical import PageHints
     from simhash_filter.core.fingerprint import Fingerprinter
     from simhash_filter.core.signature import PageSignature
 
@@ -130,6 +131,8 @@ class PageResult:
     """Time the page waited in the queue for a free worker."""
     capped: tuple[str, ...] = ()
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+    hints: PageHints | None = None
+    """The page's canonical hints (:class:`~simhash_filter.page.work.PageWork`)."""
 
 
 class _Worker:
@@ -397,6 +400,7 @@ class PagePool:
                     time.monotonic() - handed_at,
                     handed_at - task.queued_at,
                     reply.capped,
+                    reply.hints,
                 )
         self._discard(slot)
         if not ready or worker.process.returncode == -signal.SIGXCPU:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.core.text import long_runs
@@ -43,6 +44,8 @@ class PageWork(NamedTuple):
 
     signature: PageSignature | None
     capped: tuple[str, ...] = ()
+    hints: PageHints | None = None
+    """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
 
 
 def sign_page(
@@ -79,13 +82,14 @@ def work_page(
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     capped: tuple[str, ...] = ()
+    hints = None
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
         main_text = main_text or page.text
         page_text = page.visible
-        capped = page.capped
+        capped, hints = page.capped, page.hints
     if not main_text:
-        return PageWork(None, capped)
+        return PageWork(None, capped, hints)
     capped += tuple(
         cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
     )
@@ -93,7 +97,7 @@ def work_page(
     signature = fingerprinter.sign(main_text, page_text=page_text)
     if signature is not None and keep_text:
         signature = replace(signature, stored_text=pack_text(main_text))
-    return PageWork(signature, capped)
+    return PageWork(signature, capped, hints)
 
 
 def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:

@@ -44,6 +44,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from simhash_filter.core.canonical import PageHints
     from simhash_filter.core.fingerprint import Fingerprinter
     from simhash_filter.core.signature import PageSignature
 
@@ -64,6 +65,8 @@ class WorkerReply(NamedTuple):
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
     reason: str | None = None
     """``Type: message`` of the exception when the page work raised (one line)."""
+    hints: PageHints | None = None
+    """The page's canonical hints (:class:`~simhash_filter.page.work.PageWork`)."""
 
 
 _PR_SET_DUMPABLE = 4
@@ -139,7 +142,13 @@ def serve(conn: Connection) -> None:
         started = time.process_time()
         try:
             work = work_job(fingerprinter, job, max_bytes=max_bytes)
-            reply = WorkerReply(work.signature, None, time.process_time() - started, work.capped)
+            reply = WorkerReply(
+                work.signature,
+                None,
+                time.process_time() - started,
+                work.capped,
+                hints=work.hints,
+            )
         except Exception as exc:
             reply = WorkerReply(
                 None,

@@ -28,7 +28,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import URL, Connection
 
@@ -54,21 +53,31 @@ from .engine import (
     sqlite_path,
 )
 from .faults import OutageRetry, WaitBounds
+from .hints import canonical_pairs, hint_key, was_seen
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
 from .opening import Request, settle
 from .reading import dropped_pages_select, drops_select, page_record_columns
-from .records import DuplicateRecord, Match, PageRecord, PageRow, StoreStats, Verdict
+from .records import (
+    CanonicalPair,
+    DuplicateRecord,
+    Match,
+    PageRecord,
+    PageRow,
+    StoreStats,
+    Supersession,
+    Verdict,
+)
 from .rekey import rekey
+from .scan import scan_near
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
-from .statements import IN_CHUNK, chunked, cursor_execute, statements_for
+from .statements import chunked, cursor_execute, statements_for
+from .supersede import Superseder
 from .upgrade import upgrade
 from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
 log = logging.getLogger(__name__)
-
-_SCAN_CHUNK = 100_000  # fingerprints per read of near()'s scan
 
 
 def _writer_queue(url: URL, bounds: WaitBounds) -> WriterQueue | None:
@@ -266,6 +275,9 @@ class FingerprintStore:
         """The match rule (None: a page within ``scheme.max_distance`` is a duplicate)."""
         self._judge = Judge(scheme.max_distance, rule)
         self._statements = statements_for(self._engine.dialect, scheme.n_tables)
+        self._superseder = Superseder(
+            self._transactions, self._statements, scheme=scheme, judge=self._judge
+        )
 
     @property
     def write_path(self) -> str:
@@ -301,12 +313,14 @@ class FingerprintStore:
         rows: list[RowToCheck],
         locks: WriteLocks | None,
         texts: Sequence[bytes | None] = (),
+        hints: Sequence[str | None] = (),
+        *,
         wait: float | None = None,
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction of the store's write path,
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
-        lock; ``texts`` (core/stored_text.py's bytes, one per row, or none at all) go with the
-        verdicts."""
+        lock; ``texts`` (core/stored_text.py's bytes) and ``hints`` (declared canonical URLs),
+        one per row or none at all, go with the verdicts."""
         return self._write_path.check_and_add(
             rows,
             locks,
@@ -315,6 +329,7 @@ class FingerprintStore:
             now=datetime.now(UTC),
             texts=texts,
             wait=wait,
+            hints=hints,
         )
 
     def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
@@ -339,6 +354,7 @@ class FingerprintStore:
         sketch: bytes | None = None,
         text: bytes | None = None,
         wait: float | None = None,
+        canonical: str | None = None,
     ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
 
@@ -351,10 +367,13 @@ class FingerprintStore:
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
-        stored with the page or with its drop. ``wait``: the lock wait (None: the bound).
+        stored with the page or with its drop; ``canonical``: the canonical URL the page
+        declares (core/canonical.py), likewise. ``wait``: the lock wait (None: the bound).
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
-        return self._check_rows(rows, locks, [_checked_text(text)], wait=wait)[0]
+        return self._check_rows(
+            rows, locks, [_checked_text(text)], [hint_key(canonical)], wait=wait
+        )[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000
@@ -370,18 +389,44 @@ class FingerprintStore:
             pages = [PageRow(*row) for row in chunk]  # a 3-tuple too
             batch = [self._row(*page[:4]) for page in pages]
             texts = [_checked_text(page.text) for page in pages]
+            hints = [hint_key(page.canonical) for page in pages]
             # a bulk load takes one exclusive database-wide lock; a small batch (the
             # pipeline's group commit) its rows' own table-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
-                verdicts.extend(self._check_rows(batch, None, texts))
+                verdicts.extend(self._check_rows(batch, None, texts, hints))
                 continue
             done = 0
             for part, locks in self._locks(batch):
-                verdicts.extend(self._check_rows(part, locks, texts[done : done + len(part)]))
-                done += len(part)
+                end = done + len(part)
+                verdicts.extend(self._check_rows(part, locks, texts[done:end], hints[done:end]))
+                done = end
         return verdicts
+
+    def supersede(self, page: PageRow, kept: Match) -> Supersession | None:
+        """Keep ``page`` in place of ``kept``, the stored page its check-and-add called it a
+        copy of, when the keep policy prefers it (core/keep.py: its canonical hints); None
+        when it does not, or when the swap was called off (store/supersede.py)."""
+        row, text = self._row(*page[:4]), _checked_text(page.text)
+        with self._errors():
+            return self._superseder.supersede(
+                self._read, row, hint_key(page.canonical), text, kept, datetime.now(UTC)
+            )
+
+    def canonical_pairs(
+        self, *, domain: str | None = None, since: datetime | None = None
+    ) -> Iterator[CanonicalPair]:
+        """Confirmed canonicals, oldest first: each logged copy that declared the page it
+        copies its canonical (the content check confirmed the hint), dropped or superseded.
+        Training pairs for URL rules: ``variant_url`` → ``canonical_url``, per ``domain``."""
+        with self._read() as conn:
+            yield from canonical_pairs(conn, domain=domain, since=since)
+
+    def was_seen(self, url: str) -> bool:
+        """True when ``url`` (canonicalized) is a kept page or a logged copy."""
+        with self._read() as conn:
+            return was_seen(conn, canonical_url(url))
 
     # -- reading
     def near(
@@ -400,43 +445,10 @@ class FingerprintStore:
                 f"k must be in 0..{self.scheme.max_distance} (the index's max_distance), got {k!r}"
             )
         if isinstance(self.scheme, MinHashLshScheme) and self.scheme.band_keys(sketch) is None:
-            return self._scan_near(fingerprint, limit)
+            with self._read() as conn:
+                return scan_near(conn, fingerprint, limit)
         probe_keys = self.scheme.probe_keys(fingerprint, sketch)
         return self._write_path.near(probe_keys, fingerprint, limit, scheme=self.scheme)
-
-    def _scan_near(self, fingerprint: int, limit: int) -> list[Match]:
-        """Every stored page within ``limit`` of ``fingerprint``, by reading every stored
-        fingerprint in chunks (what a bare fingerprint costs under the minhash-lsh index)."""
-        p = pages_table.c
-        hits: dict[int, tuple[int, int]] = {}  # page id -> (fingerprint, distance)
-        query = np.uint64(fingerprint)
-        with self._read() as conn:
-            last = None
-            while True:
-                stmt = (
-                    select(p.id, p.fingerprint)
-                    .where(p.dropped_at.is_(None))  # (a page out of the index is not near)
-                    .order_by(p.id)
-                    .limit(_SCAN_CHUNK)
-                )
-                if last is not None:
-                    stmt = stmt.where(p.id > last)
-                chunk = conn.execute(stmt).all()
-                if not chunk:
-                    break
-                last = chunk[-1][0]
-                fingerprints = np.fromiter((fp for _, fp in chunk), np.uint64, len(chunk))
-                distances = np.bitwise_count(fingerprints ^ query)
-                for i in np.flatnonzero(distances <= limit):
-                    page_id, stored = chunk[int(i)]
-                    hits[page_id] = (stored, int(distances[i]))
-            matches = [
-                Match(url, *hits[page_id], page_id)
-                for ids in chunked(hits, IN_CHUNK)
-                for page_id, url in conn.execute(select(p.id, p.url).where(p.id.in_(ids)))
-            ]
-        matches.sort(key=lambda m: (m.distance, m.url))
-        return matches
 
     def count_candidates(self, fingerprint: int, sketch: bytes | None = None) -> int:
         """How many key rows one probe for ``fingerprint`` (and ``sketch``) reads: the

@@ -37,6 +37,7 @@ from .faults import (
     is_outage,
     lock_holders,
 )
+from .hints import write_hints_after
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
 from .records import Match, StoreBusy, StoreError, StoreUnavailable, Verdict
 from .statements import stored_page
@@ -177,13 +178,14 @@ class PgWritePath:
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        hints: Sequence[str | None] = (),
         wait: float | None = None,
     ) -> list[Verdict]:
         """:meth:`WritePath.check_and_add`: the write, retried on a deadlock, a serialization
         failure, a lost insert race, and while an outage lasts (its retry, with backoff);
-        the texts in a transaction of their own once the verdicts are committed. ``wait``:
-        the lock wait of this write (None: the session's ``lock_timeout``); a lock wait
-        past it is :class:`StoreBusy`, naming the lock holders."""
+        the texts, and the hints, in a transaction of their own once the verdicts are
+        committed. ``wait``: the lock wait of this write (None: the session's
+        ``lock_timeout``); a lock wait past it is :class:`StoreBusy`, naming the holders."""
         outage = self._outage.start()
         attempt = 0
         while True:
@@ -219,6 +221,11 @@ class PgWritePath:
                 write_texts_after(self._engine, verdicts, texts, now)
             except (SQLAlchemyError, StoreError):  # the verdicts are committed: keep them
                 log.warning("could not store the texts of %d pages", len(rows), exc_info=True)
+        if any(hint is not None for hint in hints):
+            try:
+                write_hints_after(self._engine, verdicts, hints, now)
+            except (SQLAlchemyError, StoreError):  # evidence only: the verdicts stand
+                log.warning("could not store the hints of %d pages", len(rows), exc_info=True)
         return verdicts
 
     def _busy(self, reason: str, wait: float | None) -> StoreBusy:

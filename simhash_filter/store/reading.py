@@ -56,7 +56,16 @@ def reading(store: ReadableStore) -> Iterator[Connection]:
 def page_record_columns() -> tuple[Any, ...]:
     """The columns of a :class:`~.records.PageRecord`, in order."""
     p = pages_table.c
-    return (p.id, p.url, p.fingerprint, p.text_length, p.first_seen, p.last_seen, p.dropped_at)
+    return (
+        p.id,
+        p.url,
+        p.fingerprint,
+        p.text_length,
+        p.first_seen,
+        p.last_seen,
+        p.dropped_at,
+        p.canonical_url,
+    )
 
 
 def not_kept(url: Any) -> Any:
@@ -78,7 +87,16 @@ def drops_select() -> Select[Any]:
     d, p = duplicates_table.c, pages_table.c
     return (
         select(
-            d.id, d.url, d.fingerprint, p.url, p.fingerprint, d.distance, d.seen_at, d.similarity
+            d.id,
+            d.url,
+            d.fingerprint,
+            p.url,
+            p.fingerprint,
+            d.distance,
+            d.seen_at,
+            d.similarity,
+            d.canonical_url,
+            d.kind,
         )
         .join(pages_table, p.id == d.duplicate_of)
         .order_by(d.seen_at.desc(), d.id.desc())

@@ -58,6 +58,7 @@ class PageRow(NamedTuple):
     text_length: int = 0
     sketch: bytes | None = None  # the PageSignature's second signature, if computed
     text: bytes | None = None  # the main text to store (stored_text.pack_text), if kept
+    canonical: str | None = None  # the canonical URL the page declares (core/canonical.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class PageRecord:
     dropped_at: datetime | None = None
     """When the URL, re-crawled, was dropped as a copy of another page: it left the index
     then (its old version is what this record holds); None while it is in the index."""
+    canonical_url: str | None = None  # the canonical URL it declared when last checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,48 @@ class DuplicateRecord:
     distance: int
     seen_at: datetime
     similarity: float | None = None  # the sketches' estimate (None: judged by distance alone)
+    canonical_url: str | None = None  # the canonical URL the dropped page declared
+    kind: str | None = None
+    """None: dropped when it arrived; ``"superseded"``: kept until ``duplicate_of_url``
+    replaced it under the keep policy (store/supersede.py)."""
+
+    @property
+    def superseded(self) -> bool:
+        """True for a page that was kept, then replaced by the copy its cluster's hints name."""
+        return self.kind == "superseded"
+
+    @property
+    def confirmed_canonical(self) -> bool:
+        """True when the page it copies is the canonical it declared: the content check
+        confirmed the hint (a training pair for URL rules: :class:`CanonicalPair`)."""
+        return self.canonical_url is not None and self.canonical_url == self.duplicate_of_url
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """A kept page replaced by a copy under the keep policy (``FingerprintStore.supersede``)."""
+
+    old_url: str
+    """The page that was kept (now a ``superseded`` row of ``duplicates``)."""
+    new_url: str
+    """The copy kept in its place."""
+    old_page_id: int
+    new_page_id: int
+    distance: int
+    similarity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalPair:
+    """A confirmed canonical: ``variant_url`` declared ``canonical_url`` its canonical, and
+    the content check called it a copy of that page (``FingerprintStore.canonical_pairs``)."""
+
+    variant_url: str
+    canonical_url: str
+    domain: str
+    seen_at: datetime
+    superseded: bool = False
+    """True when the variant had been kept first and the canonical replaced it."""
 
 
 @dataclass(frozen=True, slots=True)

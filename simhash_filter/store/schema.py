@@ -39,7 +39,10 @@ SCHEMA_VERSION = 5
 4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
 ``bands`` rows; ``reindex`` converts 2 and 3. SQLite's tables are 3's (it reads 3 as 4).
 5 (additive: a 4 is upgraded when it opens, upgrade.py): ``pages.dropped_at``, set when a
-stored URL's new content is dropped as a copy of another page (the row leaves the index)."""
+stored URL's new content is dropped as a copy of another page (the row leaves the index); the
+keep policy's records: ``pages.canonical_url`` and ``duplicates.canonical_url`` (the canonical
+URL the page declared) and ``duplicates.kind`` (NULL: dropped; ``superseded``: a page that was
+kept until the copy its cluster's hints name replaced it, store/supersede.py)."""
 
 ADDITIVE_SINCE = 4
 """The oldest schema version a database is upgraded from when it opens: every table and
@@ -117,6 +120,8 @@ class Page(Base):
     dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     """Set when the URL, re-crawled, was dropped as a copy of another page: the row is out
     of the index (no table keys) and kept for its history; NULL while it is in the index."""
+    canonical_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The canonical URL the page declared when last checked (schema 5), canonicalized."""
 
 
 class TableKeyEntry(Base):
@@ -150,6 +155,14 @@ class Duplicate(Base):
     distance: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False, index=True)
+    canonical_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The canonical URL the dropped page declared (schema 5), canonicalized."""
+    kind: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """None: dropped when it arrived; :data:`SUPERSEDED`: kept, then replaced (schema 5)."""
+
+
+SUPERSEDED = "superseded"
+"""``duplicates.kind`` of a page the keep policy replaced by a copy (store/supersede.py)."""
 
 
 class PageText(Base):

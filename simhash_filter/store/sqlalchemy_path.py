@@ -20,6 +20,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 from .batch import Judge, RowToCheck, decide_batch
 from .cursors import RawCursors
 from .encoding import from_sql_int, to_sql_int
+from .hints import write_hints
 from .locks import WriteLocks, WriteTransactions
 from .records import Match, Verdict
 from .statements import SqlBatchIO, cursor_execute, statements_for
@@ -49,11 +50,14 @@ class SqlAlchemyPath:
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        hints: Sequence[str | None] = (),
         wait: float | None = None,
     ) -> list[Verdict]:
-        """:meth:`~.write_path.WritePath.check_and_add`: verdicts and texts, one transaction."""
+        """:meth:`~.write_path.WritePath.check_and_add`: verdicts, texts and hints, one
+        transaction."""
         statements = statements_for(self._dialect, scheme.n_tables)
         with_texts = any(blob is not None for blob in texts)
+        with_hints = any(hint is not None for hint in hints)
 
         def work(conn: Connection) -> list[Verdict]:
             verdicts = decide_batch(
@@ -65,6 +69,8 @@ class SqlAlchemyPath:
             )
             if with_texts:
                 write_texts(conn, verdicts, texts, now)
+            if with_hints:
+                write_hints(conn, verdicts, hints, now)
             return verdicts
 
         return self._transactions.run(work, locks=locks, wait=wait)
@@ -84,7 +90,7 @@ class SqlAlchemyPath:
                 distance = ((stored ^ signed) & _U64).bit_count()  # two's complement alike
                 if distance <= limit:
                     hits[page_id] = (from_sql_int(stored), distance)
-            for page_id in hits:  # usually none or one; pages are never deleted
+            for page_id in hits:  # usually none or one (a page superseded meanwhile: no URL)
                 for (url,) in execute(
                     statements.url_by_id.sql, statements.url_by_id.bind([page_id])
                 ):

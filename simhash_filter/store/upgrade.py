@@ -15,11 +15,23 @@ from sqlalchemy.engine import Connection
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
-from .schema import ADDITIVE_SINCE, SCHEMA_VERSION, SQLITE_SAME_AS, meta_table, pages_table
+from .schema import (
+    ADDITIVE_SINCE,
+    SCHEMA_VERSION,
+    SQLITE_SAME_AS,
+    duplicates_table,
+    meta_table,
+    pages_table,
+)
 
-__all__ = ["ADDED_COLUMNS", "upgrade"]
+__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade"]
 
-ADDED_COLUMNS: tuple[tuple[Table, str], ...] = ((pages_table, "dropped_at"),)
+ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
+    (pages_table, "dropped_at"),
+    (pages_table, "canonical_url"),  # the keep policy's hints (store/hints.py)
+    (duplicates_table, "canonical_url"),
+    (duplicates_table, "kind"),  # NULL: dropped; "superseded" (store/supersede.py)
+)
 """The nullable columns added since :data:`~.schema.ADDITIVE_SINCE`, by table."""
 
 
@@ -30,6 +42,11 @@ def _missing(conn: Connection) -> list[tuple[Table, str]]:
         for table in {table for table, _ in ADDED_COLUMNS}
     }
     return [(table, name) for table, name in ADDED_COLUMNS if name not in present[table.name]]
+
+
+def missing_columns(conn: Connection) -> list[tuple[str, str]]:
+    """The (table, column) names of :data:`ADDED_COLUMNS` the database lacks."""
+    return [(table.name, name) for table, name in _missing(conn)]
 
 
 def _stored_version(conn: Connection) -> int | None:

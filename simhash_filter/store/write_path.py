@@ -65,12 +65,14 @@ class WritePath(Protocol):
         scheme: IndexScheme,
         now: datetime,
         texts: Sequence[bytes | None],
+        hints: Sequence[str | None] = (),
         wait: float | None = None,
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one transaction, committed on return, under the
         advisory ``locks`` (PostgreSQL; None: the database-wide lock exclusive); store
-        ``texts`` (one per row, or none at all) with the verdicts. ``wait``: seconds this
-        write may wait for a lock (None: the store's bound); past it, ``StoreBusy``."""
+        ``texts`` and ``hints`` (declared canonical URLs; one per row, or none at all) with
+        the verdicts (store/hints.py). ``wait``: seconds this write may wait for a lock
+        (None: the store's bound); past it, ``StoreBusy``."""
         ...
 
     def near(

@@ -402,6 +402,9 @@ class PickyStore:
             raise StoreError("a batch with a bad row")
         return self.store.add_many(rows)
 
+    def supersede(self, page: PageRow, kept: Any) -> Any:
+        return self.store.supersede(page, kept)
+
     def close(self) -> None:
         self.store.close()
 

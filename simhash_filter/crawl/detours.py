@@ -1,0 +1,114 @@
+"""Canonical first: a variant whose declared canonical was never seen waits, held in memory,
+while its canonical is fetched and checked; then it is replayed through the same check.
+
+``NearDuplicateMiddleware`` (``SIMHASH_FILTER_KEEP = "canonical"``) holds the variant's
+response and its finished page work (no second download, no second parse), schedules the
+canonical with the variant's callback, and releases every variant held for it once the
+canonical's outcome is known: its response checked, any other status, a download error, or
+its request dropped (e.g. by the dupefilter, when the crawl fetched it already). A released
+variant is replayed: its request again (``dont_filter``), answered from memory by the
+middleware, checked like any response: a copy of the canonical is dropped, anything else
+(the canonical differs, 404s, cannot be reached) is kept. Nothing is lost; at most
+:data:`MAX_HELD` responses wait at once (past it, a variant is checked at once, and its
+canonical, when it comes, supersedes it), and an idle spider releases them all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING, NamedTuple
+
+from scrapy.exceptions import IgnoreRequest
+
+if TYPE_CHECKING:
+    from scrapy.http import Request, Response
+
+    from simhash_filter.page.work import PageWork
+
+__all__ = [
+    "DETOUR_META_KEY",
+    "MAX_HELD",
+    "REPLAY_META_KEY",
+    "CanonicalFirst",
+    "Detours",
+    "Held",
+]
+
+MAX_HELD = 512
+"""Variant responses held in memory at most, waiting for their canonicals."""
+DETOUR_META_KEY = "simhash_filter_canonical_for"
+"""Meta key of a canonical's request scheduled by the middleware: the key it releases."""
+REPLAY_META_KEY = "simhash_filter_replay"
+"""Meta key of a held variant's replayed request: the token of its held response."""
+
+
+class CanonicalFirst(IgnoreRequest):
+    """The variant's response waits for its canonical (``simhash_filter.crawl.detours``); its
+    request is replayed once the canonical's outcome is known. An errback sees this first."""
+
+
+class Held(NamedTuple):
+    """A variant waiting for its canonical: its request, response and page work."""
+
+    request: Request
+    response: Response
+    work: PageWork
+
+
+class Detours:
+    """The variants held for their canonicals (thread-safe, bounded by ``limit``)."""
+
+    def __init__(self, limit: int = MAX_HELD) -> None:
+        self._limit = limit
+        self._waiting: dict[str, list[Held]] = {}  # canonical key -> variants
+        self._replays: dict[str, Held] = {}  # replay token -> released variant
+        self._tokens = itertools.count()
+        self._lock = threading.Lock()
+
+    def held(self) -> int:
+        """Variants waiting now."""
+        with self._lock:
+            return sum(map(len, self._waiting.values()))
+
+    def waits_for(self, key: str) -> bool:
+        """True when variants wait for the canonical ``key``."""
+        with self._lock:
+            return key in self._waiting
+
+    def hold(self, key: str, variant: Held) -> bool | None:
+        """Hold ``variant`` for the canonical ``key``: True when it is the first (its
+        canonical must be scheduled), False when others wait for it too, None when the
+        bound is reached (not held)."""
+        with self._lock:
+            if sum(map(len, self._waiting.values())) + len(self._replays) >= self._limit:
+                return None
+            waiting = self._waiting.setdefault(key, [])
+            waiting.append(variant)
+            return len(waiting) == 1
+
+    def release(self, key: str | None = None) -> list[Request]:
+        """The replay requests of the variants held for ``key`` (None: all of them)."""
+        with self._lock:
+            if key is None:
+                released = [v for held in self._waiting.values() for v in held]
+                self._waiting.clear()
+            else:
+                released = self._waiting.pop(key, [])
+            requests = []
+            for variant in released:
+                token = str(next(self._tokens))
+                self._replays[token] = variant
+                meta = {**variant.request.meta, REPLAY_META_KEY: token}
+                requests.append(variant.request.replace(dont_filter=True, meta=meta))
+            return requests
+
+    def peek(self, token: str) -> Held | None:
+        """The released variant of a replay token (it stays until :meth:`replay`)."""
+        with self._lock:
+            return self._replays.get(token)
+
+    def replay(self, token: str) -> Held | None:
+        """The released variant of a replay token (once)."""
+        with self._lock:
+            return self._replays.pop(token, None)

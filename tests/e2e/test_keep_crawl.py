@@ -1,0 +1,146 @@
+"""A real ``scrapy crawl`` over a loopback site whose variants are linked before their
+canonicals: the kept URL is the canonical in every cluster, no article is kept twice, a
+canonical that 404s loses nothing, and wrong canonicals (pages naming the home page) change
+nothing; with the pipeline alone (supersede) and with the middleware (canonical first)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from support.crawl import CrawlResult, run_scrapy
+
+from crawler.articles import ENGLISH_ARTICLES
+from crawler.testsite.server import Page, SiteServer
+from simhash_filter.store import FingerprintStore, canonical_url
+from simhash_filter.store.reports import iter_pages
+
+pytestmark = pytest.mark.slow  # real `scrapy crawl` subprocesses
+
+FAST = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "INFO"}
+CLUSTERS = 3  # articles 0..2: two variants linked from home, the canonical only from them
+LOST = 3  # article 3: its variants name a canonical that 404s
+WRONG = (4, 5)  # articles 4 and 5 each name the home page as their canonical
+
+
+def article_page(n: int, canonical: str | None, note: str, links: str = "") -> Page:
+    article = ENGLISH_ARTICLES[n]
+    head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+    paragraphs = "".join(f"<p>{p}</p>" for p in article.paragraphs)
+    html = (
+        f"<html><head><title>{article.title}</title>{head}</head><body>"
+        f"<nav><a href='/'>Home</a></nav><article><h1>{article.title}</h1>{paragraphs}"
+        f"<p>{note}</p></article>{links}</body></html>"
+    )
+    return Page(html.encode())
+
+
+def build_site() -> dict[str, Page]:
+    pages: dict[str, Page] = {}
+    home_links = []
+    for n in (*range(CLUSTERS), LOST):
+        canonical = f"/articles/{n}"
+        to_canonical = f"<a href='{canonical}'>Read it on the web</a>"
+        variants = [f"/print/{n}", f"/amp/{n}"]
+        for variant, note in zip(variants, ("Printed edition.", "AMP."), strict=True):
+            pages[variant] = article_page(n, canonical, note, to_canonical)
+        if n == 0:  # home links only the canonical under a query w3lib reorders (the server
+            # ignores queries), so it is kept first: the signal's URLs are in the store's form
+            home_links.append(f"{canonical}?utm_source=home&utm_campaign=spring")
+            to_variants = "".join(f"<a href='{v}'>{v}</a>" for v in variants)
+            pages[canonical] = article_page(n, canonical, "Web edition.", to_variants)
+            continue
+        home_links += variants
+        if n != LOST:
+            pages[canonical] = article_page(n, canonical, "Web edition.")
+        else:
+            pages[canonical] = Page(b"<html><body>Not here</body></html>", status=404)
+    for n in WRONG:
+        pages[f"/wrong/{n}"] = article_page(n, "/", "Our site.")
+        home_links.append(f"/wrong/{n}")
+    links = "".join(f"<li><a href='{path}'>{path}</a></li>" for path in home_links)
+    head = "<head><link rel='canonical' href='/'></head>"
+    pages["/"] = Page(f"<html>{head}<body><ul>{links}</ul></body></html>".encode())
+    pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+    return pages
+
+
+@pytest.fixture
+def site() -> Iterator[SiteServer]:
+    with SiteServer(build_site()) as server:
+        yield server
+
+
+def crawl(
+    site: SiteServer, workdir: Path, **settings: object
+) -> tuple[CrawlResult, list[str], list[str]]:
+    """The crawl, the paths of the pages kept in the store, and those of the storage
+    pipeline's file (crawler/pipelines.py)."""
+    db = f"sqlite:///{workdir / 'dedup.db'}"
+    kept_file = workdir / "kept.jsonl"
+    result = run_scrapy(
+        ["crawl", "site", "-a", f"start_url={site.url('/')}"],
+        cwd=workdir,
+        settings={**FAST, "SIMHASH_FILTER_DATABASE_URL": db, "KEPT_PAGES_FILE": kept_file}
+        | settings,
+    )
+    assert result.returncode == 0, result.log[-5000:]
+    assert result.stats.get("finish_reason") == "finished", result.log[-5000:]
+    with FingerprintStore.open_existing(db) as store:
+        kept = sorted(path_of(page.url) for page in iter_pages(store))
+    lines = kept_file.read_text().splitlines()
+    stored = sorted(path_of(json.loads(line)["url"]) for line in lines)
+    return result, kept, stored
+
+
+def path_of(url: str) -> str:
+    """Path and query of ``url`` in the store's canonical form."""
+    parts = urlsplit(canonical_url(url))
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def check_kept(kept: list[str]) -> None:
+    """The canonical of every cluster, one variant of the article whose canonical 404s, and
+    both articles with wrong canonicals (the home page, a list of links, has no text):
+    nothing lost, nothing twice."""
+    lost_variants = {f"/print/{LOST}", f"/amp/{LOST}"}
+    expected = {*(f"/articles/{n}" for n in range(CLUSTERS)), *(f"/wrong/{n}" for n in WRONG)}
+    assert expected <= set(kept), kept
+    (survivor,) = set(kept) - expected
+    assert survivor in lost_variants
+    assert len(kept) == len(expected) + 1
+
+
+def test_pipeline_keeps_the_canonical_by_superseding(site: SiteServer, tmp_path: Path) -> None:
+    result, kept, stored = crawl(site, tmp_path)
+    check_kept(kept)
+    assert result.stats.get("simhash_filter/superseded") == CLUSTERS
+    assert stored == sorted(["/", *kept])  # superseded items replaced (home: no text)
+    with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
+        superseded = [d for d in store.duplicates() if d.superseded]
+        assert len(superseded) == CLUSTERS
+        assert all(urlsplit(d.duplicate_of_url).path.startswith("/articles/") for d in superseded)
+        pairs = list(store.canonical_pairs())
+        assert len(pairs) == 2 * CLUSTERS + 1  # each variant, dropped or superseded, confirmed
+
+
+def test_middleware_fetches_the_canonical_first(site: SiteServer, tmp_path: Path) -> None:
+    result, kept, stored = crawl(site, tmp_path, SIMHASH_FILTER_MIDDLEWARE=True)
+    check_kept(kept)
+    assert stored == sorted(["/", *kept])
+    assert result.stats.get("simhash_filter/canonical_first", 0) >= CLUSTERS + 1
+    assert result.stats.get("simhash_filter/superseded", 0) == 0  # never kept a variant first
+    variants = [p for p in site.requested if p.startswith(("/print/", "/amp/"))]
+    assert sorted(variants) == sorted(set(variants))  # held in memory, never fetched twice
+    items = [urlsplit(item["url"]).path for item in result.items]
+    assert not any(path.startswith(("/print/0", "/amp/0", "/print/1", "/amp/1")) for path in items)
+
+
+def test_keep_first_keeps_a_variant(site: SiteServer, tmp_path: Path) -> None:
+    result, kept, _ = crawl(site, tmp_path, SIMHASH_FILTER_KEEP="first")
+    canonicals = {f"/articles/{n}" for n in range(CLUSTERS)}
+    assert not canonicals & set(kept)  # the canonicals came after their variants
+    assert result.stats.get("simhash_filter/superseded", 0) == 0
