@@ -89,9 +89,11 @@ def crawl(
     workers: int | None = None,
     rss_samples: list[tuple[float, int, int]] | None = None,
     store_text: bool = False,
+    code: Path | None = None,
 ) -> dict[str, Any]:
     """One crawl in a subprocess; its stats plus ``bench/*`` CPU and wall times. With
-    ``rss_samples``, (seconds, crawl process RSS, page workers' RSS) every second."""
+    ``rss_samples``, (seconds, crawl process RSS, page workers' RSS) every second. ``code``:
+    the checkout whose ``simhash_filter`` the crawl imports (default: this one)."""
     stats_path = workdir / "stats.json"
     stats_path.unlink(missing_ok=True)
     db = workdir / "bench.db"
@@ -118,7 +120,7 @@ def crawl(
     command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(code or ROOT))
     env.pop("SCRAPY_SETTINGS_MODULE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     server_before = time.process_time()  # this process: the site server's threads, else idle
@@ -252,6 +254,7 @@ class Variant(NamedTuple):
     filter_on: bool
     workers: int | None = None
     store_text: bool = False  # SIMHASH_FILTER_STORE_TEXT
+    code: Path | None = None  # another checkout's simhash_filter (``--base``)
 
 
 OFF = Variant("filter off", False)
@@ -267,8 +270,8 @@ class Scenario(NamedTuple):
     variants: tuple[Variant, ...]
 
 
-def scenarios(part: str, latency: float) -> list[Scenario]:
-    """The crawls of one ``--part``."""
+def scenarios(part: str, latency: float, base: Path | None = None) -> list[Scenario]:
+    """The crawls of one ``--part`` (``cost``: with the ``--base`` checkout's filter too)."""
     pools = tuple(Variant(f"pool, {n} worker{'s' * (n > 1)}", True, n) for n in (1, 2))
     loopback = "loopback, CPU-bound"
     parts = {
@@ -277,6 +280,16 @@ def scenarios(part: str, latency: float) -> list[Scenario]:
         "latency": [
             Scenario(f"{latency:g} s latency", latency, 4, mode, (OFF, DEFAULT))
             for mode in ("html", "text")
+        ],
+        "cost": [
+            Scenario(
+                loopback,
+                0.0,
+                32,
+                "html",
+                (OFF, DEFAULT)
+                + ((Variant("base (WORKERS unset)", True, None, False, base),) if base else ()),
+            )
         ],
         "storetext": [
             Scenario(
@@ -328,7 +341,11 @@ def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
 
 
 def run_part(
-    part: str, corpus: list[tuple[str, str, bytes]], repeats: int, latency: float
+    part: str,
+    corpus: list[tuple[str, str, bytes]],
+    repeats: int,
+    latency: float,
+    base: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Crawl every variant of the part's scenarios, interleaved, ``repeats`` times."""
     from simhash_filter.page.pool import usable_cpus
@@ -336,7 +353,7 @@ def run_part(
     cores = usable_cpus()
     site, _ = build_bench_site(corpus)
     rows = []
-    for scenario in scenarios(part, latency):
+    for scenario in scenarios(part, latency, base):
         with (
             tempfile.TemporaryDirectory() as tmp,
             SiteServer(site, latency=scenario.latency) as server,
@@ -355,6 +372,7 @@ def run_part(
                             concurrency=scenario.concurrency,
                             workers=variant.workers,
                             store_text=variant.store_text,
+                            code=variant.code,
                         )
                     )
                     print(".", end="", flush=True, file=sys.stderr)
@@ -373,6 +391,11 @@ def run_part(
                 row["vs_default"] = row["pages_per_second"] / base[DEFAULT]["pages_per_second"]
             if THREADS in base:
                 row["vs_threads"] = row["pages_per_second"] / base[THREADS]["pages_per_second"]
+            if OFF in base and variant.filter_on:  # the filter's own CPU, and wall time
+                row["filter_cpu_ms_per_page"] = (
+                    row["cpu_ms_per_page"] - base[OFF]["cpu_ms_per_page"]
+                )
+                row["wall_vs_off"] = base[OFF]["pages_per_second"] / row["pages_per_second"]
             rows.append(row)
     print(file=sys.stderr)
     return rows
@@ -432,6 +455,17 @@ def print_memory(result: dict[str, Any]) -> None:
     print(f"| max | {result['rss_max_crawl_mib']:.0f} | {result['rss_max_workers_mib']:.0f} |")
 
 
+def print_cost(rows: list[dict[str, Any]]) -> None:
+    """The filter's own CPU a page (on minus off) and the wall time over the crawl without it."""
+    costed = [r for r in rows if "filter_cpu_ms_per_page" in r]
+    if not costed:
+        return
+    print("\n| variant | filter CPU ms/page (on - off) | wall time / filter off |")
+    print("| --- | ---: | ---: |")
+    for r in costed:
+        print(f"| {r['variant']} | {r['filter_cpu_ms_per_page']:.1f} | {r['wall_vs_off']:.2f}x |")
+
+
 def print_crawls(rows: list[dict[str, Any]]) -> None:
     print(
         "| crawl | item | variant | pages/s | vs off | vs threads "
@@ -462,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
         "--part",
-        choices=("html", "text", "latency", "stages", "memory", "storetext"),
+        choices=("html", "text", "latency", "stages", "memory", "storetext", "cost", "profile"),
         default="html",
         help="which crawls to run (each part is one run of a few minutes)",
     )
@@ -471,6 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--clusters", type=int, default=4000, help="generated articles of the memory part"
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="cost: a checkout of another commit (e.g. a git worktree of main) crawled too",
     )
     args = parser.parse_args(argv)
     if not (args.data / "pages_en").is_dir():
@@ -484,14 +524,23 @@ def main(argv: list[str] | None = None) -> int:
         result = run_memory(args.clusters)
         print_memory(result)
         path = write_results("bench_crawl-memory", result)
+    elif args.part == "profile":
+        # imported here: the spider module is loaded by crawls of a --base checkout too
+        from bench.crawl_profile import print_profile, stage_profile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            profile = stage_profile(corpus, Path(tmp))
+        print_profile(profile)
+        path = write_results("bench_crawl-profile", profile)
     elif args.part == "stages":
         with tempfile.TemporaryDirectory() as tmp:
             stages = stage_times(corpus, Path(tmp))
         print_stages(stages)
         path = write_results("bench_crawl-stages", stages)
     else:
-        rows = run_part(args.part, corpus, args.repeats, args.latency)
+        rows = run_part(args.part, corpus, args.repeats, args.latency, args.base)
         print_crawls(rows)
+        print_cost(rows)
         print(
             "\nCPU ms/page: user+system CPU of the crawl process and its page workers (start-up "
             "included) per response; the workers' share is their page work plus their start.\n"

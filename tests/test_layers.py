@@ -3,7 +3,8 @@
 - ``core``: nothing else of the package; of the rest, the stdlib, jieba, mmh3 and numpy.
 - ``index`` (the index kinds): the core only.
 - ``page`` (the page work): the core only (and trafilatura, lxml).
-- ``store``: the core and the index kinds (and SQLAlchemy, psycopg); never Scrapy.
+- ``urls`` (URL rules): nothing else of the package (and w3lib).
+- ``store``: the core, the index kinds and the URL rules (and SQLAlchemy, psycopg); never Scrapy.
 - ``cli``: anything but the Scrapy side (``crawl``).
 - no import cycle between modules, no module over 600 lines, no function over 80 lines.
 
@@ -24,14 +25,15 @@ PACKAGE = "simhash_filter"
 MAX_LINES = 600
 MAX_FUNCTION_LINES = 80
 
-LAYERS = ("core", "index", "page", "store", "crawl", "cli")
+LAYERS = ("core", "index", "page", "urls", "store", "crawl", "cli")
 MAY_IMPORT = {
     "core": set(),
     "index": {"core"},
     "page": {"core"},
-    "store": {"core", "index"},
-    "crawl": {"core", "index", "page", "store"},
-    "cli": {"core", "index", "page", "store"},
+    "urls": set(),
+    "store": {"core", "index", "urls"},
+    "crawl": {"core", "index", "page", "urls", "store"},
+    "cli": {"core", "index", "page", "urls", "store"},
 }
 """The package's layers each layer may import, besides itself."""
 
@@ -39,6 +41,7 @@ THIRD_PARTY = {
     "core": {"jieba", "mmh3", "numpy", "rjieba"},
     "index": {"numpy"},
     "page": {"trafilatura", "lxml", "lxml_html_clean", "charset_normalizer", "w3lib"},
+    "urls": {"w3lib"},
 }
 """The outside packages a pure layer may import (the stdlib always)."""
 

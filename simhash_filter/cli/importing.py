@@ -83,7 +83,7 @@ class Fingerprinted(NamedTuple):
 
 
 def _signed(record: SourceRecord, signature: PageSignature | None) -> Fingerprinted:
-    if signature is None:
+    if signature is None or signature.exact:  # too little text: no text (not keyed on import)
         return Fingerprinted(record.url, None, 0, None)
     return Fingerprinted(
         record.url,

@@ -43,6 +43,9 @@ class PageSignature:
     """Characters of the main text."""
     stored_text: bytes | None = None
     """The main text packed for the store (``STORE_TEXT``: stored_text.pack_text), or None."""
+    exact: bool = False
+    """Signed by the page's bytes, not its text (too little text to fingerprint): only a
+    byte-identical page matches it (:mod:`.content_key`)."""
 
 
 @dataclass(frozen=True, slots=True)

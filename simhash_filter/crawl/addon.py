@@ -6,22 +6,33 @@ The add-on registers :class:`~simhash_filter.crawl.pipeline.NearDuplicatePipelin
 ``ITEM_PIPELINES`` (at :data:`PIPELINE_PRIORITY`, unless the project already lists it), and,
 when ``SIMHASH_FILTER_MIDDLEWARE`` is True,
 :class:`~simhash_filter.crawl.middleware.NearDuplicateMiddleware` in ``DOWNLOADER_MIDDLEWARES``
-too. Every other setting keeps its ``SIMHASH_FILTER_*`` default.
+too. Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
+``REQUEST_FINGERPRINTER_CLASS`` to :class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter`
+(at the add-on's priority: a fingerprinter the project set stays), adds the
+:class:`~simhash_filter.crawl.request_filter.RequestFilter` extension, and replaces
+scrapy-redis's dupefilter by :class:`~simhash_filter.crawl.redis_dupefilter.RedisDupeFilter`.
+Every other setting keeps its ``SIMHASH_FILTER_*`` default.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .fingerprinter import RuleFingerprinter
 from .middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from .middleware import NearDuplicateMiddleware
 from .pipeline import NearDuplicatePipeline
+from .request_filter import RequestFilter
 from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-__all__ = ["PIPELINE_PRIORITY", "Addon"]
+__all__ = ["EXTENSION_PRIORITY", "PIPELINE_PRIORITY", "Addon"]
+
+EXTENSION_PRIORITY = 500
+REDIS_DUPEFILTER = "simhash_filter.crawl.redis_dupefilter.RedisDupeFilter"
+SCRAPY_REDIS_DUPEFILTER = "scrapy_redis.dupefilter.RFPDupeFilter"
 
 PIPELINE_PRIORITY = 250
 """Early: near-duplicates are dropped before storage pipelines (usually 300 and up) see them."""
@@ -38,7 +49,28 @@ class Addon:
         settings.setdefault_in_component_priority_dict(
             "ITEM_PIPELINES", NearDuplicatePipeline, PIPELINE_PRIORITY
         )
-        if crawl_config(settings).middleware:
+        config = crawl_config(settings)
+        if config.middleware:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
+            )
+        if config.enabled and config.request_filter:
+            self._request_side(settings)
+
+    @staticmethod
+    def _request_side(settings: Settings) -> None:
+        settings.set("REQUEST_FINGERPRINTER_CLASS", RuleFingerprinter, priority="addon")
+        settings.setdefault_in_component_priority_dict(
+            "EXTENSIONS", RequestFilter, EXTENSION_PRIORITY
+        )
+        dupefilter = settings.get("DUPEFILTER_CLASS")
+        if (
+            dupefilter == SCRAPY_REDIS_DUPEFILTER
+            or getattr(dupefilter, "__module__", "") + "." + getattr(dupefilter, "__name__", "")
+            == SCRAPY_REDIS_DUPEFILTER
+        ):
+            settings.set(
+                "DUPEFILTER_CLASS",
+                REDIS_DUPEFILTER,
+                priority=settings.getpriority("DUPEFILTER_CLASS") or "addon",
             )

@@ -157,6 +157,10 @@ class Config:
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
     outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
+    request_filter: bool = True  # fingerprint requests by their canonical form (URL rules)
+    universal_rules: bool = True  # tracking and session parameters are rules on every host
+    rule_min_support: int = 3  # supporting pairs before a learned rule skips requests
+    rule_sample: int = 20  # 1 in N of a rule's predictions is still fetched and checked
     keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
@@ -214,6 +218,12 @@ class Config:
             raise ValueError(
                 f"{_name('OUTAGE_RETRY')} must be a number of seconds >= 0, got {self.outage_retry}"
             )
+        if self.rule_min_support < 1:
+            raise ValueError(
+                f"{_name('RULE_MIN_SUPPORT')} must be >= 1, got {self.rule_min_support}"
+            )
+        if self.rule_sample < 1:
+            raise ValueError(f"{_name('RULE_SAMPLE')} must be >= 1, got {self.rule_sample}")
         if not (0 < self.page_timeout < float("inf")):
             raise ValueError(
                 f"{_name('PAGE_TIMEOUT')} must be a number of seconds > 0, got {self.page_timeout}"
@@ -258,6 +268,12 @@ class Config:
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
             lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
             outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
+            request_filter=_bool(settings, "REQUEST_FILTER", defaults.request_filter),
+            universal_rules=_bool(settings, "UNIVERSAL_RULES", defaults.universal_rules),
+            rule_min_support=_int(
+                settings, "RULE_MIN_SUPPORT", defaults.rule_min_support, minimum=1
+            ),
+            rule_sample=_int(settings, "RULE_SAMPLE", defaults.rule_sample, minimum=1),
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),

@@ -118,6 +118,8 @@ class PageFilter:
         self._next_catch_up = 0.0
         self._caught_up = _CatchUpCount()
         self._tasks: set[asyncio.Future[None]] = set()
+        self.listeners: list[Callable[[FilterResult], None]] = []
+        """Called with every recorded result (the URL rules learn from the verdicts)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
@@ -215,6 +217,11 @@ class PageFilter:
         return pool
 
     @property
+    def store(self) -> StoreLike | None:
+        """The open store, or None (not open yet, or closed)."""
+        return self._store
+
+    @property
     def pool(self) -> PagePool | None:
         """The running page pool, or None (the thread path)."""
         return self._pool
@@ -308,9 +315,11 @@ class PageFilter:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
         outcome = Outcome.of(verdict)
+        if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
+            outcome = Outcome.NO_TEXT
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
-            superseded=superseded,
+            superseded=superseded, exact=signature.exact,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -413,8 +422,12 @@ class PageFilter:
         """Count the check and log what needs logging: the first drop at INFO with a hint,
         every drop at INFO under ``DEBUG``; ``log_each_drop`` (the middleware, whose
         ``IgnoreRequest`` Scrapy does not log, unlike the pipeline's ``DropItem``) the
-        others at DEBUG."""
+        others at DEBUG. The listeners are told too."""
+        for listener in self.listeners:
+            listener(check)
         self.stats.inc_value(STATS_PREFIX + check.outcome.value)
+        if check.exact:
+            self.stats.inc_value(STATS_PREFIX + "exact_content")
         for cap in check.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.superseded is not None:

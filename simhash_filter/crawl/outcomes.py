@@ -10,12 +10,17 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   near-duplicate of *another* page is ``dropped``); the item passes.
 - ``no_text``: no text field, no extractable HTML, or fewer tokens than ``MIN_TOKENS``; the
   item passes unfingerprinted (an empty page must not collide with every other empty page).
+  Such a page is still checked by its bytes (``exact_content``, below): it is recorded, and
+  a byte-identical copy of it under another URL is ``dropped``.
 - ``too_deep``: no text because the page is nested deeper than even the ``huge_tree`` parser
   reads (2,048 elements: its text is lost in the parser); the item passes unfingerprinted,
   counted apart from ``no_text`` so that a page hiding its text this way is seen.
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
   main text matched a stored page's, but the visible pages around them differ, so it is an
   extraction failure rather than a copy, and the page was admitted.
+- ``exact_content`` (not disjoint: also ``no_text`` or ``dropped``): the page had too little
+  text and was checked by its exact-content key (its bytes, white space runs collapsed;
+  :mod:`simhash_filter.core.content_key`), which only a byte-identical page matches.
 - ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"canonical"`` the page,
   a copy of a kept page, is the URL the cluster's canonical hints name, so it is kept in that
   page's place and the other is recorded as superseded (docs/keep.md); the pipeline sends
@@ -87,6 +92,9 @@ class FilterResult:
     error: BaseException | None = None
     capped: tuple[str, ...] = ()
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
+    exact: bool = False
+    """The page had too little text and was checked by its bytes (its exact-content key):
+    ``no_text`` when new, ``dropped`` as an exact copy of a stored page."""
     declared: str | None = None
     """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
     in the store's canonical form, or None."""

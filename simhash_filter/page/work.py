@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from simhash_filter.core.canonical import PageHints
+from simhash_filter.core.content_key import content_key, exact_signature
 from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.core.text import long_runs
@@ -57,7 +58,9 @@ def sign_page(
     max_bytes: int,
     keep_text: bool = False,
 ) -> PageSignature | None:
-    """The page's signature, or None when it has too little text to fingerprint.
+    """The page's signature, or None when it has no content (an empty or binary body, no
+    text): a page with too little text to fingerprint is signed by its bytes
+    (:attr:`PageSignature.exact`), so that only its exact copies match it.
 
     The main text is ``text`` when it is a non-blank str, else the main text extracted from
     ``html`` (str or bytes); anything else counts as no text. With HTML, the page's whole
@@ -78,7 +81,9 @@ def work_page(
     max_bytes: int,
     keep_text: bool = False,
 ) -> PageWork:
-    """:func:`sign_page`, with the caps the page met."""
+    """:func:`sign_page`, with the caps the page met. A page with too little text to
+    fingerprint is signed by its bytes (:func:`~simhash_filter.core.content_key.exact_signature`
+    of the HTML, else of the text): its exact copies are still caught."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     capped: tuple[str, ...] = ()
@@ -88,16 +93,34 @@ def work_page(
         main_text = main_text or page.text
         page_text = page.visible
         capped, hints = page.capped, page.hints
-    if not main_text:
+    signature = None
+    if main_text:
+        capped += tuple(
+            cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
+        )
+        # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
+        signature = fingerprinter.sign(main_text, page_text=page_text)
+    if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
         return PageWork(None, capped, hints)
-    capped += tuple(
-        cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
-    )
-    # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-    signature = fingerprinter.sign(main_text, page_text=page_text)
-    if signature is not None and keep_text:
+    if signature is None:
+        return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped, hints)
+    if keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     return PageWork(signature, capped, hints)
+
+
+def _exact_signature(
+    text: object, html: object, page_text: str | None, fingerprinter: Fingerprinter
+) -> PageSignature | None:
+    """The exact-content signature of a page with too little text to fingerprint: of its HTML
+    when a reader sees some text on it, else of its text field when not blank; None for a page
+    with no content at all (an empty or binary body), which must not collide with every other
+    such page."""
+    if page_text and isinstance(html, bytes | str):
+        return exact_signature(content_key(html), fingerprinter.sketch_slots)
+    if isinstance(text, str) and has_text(text):
+        return exact_signature(content_key(text), fingerprinter.sketch_slots)
+    return None
 
 
 def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:

@@ -19,6 +19,7 @@ from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
 from .meta import Settings, compare, init_schema
 from .texts import ensure_text_tables
 from .upgrade import upgrade
+from .url_rules import ensure_rule_tables
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ def init_database(
             upgrade(engine)  # an older schema's new columns added (upgrade.py)
             if create:
                 ensure_text_tables(engine)
+                ensure_rule_tables(engine)
         except BaseException:
             if new_file is not None:  # made empty by this call (a full disk, say)
                 engine.dispose()

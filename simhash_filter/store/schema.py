@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -42,7 +43,12 @@ SCHEMA_VERSION = 5
 stored URL's new content is dropped as a copy of another page (the row leaves the index); the
 keep policy's records: ``pages.canonical_url`` and ``duplicates.canonical_url`` (the canonical
 URL the page declared) and ``duplicates.kind`` (NULL: dropped; ``superseded``: a page that was
-kept until the copy its cluster's hints name replaced it, store/supersede.py)."""
+kept until the copy its cluster's hints name replaced it, store/supersede.py); the URL rules'
+tables, made on a writer's open where missing (url_rules.py): ``url_rules`` (learned and
+universal URL rules per host, with their state, support, counterexamples, fetches saved and
+sampled checks), ``rule_witnesses`` (what each supporting pair showed: support counts
+distinct witnesses, so a pair seen again counts once) and ``skipped_requests`` (the URLs
+skipped under each rule, fetched after all when it retires)."""
 
 ADDITIVE_SINCE = 4
 """The oldest schema version a database is upgraded from when it opens: every table and
@@ -190,6 +196,48 @@ class DropText(Base):
     text: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
 
 
+class UrlRuleRow(Base):
+    """A URL rule of one host (simhash_filter.urls.rules): what it maps, where it stands,
+    and the evidence for and against it."""
+
+    __tablename__ = "url_rules"
+    __table_args__ = (UniqueConstraint("host", "kind", "pattern"),)
+
+    id: Mapped[int] = mapped_column(PageId, primary_key=True, autoincrement=True)
+    host: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    pattern: Mapped[str] = mapped_column(Text, nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    support: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    counterexamples: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    fetches_saved: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    sampled_checks: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class RuleWitnessRow(Base):
+    """One distinct thing a rule's supporting pairs showed (the page they map onto, or a
+    parameter's value): a rule's support is the number of its witnesses."""
+
+    __tablename__ = "rule_witnesses"
+    __table_args__ = (PrimaryKeyConstraint("rule_id", "witness"),)
+
+    rule_id: Mapped[int] = mapped_column(PageId, ForeignKey("url_rules.id"))
+    witness: Mapped[str] = mapped_column(Text)
+
+
+class SkippedRequestRow(Base):
+    """A request not fetched because a rule mapped it to a form already seen."""
+
+    __tablename__ = "skipped_requests"
+    __table_args__ = (PrimaryKeyConstraint("rule_id", "url"),)
+
+    rule_id: Mapped[int] = mapped_column(PageId, ForeignKey("url_rules.id"))
+    url: Mapped[str] = mapped_column(Text)
+    skipped_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
 meta_table = cast(Table, Meta.__table__)
 pages_table = cast(Table, Page.__table__)
 keys_table = cast(Table, TableKeyEntry.__table__)
@@ -197,6 +245,10 @@ duplicates_table = cast(Table, Duplicate.__table__)
 page_texts_table = cast(Table, PageText.__table__)
 drop_texts_table = cast(Table, DropText.__table__)
 TEXT_TABLES = (page_texts_table, drop_texts_table)
+url_rules_table = cast(Table, UrlRuleRow.__table__)
+skipped_requests_table = cast(Table, SkippedRequestRow.__table__)
+rule_witnesses_table = cast(Table, RuleWitnessRow.__table__)
+RULE_TABLES = (url_rules_table, rule_witnesses_table, skipped_requests_table)
 
 
 def tables_of(dialect_name: str) -> list[Table]:

@@ -102,10 +102,13 @@ CHINESE_UNRELATED = (
 
 DEFAULT_SPEC = (
     "simhash-filter/2;f=64;norm=content+nfkc+casefold+ws;"
-    "tok=words+jieba-0.42.1+hmm+kana-hangul-bigrams;"
+    "tok=words+rjieba-0.2.2+hmm+kana-hangul-bigrams;"
     "stop=2edfc5032801;numbers=keep;shingle=1;weight=tf;idf=none;top_n=all;max_chars=50000;"
-    "hash=mmh3_x64_128_low64:24301;sketch=c5-oph256x16:20931+page64"
+    "hash=mmh3_x64_128_low64:24301;sketch=c5-oph256x16:20931+page64;"
+    "extract=trafilatura-precision-fast+balanced-fast-below-500-prose-0.5+browser-decode"
 )
+# The extraction of an HTML page is named too (``extract=``): a new one fingerprints the same
+# pages anew, while a text's fingerprint is unchanged (these are texts).
 # Spec 2 removes machine text (URLs, addresses, link targets, tags) before tokenizing and
 # adds the sketch; these texts have none, so their fingerprints are those of spec 1.
 ENGLISH_FINGERPRINT = 0x21461A408C51A0E0

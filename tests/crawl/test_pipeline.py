@@ -163,30 +163,36 @@ def test_custom_field_names(sqlite_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "item",
+    ("item", "keyed"),
     [
-        {"url": "https://x.example/short", "text": "Too short to fingerprint."},
-        {"url": "https://x.example/empty", "text": "", "html": ""},
-        {"url": "https://x.example/none"},
-        {"url": "https://x.example/binary", "html": bytes(range(256)) * 100},
-        {
-            "url": "https://x.example/nav",
-            "html": "<html><body><nav><a href='/'>Home</a></nav></body></html>",
-        },
-        {"url": "https://x.example/odd", "text": 42, "html": ["not", "html"]},
+        ({"url": "https://x.example/short", "text": "Too short to fingerprint."}, True),
+        ({"url": "https://x.example/empty", "text": "", "html": ""}, False),
+        ({"url": "https://x.example/none"}, False),
+        ({"url": "https://x.example/binary", "html": bytes(range(256)) * 100}, False),
+        (
+            {
+                "url": "https://x.example/nav",
+                "html": "<html><body><nav><a href='/'>Home</a></nav></body></html>",
+            },
+            True,
+        ),
+        ({"url": "https://x.example/odd", "text": 42, "html": ["not", "html"]}, False),
     ],
 )
 @pytest.mark.parametrize("workers", [0, 1])
 def test_pages_without_text_pass_unfingerprinted(
-    sqlite_url: str, item: dict[str, Any], workers: int
+    sqlite_url: str, item: dict[str, Any], keyed: bool, workers: int
 ) -> None:
+    """Too little text: the item passes without a fingerprint; a page with some content is
+    recorded by its exact-content key (for its exact copies), one without content is not."""
+    item = dict(item)  # the pipeline takes the HTML field out of a passing item (REMOVE_HTML)
     pipeline = make_pipeline(sqlite_url, FINGERPRINT_FIELD="fingerprint", WORKERS=workers)
     assert run(pipeline.process_item(item)) is item
     assert "fingerprint" not in item
-    assert filter_stats(pipeline) == {"no_text": 1}
+    assert filter_stats(pipeline) == {"no_text": 1} | ({"exact_content": 1} if keyed else {})
     run(pipeline.close_spider())
     with FingerprintStore.open_existing(sqlite_url) as store:
-        assert store.stats().pages == 0
+        assert store.stats().pages == int(keyed)
 
 
 def test_empty_pages_do_not_collide(sqlite_url: str) -> None:
@@ -194,6 +200,43 @@ def test_empty_pages_do_not_collide(sqlite_url: str) -> None:
     for n in range(3):
         run(pipeline.process_item({"url": f"https://x.example/{n}", "html": "<html></html>"}))
     assert filter_stats(pipeline) == {"no_text": 3}
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_exact_copies_of_a_page_with_little_text_are_dropped(sqlite_url: str, workers: int) -> None:
+    """DESIGN.md invariant 2: too little text to fingerprint, yet an exact copy (white space
+    aside) under another URL is a copy; a page differing by one word is not."""
+    page = (
+        "<html>\n<body>\n<h1>Gallery</h1>\n<p>Twelve photos of the harbour at dawn.</p>\n"
+        "</body>\n</html>\n"
+    )
+    pipeline = make_pipeline(sqlite_url, WORKERS=workers)
+    items = [
+        {"url": "https://x.example/gallery", "html": page.encode()},
+        {"url": "https://x.example/gallery?ref=rss", "html": page.encode()},
+        {"url": "https://x.example/gallery-2", "html": page.replace("\n", "\r\n  ").encode()},
+        {"url": "https://x.example/other", "html": page.replace("dawn", "dusk").encode()},
+        {"url": "https://x.example/short", "text": "Too short to fingerprint."},
+        {"url": "https://x.example/short-copy", "text": "Too short to fingerprint."},
+    ]
+    passed, drops = [], []
+    for item in items:
+        try:
+            passed.append(run(pipeline.process_item(item))["url"])
+        except NearDuplicate as drop:
+            drops.append((drop.url, drop.duplicate_of))
+    assert drops == [
+        ("https://x.example/gallery?ref=rss", "https://x.example/gallery"),
+        ("https://x.example/gallery-2", "https://x.example/gallery"),
+        ("https://x.example/short-copy", "https://x.example/short"),
+    ]
+    assert passed == [
+        "https://x.example/gallery",
+        "https://x.example/other",
+        "https://x.example/short",
+    ]
+    assert filter_stats(pipeline) == {"no_text": 3, "dropped": 3, "exact_content": 6}
+    run(pipeline.close_spider())
 
 
 def test_items_without_url_pass_with_a_warning(
@@ -326,9 +369,12 @@ def test_store_errors_fail_closed() -> None:
     with pytest.raises(FilterUnavailable, match="FAIL_OPEN") as dropped:
         run(pipeline.process_item({"url": "https://x.example/1", "text": BRIDGE}))
     assert isinstance(dropped.value, DropItem)
-    # pages without text need no store: they pass either way
-    assert run(pipeline.process_item({"url": "https://x.example/2", "text": "short"})) is not None
-    assert filter_stats(pipeline) == {"errors": 1, "no_text": 1}
+    # a page with too little text is checked by its exact-content key: it needs the store too
+    with pytest.raises(FilterUnavailable, match="FAIL_OPEN"):
+        run(pipeline.process_item({"url": "https://x.example/2", "text": "short"}))
+    # a page without content needs no store: it passes either way
+    assert run(pipeline.process_item({"url": "https://x.example/3", "text": " "})) is not None
+    assert filter_stats(pipeline) == {"errors": 2, "no_text": 1}
 
 
 @pytest.mark.parametrize("workers", [0, 2])

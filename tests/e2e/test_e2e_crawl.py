@@ -35,7 +35,16 @@ from simhash_filter import Fingerprinter, hamming_distance
 from simhash_filter.page.extract import extract_text
 from simhash_filter.store import FingerprintStore
 
-FAST = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "INFO"}
+FAST = {
+    "DOWNLOAD_DELAY": 0,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "LOG_LEVEL": "INFO",
+    # the content check alone: every variant is downloaded and judged (the request side,
+    # which skips the tracking variant before the download, has its own crawls:
+    # test_request_rules.py, and the add-on's defaults below)
+    "SIMHASH_FILTER_REQUEST_FILTER": False,
+}
+TRACKING_VARIANT = "/news/harbour-bridge.html?utm_source=rss"
 CLUSTERS = (HARBOUR_CLUSTER, ZH_CLUSTER)
 
 
@@ -126,8 +135,10 @@ def test_crawl_keeps_one_page_per_cluster_then_recrawl_is_unchanged(
     assert not NEVER_FETCHED & set(site.requested)  # robots.txt obeyed
     assert "/print/help.html" in site.requested  # the pipeline does not stop link following
 
+    # the pages with too little text but some visible text are stored under an exact key
+    exact = NO_TEXT - {"/broken/empty.html", "/broken/binary.html"}
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
-        assert store.stats().pages == 8
+        assert store.stats().pages == 8 + len(exact)
         for path in kept:
             page = store.lookup(site.url(path))
             assert page is not None
@@ -141,7 +152,7 @@ def test_crawl_keeps_one_page_per_cluster_then_recrawl_is_unchanged(
     assert second.stat("simhash_filter/no_text") == len(NO_TEXT)
     assert {path_of(i["url"]) for i in second.items} == set(items)
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
-        assert store.stats().pages == 8
+        assert store.stats().pages == 8 + len(exact)
 
 
 @pytest.mark.slow
@@ -200,6 +211,7 @@ def test_addon_alone_in_a_foreign_project(site: SiteServer, tmp_path: Path) -> N
     (project / "foreign" / "spiders" / "__init__.py").write_text("")
     (project / "foreign" / "spiders" / "pages.py").write_text(textwrap.dedent(FOREIGN_SPIDER))
     (project / "scrapy.cfg").write_text("[settings]\ndefault = foreign.settings\n")
+    site.requested.clear()
     result = run_scrapy(
         ["crawl", "pages", "-a", f"start={site.url('/')}"],
         cwd=project,
@@ -210,12 +222,20 @@ def test_addon_alone_in_a_foreign_project(site: SiteServer, tmp_path: Path) -> N
     kept_urls = {path_of(i["url"]) for i in result.items}
     assert (project / "dedup.db").exists()  # the default database URL
     with FingerprintStore.open_existing(f"sqlite:///{project / 'dedup.db'}") as store:
-        kept = {p for p in kept_urls if store.lookup(site.url(p)) is not None}
+        stored = {p for p in kept_urls if store.lookup(site.url(p)) is not None}
+    # pages of too little text are stored under an exact key too: the no-text pages, and
+    # the private page's few words (this project does not obey robots.txt)
+    kept = stored - NO_TEXT - NEVER_FETCHED
     assert kept >= DISTINCT
     assert len(kept) == 8
-    check_drops(f"sqlite:///{project / 'dedup.db'}", kept)
-    assert result.stat("simhash_filter/dropped") == 5
-    assert result.stat("item_dropped_reasons_count/NearDuplicate") == 5
+    # the add-on's request side: the tracking variant is its article's canonical form,
+    # skipped before the download (its path is not in the 1-in-20 sample)
+    assert TRACKING_VARIANT not in site.requested
+    assert result.stat("simhash_filter/requests/skipped/tracking") == 1
+    content_clusters = (HARBOUR_CLUSTER - {TRACKING_VARIANT}, ZH_CLUSTER)
+    check_drops(f"sqlite:///{project / 'dedup.db'}", kept, content_clusters)
+    assert result.stat("simhash_filter/dropped") == 4
+    assert result.stat("item_dropped_reasons_count/NearDuplicate") == 4
 
 
 def test_robots_txt_holds_for_every_request_that_waited_for_it(

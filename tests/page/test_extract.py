@@ -181,3 +181,107 @@ def test_extract_page_gives_both_texts_from_one_parse() -> None:
         assert extract_page(garbage) == ExtractedPage(None, None)
     with pytest.raises(ValueError, match="max_bytes"):
         extract_page("<p>x</p>", max_bytes=0)
+
+
+# --- the two passes (issue 30) -------------------------------------------------------------
+
+PROSE = (
+    "The harbour wall has been crumbling for years and the council now says it needs urgent "
+    "repair before the winter storms arrive on the coast.\n"
+) * 4
+MENU = "Home\nNews\nSport\nWeather\nContact us\n" * 20
+
+
+def _passes(monkeypatch: pytest.MonkeyPatch, precision: str, balanced: str) -> list[bool]:
+    """Make trafilatura's two passes return the given texts; the passes asked for."""
+    from simhash_filter.page import extract as module
+
+    asked: list[bool] = []
+
+    def fake(source: object, url: str | None, *, favor_precision: bool) -> str:
+        asked.append(favor_precision)
+        return precision if favor_precision else balanced
+
+    monkeypatch.setattr(module, "_trafilatura_text", fake)
+    return asked
+
+
+def test_an_empty_precision_pass_falls_back_to_the_balanced_prose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from simhash_filter.page.extract import _main_text
+
+    asked = _passes(monkeypatch, "", PROSE)
+    assert _main_text(object(), None) == PROSE
+    assert asked == [True, False]
+
+
+def test_a_long_precision_pass_is_trusted_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simhash_filter.page.extract import FALLBACK_BELOW, _main_text
+
+    long_text = PROSE * (FALLBACK_BELOW // len(PROSE) + 1)
+    asked = _passes(monkeypatch, long_text, PROSE * 20)
+    assert _main_text(object(), None) == long_text
+    assert asked == [True]
+
+
+def test_a_menu_from_the_balanced_pass_is_not_main_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page that is all boilerplate: the balanced pass returns its menu, which would collide
+    with every other such page of the site; the short precision text (here none) stays."""
+    from simhash_filter.page.extract import _main_text, prose_share
+
+    assert prose_share(MENU) == 0.0
+    assert prose_share(PROSE) == 1.0
+    _passes(monkeypatch, "", MENU)
+    assert _main_text(object(), None) is None
+    _passes(monkeypatch, "A short caption.", MENU)
+    assert _main_text(object(), None) == "A short caption."
+
+
+def test_the_spec_names_the_extraction_implemented() -> None:
+    from simhash_filter import Fingerprinter
+    from simhash_filter.page import extract
+
+    assert f"extract={extract.EXTRACTION}" in Fingerprinter().spec
+    assert f"below-{extract.FALLBACK_BELOW}-prose-{extract.MIN_PROSE_SHARE}" in extract.EXTRACTION
+    assert "precision-fast" in extract.EXTRACTION
+
+
+def test_a_page_declaring_gb2312_with_gbk_characters_is_not_mojibake() -> None:
+    """trafilatura decoded such a page as UTF-8 with replacement characters; a browser (and
+    the page work) decodes gb2312 as its superset."""
+    page = zh_news_template(WASTE_SORTING_ZH, date="2024年3月12日", charset="gb2312")
+    body = page.replace(WASTE_SORTING_ZH.paragraphs[1], WASTE_SORTING_ZH.paragraphs[1] + "镕")
+    raw = body.encode("gbk")  # 镕 is in GBK, not in GB2312
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("gb2312")
+    text = extract_text(raw)
+    assert text is not None
+    assert "\ufffd" not in text
+    assert WASTE_SORTING_ZH.paragraphs[1] + "镕" in text
+
+
+def test_different_posts_with_one_shared_sidebar_are_not_one_text() -> None:
+    """The sidebar case: blog posts whose template carries a book list at ~12% of the visible
+    text; each post's main text is its own, not the list."""
+    books = "".join(
+        f"<li><h4>Book {n}</h4><p>A book I return to every year and give to friends who visit "
+        f"the coast for the first time, number {n}.</p></li>"
+        for n in range(4)
+    )
+
+    def post(paragraphs: tuple[str, ...]) -> str:
+        body = "".join(f"<p>{p}</p>" for p in paragraphs)
+        return (
+            "<html><body><div class='header'><a href='/'>Blog</a></div><div class='post'>"
+            f"<h1>Post</h1><div class='entry-content'>{body}</div></div><aside class='sidebar'>"
+            f"<h3>Books I recommend</h3><ul>{books}</ul></aside></body></html>"
+        )
+
+    a = extract_page(post(HARBOUR_BRIDGE.paragraphs[:3]))
+    b = extract_page(post(HARBOUR_BRIDGE.paragraphs[3:6]))
+    assert a.text is not None
+    assert b.text is not None
+    assert "Books I recommend" not in a.text + b.text
+    assert HARBOUR_BRIDGE.paragraphs[0] in a.text
+    assert HARBOUR_BRIDGE.paragraphs[3] in b.text

@@ -1,0 +1,215 @@
+"""``RequestFilter``: what the URL rules skip, counted, recorded, and given back when wrong.
+
+The skipping itself is Scrapy's: the scheduler's dupefilter asks the
+:class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter` for a request's fingerprint,
+which is its canonical form's, and drops a variant whose form was seen. This extension
+listens to the scheduler (``request_scheduled``, ``request_dropped``): a dropped request that
+a rule mapped is a **skip** (``simhash_filter/requests/skipped/<reason>``: ``tracking``,
+``session`` or ``rule``; the first logged at INFO with a hint, like Scrapy's dupefilter, the
+others at DEBUG under ``SIMHASH_FILTER_DEBUG``), recorded under its rules in the store. It
+feeds the page filter's verdicts to the :class:`~simhash_filter.crawl.rule_learner.RuleLearner`
+(in a thread of its own) and, when a counterexample retires a rule, schedules the requests
+that rule skipped again (``dont_filter``; ``simhash_filter/requests/refetched``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import run_in_thread
+
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
+from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
+
+from .config import Config
+from .filter import PageFilter, _result
+from .outcomes import STATS_PREFIX, FilterResult
+from .rule_book import RuleBook
+from .rule_learner import RetiredRule, RuleLearner
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+__all__ = ["REQUEST_STATS", "RULE_STATS", "RequestFilter"]
+
+logger = logging.getLogger(__name__)
+
+REQUEST_STATS = STATS_PREFIX + "requests/"
+"""``skipped/<reason>``, ``sampled`` (fetched to check a rule), ``refetched`` (skipped,
+then fetched after all because the rule retired)."""
+RULE_STATS = STATS_PREFIX + "rules/"
+"""``activated``, ``retired`` (during this crawl) and ``active`` (learned rules at the end)."""
+_HELD = 100_000  # skipped requests kept in memory to re-schedule as they were
+
+
+class RequestFilter:
+    """The request side of simhash-filter (module doc); enabled by the add-on."""
+
+    def __init__(self, crawler: Crawler, book: RuleBook, page_filter: PageFilter) -> None:
+        self.crawler = crawler
+        self.book = book
+        self.page_filter = page_filter
+        self.config = book.config
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self.learner: RuleLearner | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._held: dict[str, Request] = {}
+        self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
+        self._logged_first_skip = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = Config.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
+        if not config.request_filter:
+            raise NotConfigured("SIMHASH_FILTER_REQUEST_FILTER is False")
+        book = RuleBook.for_crawler(crawler, config)
+        extension = cls(crawler, book, PageFilter.for_crawler(crawler, config))
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(
+            extension.request_reached_downloader, signal=signals.request_reached_downloader
+        )
+        return extension
+
+    # -- lifecycle
+
+    async def spider_opened(self) -> None:
+        await run_in_thread(self.page_filter.open)
+        store = self.page_filter.store
+        if not isinstance(store, FingerprintStore):
+            return  # a store that keeps no rules (a test double): universal rules only
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="simhash-filter-rules")
+        self.learner = RuleLearner(self.config, self.book, UrlRuleStore(store))
+        await self._run(self.learner.load)
+        self.page_filter.listeners.append(self._on_result)
+
+    async def spider_closed(self) -> None:
+        learner, thread = self.learner, self._thread
+        if self._on_result in self.page_filter.listeners:
+            self.page_filter.listeners.remove(self._on_result)
+        if learner is not None and thread is not None:
+            try:
+                await self._run(learner.flush)
+            except Exception:
+                logger.warning("simhash_filter: could not record skipped requests", exc_info=True)
+            thread.shutdown(wait=True)
+            active = sum(1 for rule in self.book.ruleset.rules if rule.kind in LEARNED_KINDS)
+            self.stats.set_value(RULE_STATS + "active", active)
+        self.learner = self._thread = None
+        await run_in_thread(self.page_filter.close)
+
+    async def _run(self, job: Any, *args: Any) -> Any:
+        assert self._thread is not None
+        return await _result(self._thread.submit(job, *args))
+
+    # -- the scheduler's signals (reactor thread)
+
+    def request_scheduled(self, request: Request, spider: object = None) -> None:
+        """Sent before the dupefilter's question: the request's form is decided now, with
+        whether its URL was given a fingerprint before (then a drop is Scrapy's own)."""
+        self.book.decide(request)  # decided before the dupefilter asks (then cached)
+
+    def request_reached_downloader(self, request: Request, spider: object = None) -> None:
+        if self.book.decide(request).why_own == "sample":
+            self.stats.inc_value(REQUEST_STATS + "sampled")
+
+    def request_dropped(self, request: Request, spider: object = None) -> None:
+        decided = self.book.decide(request)
+        own = decided.form.own
+        if not decided.mapped or decided.repeat:
+            return  # a plain duplicate: Scrapy's dupefilter would have dropped it too
+        if self.book.ruleset.form(request.url).url != decided.form.url:
+            self._reschedule(request)  # its rule retired since it was decided
+            return
+        reason = decided.form.reason
+        self.stats.inc_value(REQUEST_STATS + "skipped/" + reason)
+        self._log_skip(request, decided.form.url, reason)
+        if len(self._held) < _HELD:
+            self._held[own] = request
+            for rule in decided.form.rules:
+                self._held_by_rule[rule].add(own)
+        if self.learner is not None and self._thread is not None:
+            skips = [SkippedRequest(rule, own) for rule in decided.form.rules]
+            self._submit(self.learner.skipped, skips)
+
+    def _log_skip(self, request: Request, form: str, reason: str) -> None:
+        if self.config.debug:
+            logger.debug("Skipped %s: its canonical form %s was seen (%s)", request, form, reason)
+        elif not self._logged_first_skip:
+            logger.info(
+                "Skipped %s: its canonical form %s was seen (%s) - no more skipped requests "
+                "will be shown (see SIMHASH_FILTER_DEBUG to show all of them; "
+                "SIMHASH_FILTER_REQUEST_FILTER = False turns URL rules off)",
+                request,
+                form,
+                reason,
+            )
+        self._logged_first_skip = True
+
+    # -- learning (the page filter's results, reactor thread → the learner's thread)
+
+    def _on_result(self, check: FilterResult) -> None:
+        if self.learner is None:
+            return
+        match = check.verdict.duplicate_of if check.verdict is not None else None
+        self._submit(self.learner.observe, check.outcome, check.url, match.url if match else None)
+
+    def _submit(self, job: Any, *args: Any) -> None:
+        assert self._thread is not None
+        try:
+            future: Future[Any] = self._thread.submit(job, *args)
+        except RuntimeError:  # shut down: the crawl is closing
+            return
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[Any]) -> None:
+        """In the learner's thread: hand retired rules to the reactor, log failures."""
+        from twisted.internet import reactor
+
+        error = future.exception()
+        if error is not None:  # logged in the reactor: RepeatedErrors is not thread-safe
+            reactor.callFromThread(
+                self.page_filter.errors.error, "Could not learn URL rules", error
+            )
+            return
+        retired = future.result()
+        if retired:
+            reactor.callFromThread(self._refetch, retired)
+
+    def _reschedule(self, request: Request) -> None:
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        try:
+            engine.crawl(request.replace(dont_filter=True))
+        except Exception:  # the engine is closing: the next crawl fetches it (its rule retired)
+            logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
+            return
+        self.stats.inc_value(REQUEST_STATS + "refetched")
+
+    def _refetch(self, retired: list[RetiredRule]) -> None:
+        """Schedule again (``dont_filter``) what retired rules skipped."""
+        for item in retired:
+            self.stats.inc_value(RULE_STATS + "retired")
+            urls = set(item.urls) | self._held_by_rule.pop(item.rule, set())
+            for url in sorted(urls):
+                held: Request | None = self._held.pop(url, None)
+                self._reschedule(held if held is not None else Request(url))
+
+    @property
+    def activated(self) -> int:
+        """Rules this crawl made active."""
+        return 0 if self.learner is None else self.learner.activated

@@ -1,0 +1,293 @@
+"""``RuleLearner``: site rules learned from the crawl's own verdicts, kept honest by them.
+
+Every recorded page (:class:`~simhash_filter.crawl.outcomes.FilterResult`) is evidence:
+
+- a page **dropped** as a copy of a kept page is a pair with the same content: it proposes
+  candidate rules (:func:`~simhash_filter.urls.learning.candidate_rules`) and supports every
+  known rule of its host that maps the two together;
+- a page **kept** as new whose URL a rule maps to a form that another stored page has (the
+  form itself, or a page the rule maps there too) is a **counterexample**: the rule would
+  have skipped a page nobody else holds. So is a page dropped as a copy of a page the rule
+  does not map it to, while another stored page has the form it does map it to.
+
+A candidate with ``RULE_MIN_SUPPORT`` supporting pairs is checked against the host's stored
+pages (two stored pages it maps together are a counterexample) and then becomes active; one
+counterexample retires an active rule at once, and the requests it skipped are handed back
+to be fetched. The evidence goes to the store
+(:class:`~simhash_filter.store.url_rules.UrlRuleStore`), where crawlers sharing a database
+add it up; the learner reloads the rules from it now and then, so a rule another crawler
+learned, or a user pinned or banned, is used here too.
+Everything here runs in one worker thread (the request filter's), never in the reactor.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
+from simhash_filter.store.urls import canonical_url
+from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together, witness
+from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
+from simhash_filter.urls.ruleset import RuleSet, url_host
+
+from .config import Config
+from .outcomes import Outcome
+from .rule_book import RuleBook
+
+__all__ = ["RELOAD_SECONDS", "RetiredRule", "RuleLearner"]
+
+logger = logging.getLogger(__name__)
+
+RELOAD_SECONDS = 10.0
+"""How often the learner reads the rules again (another crawler's, a user's pin or ban)."""
+_MAX_IMAGES = 100_000  # kept pages remembered per rule, for counterexamples between two of them
+_HISTORY = 20_000  # stored pages of a host read when a candidate is about to become active
+_EVIDENCE_STATES = (RuleState.CANDIDATE, RuleState.ACTIVE, RuleState.PINNED)
+
+
+class RuleLearner:
+    """Evidence in, rule states out (module doc). Not thread-safe: one thread calls it."""
+
+    def __init__(self, config: Config, book: RuleBook, store: UrlRuleStore) -> None:
+        self.config = config
+        self.book = book
+        self.store = store
+        self._universal = RuleSet(universal=config.universal_rules)
+        self._rules: dict[UrlRule, StoredRule] = {}
+        self._by_host: dict[str, set[UrlRule]] = defaultdict(set)
+        self._images: dict[UrlRule, dict[str, str]] = defaultdict(dict)
+        self._pending_skips: list[SkippedRequest] = []
+        self._loaded_at = 0.0
+        self.activated = 0
+        self.retired = 0
+
+    # -- the rules
+
+    def load(self) -> None:
+        """Read every rule from the store and apply the skipping ones."""
+        self._rules = {}
+        self._by_host = defaultdict(set)
+        for stored in self.store.rules():
+            self._keep(stored)
+        self._loaded_at = time.monotonic()
+        self._publish()
+
+    def _keep(self, stored: StoredRule) -> None:
+        self._rules[stored.rule] = stored
+        self._by_host[stored.rule.host].add(stored.rule)
+
+    def _publish(self) -> None:
+        skipping = [
+            rule
+            for rule, stored in self._rules.items()
+            if stored.state.skips and rule.kind in LEARNED_KINDS
+        ]
+        exempt = [
+            rule
+            for rule, stored in self._rules.items()
+            if rule.kind not in LEARNED_KINDS
+            and stored.state in (RuleState.RETIRED, RuleState.BANNED)
+        ]
+        self.book.set_rules(RuleSet(skipping, universal=self.config.universal_rules, exempt=exempt))
+
+    def reload_if_due(self) -> None:
+        """Read the rules again when :data:`RELOAD_SECONDS` have passed."""
+        if time.monotonic() - self._loaded_at >= RELOAD_SECONDS:
+            self.load()
+
+    # -- skips
+
+    def skipped(self, skips: Sequence[SkippedRequest]) -> None:
+        """Requests the scheduler skipped under these rules (written with the next evidence,
+        or by :meth:`flush`)."""
+        self._pending_skips.extend(skips)
+        if len(self._pending_skips) >= 100:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the skips not written yet."""
+        skips, self._pending_skips = self._pending_skips, []
+        self.store.record_skips(skips)
+
+    # -- evidence
+
+    def observe(self, outcome: Outcome, url: str, duplicate_of: str | None) -> list[RetiredRule]:
+        """Learn from one page's verdict; returns the rules it retired, each with the URLs
+        they had skipped (to fetch after all)."""
+        self.flush()
+        page = canonical_url(url)
+        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
+        if outcome is Outcome.DROPPED and duplicate_of:
+            self._drop_evidence(page, canonical_url(duplicate_of), deltas)
+        elif outcome is Outcome.KEPT:
+            self._kept_evidence(page, deltas)
+        if outcome in (Outcome.KEPT, Outcome.DROPPED):
+            for rule in self.book.ruleset.form(page).rules:
+                deltas[rule].sampled += 1  # fetched although a rule maps it: a checked prediction
+        retired = self._record(deltas) if deltas else []
+        self.reload_if_due()
+        return retired
+
+    def observe_pair(self, first: str, second: str) -> list[RetiredRule]:
+        """Learn from two URLs known to show the same content (a confirmed canonical hint)."""
+        self.flush()
+        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
+        self._pair_support(canonical_url(first), canonical_url(second), deltas)
+        return self._record(deltas) if deltas else []
+
+    def _rules_of(self, page: str, other: str | None = None) -> set[UrlRule]:
+        """The rules that may say something about ``page`` (and ``other``): the host's known
+        rules in an evidence state, and the universal rules that apply to either."""
+        host = url_host(page)
+        rules = {
+            rule
+            for rule in self._by_host.get(host, ())
+            if self._rules[rule].state in _EVIDENCE_STATES
+        }
+        rules.update(self._universal.form(page).rules)
+        if other is not None:
+            rules.update(self._universal.form(other).rules)
+        return rules
+
+    def _pair_support(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
+        """Support for the rules that map the pair together: new candidates from the pair as
+        it is and as the skipping rules map it (``/a?reply=2`` and ``/a/amp`` teach the
+        parameter once ``/amp`` is known), and the known rules that map it together."""
+        ruleset = self.book.ruleset
+        base = [rule for rule in ruleset.rules if rule.host == url_host(page)]
+        mapped = (ruleset.form(page).url, ruleset.form(other).url)
+        proposed: dict[UrlRule, str | None] = {}
+        for a, b in ((page, other), mapped):
+            for rule in candidate_rules(a, b):
+                if proposed.get(rule) is None:
+                    proposed[rule] = witness(rule, a, b)
+        for rule in self._rules_of(page, other) - proposed.keys():
+            if maps_together(rule, page, other, base):
+                proposed[rule] = witness(rule, page, other) or witness(rule, *mapped)
+        for rule, seen in proposed.items():
+            known = self._rules.get(rule)
+            if seen is not None and (known is None or known.state in _EVIDENCE_STATES):
+                deltas[rule].witnesses.add(seen)
+
+    def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
+        self._pair_support(page, other, deltas)
+        for rule in self._rules_of(page):
+            if deltas[rule].witnesses:
+                continue
+            image = apply_rule(rule, page)
+            if (
+                image != page
+                and image != apply_rule(rule, other)
+                and self._claims(rule, image, page)
+            ):
+                deltas[
+                    rule
+                ].counterexamples += 1  # a copy of `other`, but the rule says it is `image`'s page
+
+    def _kept_evidence(self, page: str, deltas: dict[UrlRule, Evidence]) -> None:
+        for rule in self._rules_of(page):
+            image = apply_rule(rule, page)
+            if image == page:
+                continue
+            if self._claims(rule, image, page):
+                deltas[rule].counterexamples += 1
+            elif len(self._images[rule]) < _MAX_IMAGES:
+                self._images[rule][image] = page
+
+    def _claims(self, rule: UrlRule, image: str, page: str) -> bool:
+        """Whether another stored page holds the form ``rule`` maps ``page`` to."""
+        holder = self._images[rule].get(image)
+        if holder is not None and holder != page:
+            return True
+        return self.store.is_kept(image)
+
+    # -- states
+
+    def _record(self, deltas: dict[UrlRule, Evidence]) -> list[RetiredRule]:
+        changes = [
+            RuleDelta(
+                rule,
+                counterexamples=evidence.counterexamples,
+                sampled_checks=evidence.sampled,
+                witnesses=tuple(sorted(evidence.witnesses)),
+            )
+            for rule, evidence in deltas.items()
+        ]
+        retired: list[RetiredRule] = []
+        changed = False
+        for stored in self.store.record(changes):
+            before = self._rules.get(stored.rule)
+            if stored.state is RuleState.CANDIDATE and self._ready(stored):
+                stored = self._activate(stored)
+            self._keep(stored)
+            if before is None or before.state is not stored.state:
+                changed = True
+                retired.extend(self._announce(before, stored))
+        if changed:
+            self._publish()
+        return retired
+
+    def _ready(self, stored: StoredRule) -> bool:
+        return stored.support >= self.config.rule_min_support and stored.counterexamples == 0
+
+    def _activate(self, stored: StoredRule) -> StoredRule:
+        """A candidate with enough support: active, unless two stored pages of its host are
+        mapped together by it (a counterexample in the history)."""
+        rule = stored.rule
+        kept = self.store.kept_urls(rule.host, _HISTORY)
+        known = set(kept)
+        images = self._images[rule]
+        for url in kept:
+            image = apply_rule(rule, url)
+            if image == url:
+                continue
+            holder = images.get(image)
+            if image in known or (holder is not None and holder != url):
+                logger.debug("simhash_filter: rule %s maps %s onto a stored page", rule, url)
+                return self.store.record([RuleDelta(rule, counterexamples=1)])[0]
+            images[image] = url
+        return self.store.activate(rule)
+
+    def _announce(self, before: StoredRule | None, stored: StoredRule) -> list[RetiredRule]:
+        rule = stored.rule
+        if stored.state is RuleState.ACTIVE and rule.kind in LEARNED_KINDS:
+            self.activated += 1
+            logger.info(
+                "simhash_filter: URL rule active after %d supporting pairs: %s",
+                stored.support,
+                rule.describe(),
+            )
+        was_skipping = before.state.skips if before else rule.kind not in LEARNED_KINDS
+        if stored.state is RuleState.RETIRED and was_skipping:
+            self.retired += 1
+            urls = self.store.take_skipped(rule)
+            logger.info(
+                "simhash_filter: URL rule retired by a counterexample, %d skipped requests "
+                "to fetch: %s",
+                len(urls),
+                rule.describe(),
+            )
+            return [RetiredRule(rule, urls)]
+        return []
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What one verdict says about one rule: witnesses of support, counterexamples, and
+    whether it was a checked prediction."""
+
+    witnesses: set[str] = field(default_factory=set)
+    counterexamples: int = 0
+    sampled: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredRule:
+    """A rule that a counterexample retired, and the URLs it had skipped."""
+
+    rule: UrlRule
+    urls: list[str]

@@ -1,0 +1,347 @@
+"""The URL rules a store keeps: their state and evidence, and the requests skipped under them.
+
+``url_rules`` has one row per (host, kind, pattern): learned rules (candidates until enough
+support, then active), the universal ones a host has used or disproved, and the states a user
+set (pinned, banned). Counts are added in SQL (``support = support + n``), so crawlers sharing
+one PostgreSQL database add up their evidence, and a counterexample from any of them retires
+the rule for all. ``skipped_requests`` holds the URLs each rule kept from being fetched, so a
+rule that retires gives them back (:meth:`UrlRuleStore.take_skipped`). The tables are part of
+schema 5 and additive: a writer's open makes them in a database of schema 4
+(:func:`ensure_rule_tables`); a reader of a database without them sees no rules.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, Engine, and_, inspect, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+
+from simhash_filter.urls.rules import RuleState, UrlRule
+from simhash_filter.urls.universal import SESSION, TRACKING
+
+from .engine import WRITE_OPTION, error_reason
+from .locks import SCHEMA_LOCK
+from .reading import ReadableStore
+from .records import StoreError
+from .schema import (
+    RULE_TABLES,
+    Base,
+    pages_table,
+    rule_witnesses_table,
+    skipped_requests_table,
+    url_rules_table,
+)
+from .urls import canonical_url
+
+__all__ = ["RuleDelta", "SkippedRequest", "StoredRule", "UrlRuleStore", "ensure_rule_tables"]
+
+_UNIVERSAL_KINDS = (TRACKING, SESSION)
+_RETIRABLE = (RuleState.CANDIDATE.value, RuleState.ACTIVE.value)
+
+
+def ensure_rule_tables(engine: Engine) -> None:
+    """Make the rule tables where they are missing (a writer's open: SQLite's write lock, on
+    PostgreSQL the advisory lock that guards making the schema; upgrade.py records the
+    schema version)."""
+    with engine.connect() as conn:
+        with conn.begin():
+            inspector = inspect(conn)
+            if all(inspector.has_table(t.name) for t in RULE_TABLES):
+                return
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
+            Base.metadata.create_all(conn, tables=list(RULE_TABLES), checkfirst=True)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRule:
+    """A rule as the store keeps it."""
+
+    id: int
+    rule: UrlRule
+    state: RuleState
+    support: int
+    counterexamples: int
+    fetches_saved: int
+    sampled_checks: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDelta:
+    """Evidence about one rule to add: the witnesses of supporting pairs (each new one adds
+    one to the support), support to add as it is (a count made elsewhere), counterexamples,
+    sampled checks."""
+
+    rule: UrlRule
+    support: int = 0
+    counterexamples: int = 0
+    sampled_checks: int = 0
+    witnesses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRequest:
+    """A request skipped because ``rule`` mapped its URL to a form already seen."""
+
+    rule: UrlRule
+    url: str
+
+
+class UrlRuleStore:
+    """The rule tables of an open store (``FingerprintStore`` or any :class:`ReadableStore`)."""
+
+    def __init__(self, store: ReadableStore) -> None:
+        self._engine = store.engine
+        self._where = store.display_url
+
+    # -- transactions
+
+    @contextmanager
+    def _connection(self, *, write: bool) -> Iterator[Connection]:
+        try:
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error on {self._where}: {error_reason(exc)}") from exc
+
+    def has_tables(self) -> bool:
+        """Whether the database has the rule tables (one made before schema 5 may not)."""
+        with self._connection(write=False) as conn:
+            inspector = inspect(conn)
+            return all(inspector.has_table(t.name) for t in RULE_TABLES)
+
+    # -- reading
+
+    def rules(
+        self, *, states: Iterable[RuleState] | None = None, host: str | None = None
+    ) -> list[StoredRule]:
+        """The stored rules (optionally of some states, of one host), by host then id."""
+        if not self.has_tables():
+            return []
+        r = url_rules_table.c
+        query = select(url_rules_table).order_by(r.host, r.id)
+        if states is not None:
+            query = query.where(r.state.in_([state.value for state in states]))
+        if host is not None:
+            query = query.where(r.host == host)
+        with self._connection(write=False) as conn:
+            return [_stored(row) for row in conn.execute(query).mappings()]
+
+    def rule(self, rule_id: int) -> StoredRule | None:
+        """One rule by id, or None."""
+        if not self.has_tables():
+            return None
+        with self._connection(write=False) as conn:
+            row = (
+                conn.execute(select(url_rules_table).where(url_rules_table.c.id == rule_id))
+                .mappings()
+                .first()
+            )
+        return None if row is None else _stored(row)
+
+    def kept_urls(self, host: str, limit: int) -> list[str]:
+        """Up to ``limit`` URLs of kept pages of ``host`` (a candidate's history check)."""
+        p = pages_table.c
+        with self._connection(write=False) as conn:
+            query = select(p.url).where(p.domain == host).order_by(p.id).limit(limit)
+            return [url for (url,) in conn.execute(query)]
+
+    def is_kept(self, url: str) -> bool:
+        """Whether a page is stored under ``url``'s canonical form."""
+        with self._connection(write=False) as conn:
+            query = select(pages_table.c.id).where(pages_table.c.url == canonical_url(url))
+            return conn.execute(query).first() is not None
+
+    # -- writing
+
+    def _upsert(self, conn: Connection, rules: Iterable[UrlRule], now: datetime) -> None:
+        """Insert the rules that are not stored yet: learned ones as candidates, universal
+        ones as active (they skip from the start)."""
+        rows = [
+            {
+                "host": rule.host,
+                "kind": rule.kind,
+                "pattern": rule.pattern,
+                "state": (
+                    RuleState.ACTIVE if rule.kind in _UNIVERSAL_KINDS else RuleState.CANDIDATE
+                ).value,
+                "support": 0,
+                "counterexamples": 0,
+                "fetches_saved": 0,
+                "sampled_checks": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for rule in dict.fromkeys(rules)
+        ]
+        if not rows:
+            return
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(url_rules_table).on_conflict_do_nothing(
+            index_elements=["host", "kind", "pattern"]
+        )
+        conn.execute(statement, rows)
+
+    @staticmethod
+    def _where_rule(rule: UrlRule) -> object:
+        r = url_rules_table.c
+        return and_(r.host == rule.host, r.kind == rule.kind, r.pattern == rule.pattern)
+
+    def record(self, deltas: Sequence[RuleDelta]) -> list[StoredRule]:
+        """Add evidence (each rule stored first if new); a rule with a counterexample
+        retires at once unless a user pinned or banned it. Returns the rules as they are
+        now, in the order given."""
+        if not deltas:
+            return []
+        now = datetime.now(UTC)
+        r = url_rules_table.c
+        with self._connection(write=True) as conn:
+            self._upsert(conn, (delta.rule for delta in deltas), now)
+            for delta in deltas:
+                new = self._add_witnesses(conn, delta) if delta.witnesses else 0
+                conn.execute(
+                    update(url_rules_table)
+                    .where(self._where_rule(delta.rule))  # type: ignore[arg-type]
+                    .values(
+                        support=r.support + delta.support + new,
+                        counterexamples=r.counterexamples + delta.counterexamples,
+                        sampled_checks=r.sampled_checks + delta.sampled_checks,
+                        updated_at=now,
+                    )
+                )
+                if delta.counterexamples:
+                    conn.execute(
+                        update(url_rules_table)
+                        .where(self._where_rule(delta.rule))  # type: ignore[arg-type]
+                        .where(r.state.in_(_RETIRABLE))
+                        .values(state=RuleState.RETIRED.value)
+                    )
+            return [self._read_rule(conn, delta.rule) for delta in deltas]
+
+    def _add_witnesses(self, conn: Connection, delta: RuleDelta) -> int:
+        """Store the delta's witnesses; the number that were new."""
+        rule_id = self._read_rule(conn, delta.rule).id
+        w = rule_witnesses_table.c
+        known = {
+            witness
+            for (witness,) in conn.execute(
+                select(w.witness).where(
+                    w.rule_id == rule_id, w.witness.in_(sorted(set(delta.witnesses)))
+                )
+            )
+        }
+        new = sorted(set(delta.witnesses) - known)
+        if new:
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            conn.execute(
+                dialect.insert(rule_witnesses_table).on_conflict_do_nothing(
+                    index_elements=["rule_id", "witness"]
+                ),
+                [{"rule_id": rule_id, "witness": witness} for witness in new],
+            )
+        return len(new)
+
+    def _read_rule(self, conn: Connection, rule: UrlRule) -> StoredRule:
+        query = select(url_rules_table).where(self._where_rule(rule))  # type: ignore[arg-type]
+        return _stored(conn.execute(query).mappings().one())
+
+    def activate(self, rule: UrlRule) -> StoredRule:
+        """A candidate with no counterexample becomes active (any other state stays)."""
+        r = url_rules_table.c
+        with self._connection(write=True) as conn:
+            conn.execute(
+                update(url_rules_table)
+                .where(self._where_rule(rule))  # type: ignore[arg-type]
+                .where(r.state == RuleState.CANDIDATE.value, r.counterexamples == 0)
+                .values(state=RuleState.ACTIVE.value, updated_at=datetime.now(UTC))
+            )
+            return self._read_rule(conn, rule)
+
+    def set_state(self, rule_id: int, state: RuleState) -> StoredRule:
+        """Set a rule's state by hand (``rules pin`` / ``rules ban``); StoreError when there
+        is no such rule."""
+        if not self.has_tables():
+            raise StoreError(f"{self._where} has no URL rules")
+        with self._connection(write=True) as conn:
+            changed = conn.execute(
+                update(url_rules_table)
+                .where(url_rules_table.c.id == rule_id)
+                .values(state=state.value, updated_at=datetime.now(UTC))
+            ).rowcount
+            if not changed:
+                raise StoreError(f"{self._where} has no URL rule {rule_id}")
+            row = (
+                conn.execute(select(url_rules_table).where(url_rules_table.c.id == rule_id))
+                .mappings()
+                .one()
+            )
+        return _stored(row)
+
+    def record_skips(self, skips: Sequence[SkippedRequest]) -> None:
+        """Record skipped requests (each rule stored first if new) and count them as
+        fetches saved (a URL skipped again in a later crawl saved a fetch again; it is
+        listed once)."""
+        if not skips:
+            return
+        now = datetime.now(UTC)
+        r = url_rules_table.c
+        with self._connection(write=True) as conn:
+            self._upsert(conn, (skip.rule for skip in skips), now)
+            ids = {rule: self._read_rule(conn, rule).id for rule in {s.rule for s in skips}}
+            rows = [
+                {"rule_id": ids[skip.rule], "url": skip.url, "skipped_at": now}
+                for skip in {(skip.rule, skip.url): skip for skip in skips}.values()
+            ]
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            conn.execute(
+                dialect.insert(skipped_requests_table).on_conflict_do_nothing(
+                    index_elements=["rule_id", "url"]
+                ),
+                rows,
+            )
+            counts = Counter(ids[rule] for rule, _ in {(skip.rule, skip.url) for skip in skips})
+            for rule_id, count in counts.items():
+                conn.execute(
+                    update(url_rules_table)
+                    .where(r.id == rule_id)
+                    .values(fetches_saved=r.fetches_saved + count, updated_at=now)
+                )
+
+    def take_skipped(self, rule: UrlRule) -> list[str]:
+        """The URLs skipped under ``rule``, removed from the table (they are being fetched)."""
+        s = skipped_requests_table.c
+        with self._connection(write=True) as conn:
+            row = conn.execute(select(url_rules_table.c.id).where(self._where_rule(rule))).first()  # type: ignore[arg-type]
+            if row is None:
+                return []
+            urls = [url for (url,) in conn.execute(select(s.url).where(s.rule_id == row[0]))]
+            conn.execute(skipped_requests_table.delete().where(s.rule_id == row[0]))
+        return sorted(urls)
+
+
+def _stored(row: object) -> StoredRule:
+    values = dict(row)  # type: ignore[call-overload]
+    return StoredRule(
+        id=int(values["id"]),
+        rule=UrlRule(values["host"], values["kind"], values["pattern"]),
+        state=RuleState(values["state"]),
+        support=int(values["support"]),
+        counterexamples=int(values["counterexamples"]),
+        fetches_saved=int(values["fetches_saved"]),
+        sampled_checks=int(values["sampled_checks"]),
+        created_at=values["created_at"],
+        updated_at=values["updated_at"],
+    )

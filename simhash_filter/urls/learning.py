@@ -1,0 +1,215 @@
+"""Learning site rules from pairs of URLs whose pages the content check called copies.
+
+:func:`candidate_rules` turns one pair (a dropped URL, the kept URL it copies; or a page and
+its confirmed canonical) into the rules that would map one onto the other: one per differing
+parameter when only the query differs, a prefix rule when the paths differ at the start and
+share their tail segments, a suffix rule when one path extends the other, a case rule when
+only case differs. Pairs that differ in host or scheme, or in both path and query, teach
+nothing (conservative: one difference at a time). Every rule points from the larger URL to
+the smaller one, whichever of the two was kept, so rules never cycle.
+
+A candidate becomes a skipping rule only with enough supporting pairs and no
+counterexample; :func:`maps_together` is the test both use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
+from .ruleset import RuleSet
+from .universal import SESSION, TRACKING
+
+__all__ = [
+    "LearnedRule",
+    "apply_rule",
+    "candidate_rules",
+    "learn_from_pairs",
+    "maps_together",
+    "witness",
+]
+
+_UNIVERSAL = RuleSet()  # universal rules only: pairs are compared without tracking/sessions
+_MAX_ROUNDS = 4  # passes over the pairs in learn_from_pairs
+
+
+def _key(path: str) -> tuple[int, str]:
+    return (len(path), path)
+
+
+def candidate_rules(first: str, second: str) -> list[UrlRule]:
+    """The rules that map one of two same-content URLs onto the other (module doc)."""
+    a, b = urlsplit(_UNIVERSAL.form(first).url), urlsplit(_UNIVERSAL.form(second).url)
+    host = (a.hostname or "").lower()
+    if not host or host != (b.hostname or "").lower() or a.scheme != b.scheme:
+        return []
+    path_a, path_b = a.path or "/", b.path or "/"
+    if path_a == path_b:
+        return _param_rules(host, path_a, a.query, b.query) if a.query != b.query else []
+    if a.query != b.query:
+        return []
+    if path_a.lower() == path_b.lower():
+        return [UrlRule(host, CASE, "/")]
+    longer, shorter = (path_a, path_b) if _key(path_a) > _key(path_b) else (path_b, path_a)
+    rule = _path_rule(host, longer, shorter)
+    return [] if rule is None else [rule]
+
+
+def _scopes(path: str) -> list[str]:
+    """Where a parameter rule learned on ``path`` may hold: the path's folder and the folder
+    above it (``/news/a/`` → ``/news/a/``, ``/news/``; the pattern tree's first step up)."""
+    folder = path[: path.rfind("/") + 1] or "/"
+    scopes = [folder]
+    if folder != "/":
+        scopes.append(folder[: folder.rstrip("/").rfind("/") + 1] or "/")
+    return scopes
+
+
+def _param_rules(host: str, path: str, query_a: str, query_b: str) -> list[UrlRule]:
+    """Rules per parameter one URL has and the other lacks, when every parameter they both
+    have has the same value (a different value is another page, or another question): the
+    parameter with this value, and with any value, each in the scopes of :func:`_scopes`."""
+    pairs_a, pairs_b = dict(split_query(query_a)), dict(split_query(query_b))
+    if any(pairs_a[name] != pairs_b[name] for name in pairs_a.keys() & pairs_b.keys()):
+        return []
+    values = {**pairs_a, **pairs_b}
+    rules = []
+    for name in sorted(pairs_a.keys() ^ pairs_b.keys()):
+        for scope in _scopes(path):
+            rules.append(UrlRule(host, PARAM, f"{scope}?{name}={values[name]}"))
+            rules.append(UrlRule(host, PARAM, f"{scope}?{name}"))
+    return rules
+
+
+def witness(rule: UrlRule, first: str, second: str) -> str | None:
+    """What a pair that supports ``rule`` shows: for a parameter rule of any value, the
+    value (a rule for any value needs pairs with several values; None when neither URL has
+    the parameter: the pair says nothing about its values), else the page the pair maps
+    onto (a rule needs pairs onto several pages). Support counts distinct witnesses, so one
+    pair seen again, under other tracking parameters or in another crawl, counts once."""
+    a, b = _UNIVERSAL.form(first).url, _UNIVERSAL.form(second).url
+    if rule.kind == PARAM and rule.value is None:
+        for url in (a, b):
+            for name, value in split_query(urlsplit(url).query):
+                if name == rule.parameter:
+                    return f"{name}={value}"
+        return None
+    return min(apply_rule(rule, a), apply_rule(rule, b), key=_key_url)
+
+
+def _key_url(url: str) -> tuple[int, str]:
+    return (len(url), url)
+
+
+def _path_rule(host: str, longer: str, shorter: str) -> UrlRule | None:
+    """A suffix rule when ``longer`` extends ``shorter`` at a segment boundary, else a
+    prefix rule when they share their last segments; None when neither."""
+    if longer.startswith(shorter):
+        rest = longer[len(shorter) :]
+        if shorter.endswith("/"):
+            return UrlRule(host, SUFFIX, f"/{rest}{ARROW}/")
+        if rest.startswith("/"):
+            return UrlRule(host, SUFFIX, f"{rest}{ARROW}")
+        return None
+    segments_l, segments_s = longer[1:].split("/"), shorter[1:].split("/")
+    common = 0
+    while (
+        common < min(len(segments_l), len(segments_s))
+        and segments_l[-1 - common] == segments_s[-1 - common]
+    ):
+        common += 1
+    if common == 0:
+        return None
+    head_l = segments_l[: len(segments_l) - common]
+    head_s = segments_s[: len(segments_s) - common]
+    source = "/" + "".join(segment + "/" for segment in head_l)
+    target = "/" + "".join(segment + "/" for segment in head_s)
+    return UrlRule(host, PREFIX, f"{source}{ARROW}{target}")
+
+
+def apply_rule(rule: UrlRule, url: str) -> str:
+    """``url`` (canonical) under one rule alone (a universal one takes out its own
+    parameter only)."""
+    if rule.kind in (TRACKING, SESSION):
+        form = _UNIVERSAL.form(url)
+        if rule not in form.rules:
+            return form.own
+        others = [other for other in form.rules if other != rule]
+        return RuleSet(exempt=others).form(url).url
+    return RuleSet([rule], universal=False).form(url).url
+
+
+def maps_together(rule: UrlRule, first: str, second: str, base: Sequence[UrlRule] = ()) -> bool:
+    """True when ``rule`` (with the universal rules and the ``base`` rules already in force)
+    gives both URLs one form and changes at least one of them: the pair is evidence about
+    this rule."""
+    before = RuleSet(base, exempt=[rule] if rule.kind in (TRACKING, SESSION) else [])
+    if before.form(first).url == before.form(second).url:
+        return False  # the rules in force map the pair together already: nothing about this one
+    rules = RuleSet([rule, *base])
+    form_a, form_b = rules.form(first), rules.form(second)
+    if form_a.url != form_b.url:
+        return False
+    return rule in form_a.rules or rule in form_b.rules
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedRule:
+    """A rule learned from a history of pairs: its supporting pairs, and the pairs of stored
+    pages of its host it maps together (counterexamples)."""
+
+    rule: UrlRule
+    support: int
+    counterexamples: int
+
+
+def learn_from_pairs(
+    pairs: Sequence[tuple[str, str]],
+    kept_urls: Callable[[str], Sequence[str]],
+    *,
+    min_support: int,
+    base: Sequence[UrlRule] = (),
+) -> list[LearnedRule]:
+    """Every rule the pairs (dropped URL, kept URL) propose, with its support, checked
+    against the stored pages of its host (``kept_urls(host)``: two of them the rule maps
+    together are a counterexample each). The pairs are read again under the rules that
+    qualify (``min_support`` pairs, no counterexample) until no new one does, so
+    ``/a?reply=2`` against ``/a/amp`` teaches the parameter once ``/amp`` qualifies."""
+    found: dict[UrlRule, LearnedRule] = {}
+    qualified = list(base)
+    for _ in range(_MAX_ROUNDS):
+        normalize = RuleSet(qualified)
+        witnesses: dict[UrlRule, set[str]] = {}
+        for first, second in pairs:
+            for a, b in ((first, second), (normalize.form(first).url, normalize.form(second).url)):
+                for rule in candidate_rules(a, b):
+                    seen = witness(rule, a, b)
+                    if seen is not None:
+                        witnesses.setdefault(rule, set()).add(seen)
+        new = [rule for rule in witnesses if rule not in found]
+        for rule in new:
+            found[rule] = LearnedRule(
+                rule, len(witnesses[rule]), _collisions(rule, kept_urls(rule.host))
+            )
+        more = [r for r in new if found[r].support >= min_support and not found[r].counterexamples]
+        if not more:
+            break
+        qualified.extend(more)
+    return sorted(found.values(), key=lambda learned: (-learned.support, learned.rule.describe()))
+
+
+def _collisions(rule: UrlRule, kept: Sequence[str]) -> int:
+    """Stored pages ``rule`` maps onto another stored page's form."""
+    known = set(kept)
+    images: dict[str, str] = {}
+    found = 0
+    for url in kept:
+        image = apply_rule(rule, url)
+        if image == url:
+            continue
+        if image in known or image in images:
+            found += 1
+        images.setdefault(image, url)
+    return found
