@@ -342,7 +342,8 @@ def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         assert run(pipeline.process_item(item)) is item
         assert run(pipeline.process_item({"url": "https://x.example/2", "text": BEES})) is not None
-    assert filter_stats(pipeline) == {"errors": 2}
+    # both pass, and wait in the journal for the store to come back
+    assert filter_stats(pipeline) == {"errors": 2, "unchecked/journaled": 2}
     assert store.calls == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1  # the first error of its kind, in full; the second is counted
@@ -352,10 +353,14 @@ def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         run(pipeline.close_spider())
     assert store.closed
+    assert store.calls == 5  # the close tried the journal once more: the batch, each page
+    assert filter_stats(pipeline) == {"errors": 2, "unchecked/journaled": 2, "unchecked/lost": 2}
     summary = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][1:]
     assert summary == [
+        "simhash_filter: 2 pages passed unchecked and the store did not take them before the "
+        "crawl ended: they are not in the index (a later crawl checks them)",
         "simhash_filter: 1 more pages could not be checked "
-        "(StoreError; the last: StoreError: could not connect to server: Connection refused)"
+        "(StoreError; the last: StoreError: could not connect to server: Connection refused)",
     ]
 
 
