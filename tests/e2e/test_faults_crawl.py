@@ -220,10 +220,9 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
         assert after & set(index.kept), f"{name}: nothing indexed after the restart"
         kept = site_pages & set(index.kept)
         dropped = site_pages & set(index.dropped)
-        if name == "closed":  # held back: none is in the index, none was emitted (pages
-            # of too little text may be stored too, under an exact key: hence <=)
-            assert int(result.stat("simhash_filter/kept")) <= len(kept)
-            assert int(result.stat("simhash_filter/dropped")) <= len(dropped)
+        if name == "closed":  # held back: none is in the index, none was emitted
+            assert int(result.stat("simhash_filter/kept")) == len(kept)
+            assert int(result.stat("simhash_filter/dropped")) == len(dropped)
         items = {path_of(item["url"]) for item in result.items}
         if name == "open":  # unchecked pages pass, counted as errors...
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == 0
@@ -235,17 +234,16 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
             assert result.stat("simhash_filter/unchecked/lost") == 0
             emitted = int(result.stat("simhash_filter/unchecked/emitted_duplicates") or 0)
             caught_up_kept = journaled - emitted
-            # (pages of too little text may be stored too, under an exact key: hence >=)
-            assert len(kept) >= int(result.stat("simhash_filter/kept")) + caught_up_kept
-            assert len(dropped) >= int(result.stat("simhash_filter/dropped")) + emitted
+            assert len(kept) == int(result.stat("simhash_filter/kept")) + caught_up_kept
+            assert len(dropped) == int(result.stat("simhash_filter/dropped")) + emitted
             unchecked = items - kept - dropped
-            assert len(unchecked) <= int(result.stat("simhash_filter/no_text"))
+            assert len(unchecked) == int(result.stat("simhash_filter/no_text"))
             assert "pages that passed unchecked were checked once the store was back" in (
                 result.log
             )
         else:  # unchecked pages are held back (dropped with FilterUnavailable)
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == errors
-            assert len(items - kept) <= int(result.stat("simhash_filter/no_text"))
+            assert len(items) == len(kept) + int(result.stat("simhash_filter/no_text"))
 
 
 def test_postgresql_restart_the_retry_covers_passes_no_page_unchecked(
