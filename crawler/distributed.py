@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class RedisKeys:
     """The Redis keys of one crawl: ``<prefix>:requests``, ``:dupefilter``, ``:start_urls``,
-    ``:workers``.
+    ``:workers``, ``:frontier`` (the mark that tells a lost frontier: crawler/frontier.py).
 
     scrapy-redis names them after the spider (``%(spider)s:requests``); a prefix of your
     own (``-s REDIS_KEY_PREFIX=myjob``) keeps two crawls of one spider apart.
@@ -90,8 +90,12 @@ class RedisKeys:
     def workers(self) -> str:
         return f"{self.prefix}:workers"
 
-    def all(self) -> tuple[str, str, str, str]:
-        return (self.requests, self.dupefilter, self.start_urls, self.workers)
+    @property
+    def frontier(self) -> str:
+        return f"{self.prefix}:frontier"
+
+    def all(self) -> tuple[str, ...]:
+        return (self.requests, self.dupefilter, self.start_urls, self.workers, self.frontier)
 
     def settings(self) -> dict[str, str]:
         """The settings naming these keys (scrapy-redis's and ``DISTRIBUTED_WORKERS_KEY``)."""
@@ -100,6 +104,7 @@ class RedisKeys:
             "SCHEDULER_DUPEFILTER_KEY": self.dupefilter,
             "REDIS_START_URLS_KEY": self.start_urls,
             "DISTRIBUTED_WORKERS_KEY": self.workers,
+            "DISTRIBUTED_FRONTIER_KEY": self.frontier,
         }
 
 

@@ -15,7 +15,9 @@ from crawler.settings import EXTENSIONS
 
 # The frontier: scrapy-redis's scheduler (a Redis sorted set of requests, by priority)
 # and its duplicate filter (a Redis set of request fingerprints), shared by every worker.
-SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+# (crawler.frontier.FrontierScheduler: scrapy-redis's, riding out a Redis outage and
+# stopping with finish_reason "frontier_lost" when a Redis restart lost the frontier)
+SCHEDULER = "crawler.frontier.FrontierScheduler"
 DUPEFILTER_CLASS = "scrapy_redis.dupefilter.RFPDupeFilter"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 # Keep the queue and the seen-set when a worker stops: a worker that finishes early must
@@ -27,6 +29,8 @@ SCHEDULER_QUEUE_KEY = "%(spider)s:requests"
 SCHEDULER_DUPEFILTER_KEY = "%(spider)s:dupefilter"
 # Which workers are working (WaitForPeers keeps idle workers open while one is).
 DISTRIBUTED_WORKERS_KEY = "%(spider)s:workers"
+# The frontier's mark: gone means Redis lost the queue and the seen-set (crawler/frontier.py).
+DISTRIBUTED_FRONTIER_KEY = "%(spider)s:frontier"
 
 # An idle worker stays open while a peer is working, then waits this long before it closes.
 EXTENSIONS = {**EXTENSIONS, "crawler.distributed.WaitForPeers": 500}

@@ -36,7 +36,10 @@ if TYPE_CHECKING:
 
 try:
     from scrapy_redis.spiders import RedisMixin
+
+    from crawler.frontier import REDIS_DOWN
 except ImportError:  # the distributed extra is not installed: `scrapy crawl site` still works
+    REDIS_DOWN = ()  # type: ignore[assignment]
 
     class RedisMixin:  # type: ignore[no-redef]
         def setup_redis(self, crawler: Any) -> None:
@@ -54,7 +57,7 @@ class RedisSiteSpider(RedisMixin, scrapy.Spider):
 
     name = "site_redis"
     custom_settings: ClassVar[dict[str, Any]] = {
-        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "SCHEDULER": "crawler.frontier.FrontierScheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "SCHEDULER_PERSIST": True,
     }
@@ -78,9 +81,14 @@ class RedisSiteSpider(RedisMixin, scrapy.Spider):
         return spider
 
     def spider_idle(self) -> None:
-        """Schedule waiting seeds; closing an idle worker is up to ``WaitForPeers``."""
+        """Schedule waiting seeds; closing an idle worker is up to ``WaitForPeers`` (and a
+        Redis that cannot be reached is the scheduler's to report: crawler/frontier.py)."""
         scheduled = False
-        for request in self.next_requests():
+        try:
+            requests = list(self.next_requests())
+        except REDIS_DOWN:
+            requests = []
+        for request in requests:
             self.crawler.engine.crawl(request)
             scheduled = True
         if scheduled:

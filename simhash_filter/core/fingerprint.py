@@ -160,23 +160,29 @@ class Fingerprinter:
             return None
         return simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)
 
-    def sketch(self, text: str, *, page_text: str | None = None) -> bytes:
+    def sketch(self, text: str, *, page_text: str | None = None, listing: bool = False) -> bytes:
         """The MinHash sketch of ``text`` (and of ``page_text``, the page's whole visible
-        text, when given: it lets the match rule tell an extraction failure from a copy)."""
-        return self._sketch(normalize(text[: self.max_chars]), page_text)
+        text, when given: it lets the match rule tell an extraction failure from a copy);
+        ``listing`` marks a page that lists several entries (the rule never calls a listing
+        and a page that is not one copies). The mark is a flag of the sketch, not part of
+        :attr:`spec`: a sketch stored before it reads as "not a listing", as it did."""
+        return self._sketch(normalize(text[: self.max_chars]), page_text, listing)
 
-    def _sketch(self, content: str, page_text: str | None) -> bytes:
+    def _sketch(self, content: str, page_text: str | None, listing: bool) -> bytes:
         slots = _sketch.sketch_of(_sketch.shingle_hashes(content), self.sketch_slots)
         if page_text is None:
-            return encode_sketch(slots)
+            return encode_sketch(slots, listing=listing)
         page = normalize(page_text[: 4 * self.max_chars])
         page_slots = _sketch.sketch_of(_sketch.shingle_hashes(page), PAGE_SKETCH_SLOTS)
         share = min(1.0, len(content) / len(page)) if page else 1.0
-        return encode_sketch(slots, page_slots, share)
+        return encode_sketch(slots, page_slots, share, listing=listing)
 
-    def sign(self, text: str, *, page_text: str | None = None) -> PageSignature | None:
+    def sign(
+        self, text: str, *, page_text: str | None = None, listing: bool = False
+    ) -> PageSignature | None:
         """The fingerprint and sketch of a page's main text, or None when the text is too
-        short to fingerprint (as :meth:`fingerprint`)."""
+        short to fingerprint (as :meth:`fingerprint`); ``page_text`` and ``listing`` as in
+        :meth:`sketch`."""
         tokens, folded = self._tokens_and_folded(text)
         if len(tokens) < self.min_tokens:
             return None
@@ -188,6 +194,6 @@ class Fingerprinter:
         )
         return PageSignature(
             fingerprint=fingerprint,
-            sketch=self._sketch(content, page_text),
+            sketch=self._sketch(content, page_text, listing),
             text_length=len(text),
         )

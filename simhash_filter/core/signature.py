@@ -10,7 +10,9 @@ simhash alone within ``fallback_distance``.
 
 The sketch's bytes are opaque outside the core: a 4-byte header (format, flags,
 log2 of the text slots, log2 of the page slots), a byte for the main text's share of
-the visible text, then little-endian 16-bit slots, text first, page second.
+the visible text, then little-endian 16-bit slots, text first, page second. Flags: 1, the
+page slots follow; 2, the page is a listing (``page/listing.py``). A reader ignores flags it
+does not know, and a sketch written before the listing flag reads as "not a listing".
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = ["MatchRule", "PageSignature", "Verification", "decode_sketch", "encod
 SKETCH_FORMAT = 1
 _HEADER = struct.Struct("<BBBBB")
 _HAS_PAGE = 1
+_LISTING = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,25 +61,33 @@ class Verification:
     """Its estimate of the texts' character-5-gram Jaccard similarity, in [0, 1]."""
     boilerplate: bool = False
     """The texts match but the pages around them differ: an extraction failure, not a copy."""
+    listing: bool = False
+    """The texts match but one page is a listing and the other is not (an archive showing a
+    post whole, and the post): one lists the other, not a copy. Never set with
+    ``boilerplate``."""
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedSketch:
-    """A sketch's parts: the main text's slots, the visible text's slots (or None), and the
-    main text's share of the visible text (None when the page text was not given)."""
+    """A sketch's parts: the main text's slots, the visible text's slots (or None), the
+    main text's share of the visible text (None when the page text was not given), and
+    whether the page is a listing."""
 
     text: npt.NDArray[np.uint16]
     page: npt.NDArray[np.uint16] | None
     share: float | None
+    listing: bool = False
 
 
 def encode_sketch(
     text: npt.NDArray[np.uint16],
     page: npt.NDArray[np.uint16] | None = None,
     share: float | None = None,
+    *,
+    listing: bool = False,
 ) -> bytes:
     """The bytes of a sketch (the inverse of :func:`decode_sketch`)."""
-    flags = _HAS_PAGE if page is not None else 0
+    flags = (_HAS_PAGE if page is not None else 0) | (_LISTING if listing else 0)
     page_log = len(page).bit_length() - 1 if page is not None else 0
     share_byte = 255 if share is None else min(254, max(0, round(share * 254)))
     header = _HEADER.pack(SKETCH_FORMAT, flags, len(text).bit_length() - 1, page_log, share_byte)
@@ -101,7 +112,7 @@ def decode_sketch(data: bytes) -> DecodedSketch:
     slots = np.frombuffer(data, dtype="<u2", offset=_HEADER.size)
     page = slots[text_slots:] if page_slots else None
     share = None if share_byte == 255 else share_byte / 254
-    return DecodedSketch(slots[:text_slots], page, share)
+    return DecodedSketch(slots[:text_slots], page, share, bool(flags & _LISTING))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +126,10 @@ class MatchRule:
     both pages carry their visible text, the visible texts are less than
     ``min_page_similarity`` alike, and the main text is less than ``max_text_share`` of
     the visible text on both pages: the extractor found the same small block (a sidebar,
-    a disclaimer) on two different pages. Stored in the database's meta with the band
-    scheme (:meth:`describe`, :meth:`parse`).
+    a disclaimer) on two different pages. A confirmed pair of a listing and a page that is
+    not one is flagged ``listing`` (one lists the other; ``page/listing.py``). Flagged pairs
+    are matches, not copies. Stored in the database's meta with the band scheme
+    (:meth:`describe`, :meth:`parse`).
     """
 
     candidate_distance: int = 9
@@ -187,7 +200,10 @@ class MatchRule:
                 and max(a.share, b.share) < self.max_text_share
             )
             boilerplate = small and page_similarity < self.min_page_similarity
-        return Verification(confirmed=confirmed, similarity=similarity, boilerplate=boilerplate)
+        listing = confirmed and not boilerplate and a.listing != b.listing
+        return Verification(
+            confirmed=confirmed, similarity=similarity, boilerplate=boilerplate, listing=listing
+        )
 
     def describe(self) -> str:
         """The rule as one line, e.g. ``candidate_distance=7;min_similarity=0.7;...``."""

@@ -24,6 +24,7 @@ from simhash_filter.index.defaults import (
 from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
+from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY, WaitBounds
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 
 if TYPE_CHECKING:
@@ -154,6 +155,8 @@ class Config:
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
     page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
+    outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
     request_filter: bool = True  # fingerprint requests by their canonical form (URL rules)
     universal_rules: bool = True  # tracking and session parameters are rules on every host
     rule_min_support: int = 3  # supporting pairs before a learned rule skips requests
@@ -207,6 +210,14 @@ class Config:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
         if self.workers is not None and self.workers < 0:
             raise ValueError(f"{_name('WORKERS')} must be >= 0, got {self.workers}")
+        if not (0 < self.lock_timeout < float("inf")):
+            raise ValueError(
+                f"{_name('LOCK_TIMEOUT')} must be a number of seconds > 0, got {self.lock_timeout}"
+            )
+        if not (0 <= self.outage_retry < float("inf")):
+            raise ValueError(
+                f"{_name('OUTAGE_RETRY')} must be a number of seconds >= 0, got {self.outage_retry}"
+            )
         if self.rule_min_support < 1:
             raise ValueError(
                 f"{_name('RULE_MIN_SUPPORT')} must be >= 1, got {self.rule_min_support}"
@@ -255,6 +266,8 @@ class Config:
             workers=_optional_int(settings, "WORKERS", minimum=0),
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
+            lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
+            outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
             request_filter=_bool(settings, "REQUEST_FILTER", defaults.request_filter),
             universal_rules=_bool(settings, "UNIVERSAL_RULES", defaults.universal_rules),
             rule_min_support=_int(
@@ -321,7 +334,8 @@ class Config:
         """The store at ``DATABASE_URL`` for fingerprints made under ``spec``, made when it is
         not there with :meth:`index_settings`. An existing one keeps its own index and
         blocks unless ``INDEX`` or ``BLOCKS`` name others; ``MIN_SIMILARITY`` may differ
-        from its own (the stored sketches answer any threshold)."""
+        from its own (the stored sketches answer any threshold). Every write waits
+        ``LOCK_TIMEOUT`` for a lock and retries an outage ``OUTAGE_RETRY`` at most."""
         from simhash_filter.store import FingerprintStore
 
         return FingerprintStore.open(
@@ -333,6 +347,7 @@ class Config:
             index=self.index,
             blocks=self.blocks,
             durable=self.durable,
+            bounds=WaitBounds(self.lock_timeout, self.outage_retry),
         )
 
     @property

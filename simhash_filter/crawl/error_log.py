@@ -4,8 +4,10 @@ A store that fails for every page (a full disk, a database gone) would otherwise
 chained traceback a page, onto the disk that is full. The first error of each kind (the
 exception types along its chain) is logged with its traceback; the later ones are counted
 and logged as one line per kind with its count, at most once per ``interval`` seconds and
-when the crawl ends (:meth:`RepeatedErrors.flush`). Not thread-safe: the crawl logs from
-the reactor thread.
+when the crawl ends (:meth:`RepeatedErrors.flush`); with a ``schedule`` (the event loop's
+``call_later``), the count line comes at most ``interval`` seconds after the first error it
+counts even when no further error comes to trigger it. Not thread-safe: the crawl logs
+from the reactor thread.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["RepeatedErrors", "error_kind", "first_line"]
 
@@ -57,35 +60,56 @@ class RepeatedErrors:
         *,
         interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        schedule: Callable[[float, Callable[[], None]], Any] | None = None,
     ) -> None:
         self._logger = logger
         self._interval = interval
         self._clock = clock
+        self._schedule = schedule
+        self._timer: Any = None
         self._seen: set[str] = set()
         self._pending: dict[str, _Kind] = {}
         self._flushed_at = clock()
 
-    def error(self, message: str, error: BaseException, *, level: int = logging.WARNING) -> bool:
-        """Log (or count) one error; True when it was logged in full (the first of its kind)."""
+    def error(
+        self,
+        message: str,
+        error: BaseException,
+        *,
+        level: int = logging.WARNING,
+        traceback: bool = True,
+    ) -> bool:
+        """Log (or count) one error; True when it was logged in full (the first of its
+        kind: with its traceback, or, ``traceback=False``, its first line)."""
         kind = error_kind(error)
         if kind not in self._seen:
             self._seen.add(kind)
             self._logger.log(
                 level,
                 "%s (the first error of this kind; the next ones are counted, one line per kind)",
-                message,
-                exc_info=error,
+                message if traceback else f"{message}: {type(error).__qualname__}: {error}",
+                exc_info=error if traceback else None,
             )
             return True
         pending = self._pending.setdefault(kind, _Kind())
         pending.count += 1
         pending.last = first_line(error)
-        if self._clock() - self._flushed_at >= self._interval:
+        due = self._interval - (self._clock() - self._flushed_at)
+        if due <= 0:
             self.flush()
+        elif self._schedule is not None and self._timer is None:
+            self._timer = self._schedule(due, self._flush_when_due)
         return False
+
+    def _flush_when_due(self) -> None:
+        self._timer = None
+        self.flush()
 
     def flush(self) -> None:
         """Log one line per kind counted since the last flush."""
+        timer, self._timer = self._timer, None
+        if timer is not None and hasattr(timer, "cancel"):
+            timer.cancel()
         self._flushed_at = self._clock()
         for kind, pending in self._pending.items():
             self._logger.warning(

@@ -15,23 +15,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.page.pool import PageJob, PagePool, PageResult
 from simhash_filter.page.work import PageWork, has_text, work_page
-from simhash_filter.store.records import PageRow, Supersession, Verdict, VerdictKind
+from simhash_filter.store.records import (
+    PageRow,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+    Supersession,
+    Verdict,
+    VerdictKind,
+)
 
 from .config import Config, unknown_settings
 from .error_log import RepeatedErrors
-from .group_commit import GroupCommit, StoreFactory, StoreLike
+from .group_commit import MAX_BATCH, GroupCommit, StoreFactory, StoreLike
 from .handoff import Handoff
 from .hints import declared_hint
+from .journal import UncheckedJournal
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
 from .start_failure import report_start_failure
 
@@ -52,6 +62,13 @@ WORKER_STATS = STATS_PREFIX + "workers/"
 in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
 (queued for a free worker), ``restarts`` (workers replaced after a death or timeout), and
 ``start_cpu_ms`` (CPU time the workers took to start, set when the pool closes)."""
+UNCHECKED_STATS = STATS_PREFIX + "unchecked/"
+"""Prefix of the stats of pages that passed unchecked (FAIL_OPEN): ``journaled`` (kept for a
+later check), ``caught_up`` (checked and added once the store was back), ``emitted_duplicates``
+(found to be copies then: their items had passed; the store logged them as drops) and
+``lost`` (the journal was full, or the store did not come back before the crawl ended)."""
+CATCH_UP_BACKOFF = 10.0
+"""Seconds between two catch-ups that met the store still failing."""
 
 _T = TypeVar("_T")
 
@@ -95,7 +112,12 @@ class PageFilter:
         self.pipeline_attached = False
         """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
         ``page_superseded`` (with the item)."""
-        self.errors = RepeatedErrors(logger)
+        self.errors = RepeatedErrors(logger, schedule=_call_later)
+        self.journal = UncheckedJournal()
+        self._catching_up = False
+        self._next_catch_up = 0.0
+        self._caught_up = _CatchUpCount()
+        self._tasks: set[asyncio.Future[None]] = set()
         self.listeners: list[Callable[[FilterResult], None]] = []
         """Called with every recorded result (the URL rules learn from the verdicts)."""
 
@@ -146,6 +168,8 @@ class PageFilter:
         """Release one user; the last one stops the page pool and closes the store."""
         with self._lock:
             self._users = max(0, self._users - 1)
+            if self._users == 0 and self._store is not None:
+                self._catch_up_at_close()
             if self._users == 0:
                 self.errors.flush()
             if self._users == 0 and self._store is not None:
@@ -277,6 +301,8 @@ class PageFilter:
         try:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:
+            if self.config.fail_open and isinstance(exc, StoreError):  # it passes unchecked
+                self._journal(row)
             return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
         try:
             superseded = await self._keep(row, verdict)
@@ -287,6 +313,7 @@ class PageFilter:
             superseded = None
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
+        self._catch_up_soon()
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
@@ -318,6 +345,77 @@ class PageFilter:
         store = self._open_store_or_raise()
         return await run_in_thread(store.supersede, row, kept)
 
+    # -- pages that passed unchecked (journal.py)
+
+    def _journal(self, row: PageRow) -> None:
+        if self.journal.add(row):
+            self.stats.inc_value(UNCHECKED_STATS + "journaled")
+        else:
+            self.stats.inc_value(UNCHECKED_STATS + "lost")
+
+    def _catch_up_soon(self) -> None:
+        """Check the journal's pages in the background, now that a check succeeded (one
+        catch-up at a time; not again for a while after one met the store failing)."""
+        if self._catching_up or not len(self.journal) or not is_asyncio_available():
+            return
+        if time.monotonic() < self._next_catch_up:
+            return
+        self._catching_up = True
+        task = asyncio.ensure_future(self._catch_up())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _catch_up(self) -> None:
+        try:
+            while rows := self.journal.take(MAX_BATCH):
+                try:
+                    results = await run_in_thread(self._commits.add_rows, rows)
+                except asyncio.CancelledError:  # the loop ends: checked again at the close
+                    self.journal.put_back(rows)
+                    raise
+                if not self._record_caught_up(rows, results):
+                    self._next_catch_up = time.monotonic() + CATCH_UP_BACKOFF
+                    break
+        except Exception:  # the store closed under it: the close counts what is left
+            logger.debug("catch-up of unchecked pages stopped", exc_info=True)
+        finally:
+            self._catching_up = False
+
+    def _record_caught_up(self, rows: list[PageRow], results: list[Any]) -> bool:
+        """Count the journal's pages just checked; put back those that met the store
+        failing again (False then)."""
+        again = []
+        for row, result in zip(rows, results, strict=True):
+            if isinstance(result, Verdict):
+                self._caught_up.add(result)
+                self.stats.inc_value(UNCHECKED_STATS + "caught_up")
+                if result.kind is VerdictKind.DUPLICATE:
+                    self.stats.inc_value(UNCHECKED_STATS + "emitted_duplicates")
+            elif isinstance(result, StoreError):  # the store still fails: later
+                again.append(row)
+            else:  # this page cannot be checked (not the store's state): counted, let go
+                self.stats.inc_value(UNCHECKED_STATS + "lost")
+        self.journal.put_back(again)
+        if not len(self.journal) and self._caught_up.pages:
+            logger.info("simhash_filter: %s", self._caught_up.summary())
+            self._caught_up = _CatchUpCount()
+        return not again
+
+    def _catch_up_at_close(self) -> None:
+        """Blocking, before the store closes: check what the journal holds; what the store
+        still cannot take is counted lost, in one warning."""
+        while rows := self.journal.take(MAX_BATCH):
+            if not self._record_caught_up(rows, self._commits.add_rows(rows)):
+                break
+        left = self.journal.take(len(self.journal))
+        if left:
+            self.stats.inc_value(UNCHECKED_STATS + "lost", len(left))
+            logger.warning(
+                "simhash_filter: %d pages passed unchecked and the store did not take them "
+                "before the crawl ended: they are not in the index (a later crawl checks them)",
+                len(left),
+            )
+
     # -- stats and logs (reactor thread)
 
     def record(self, check: FilterResult, *, log_each_drop: bool = False) -> None:
@@ -343,17 +441,29 @@ class PageFilter:
                     check.url,
                     check.verdict.boilerplate_of.url,
                 )
+        if check.verdict is not None and check.verdict.listing_of is not None:
+            self.stats.inc_value(STATS_PREFIX + "listing")
+            if self.config.debug:
+                logger.debug(
+                    "simhash_filter: %s admitted: its text matches %s, but one of the two "
+                    "pages lists several entries and the other does not (not a copy)",
+                    check.url,
+                    check.verdict.listing_of.url,
+                )
         if check.outcome is Outcome.ERROR:
             assert check.error is not None
             self.errors.error(
                 f"Could not check {check.url} for near-duplicates ("
                 + (
-                    "the page passes: SIMHASH_FILTER_FAIL_OPEN"
+                    "the page passes: SIMHASH_FILTER_FAIL_OPEN; it is checked when the store "
+                    "is back"
                     if self.config.fail_open
                     else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
                 )
                 + ")",
                 check.error,
+                # a lock timeout or an outage says all in its message
+                traceback=not isinstance(check.error, StoreBusy | StoreUnavailable),
             )
         elif check.outcome is Outcome.DROPPED:
             if self.config.debug:
@@ -390,3 +500,32 @@ class PageFilter:
         if match is None:
             return f"Near-duplicate: {check.url}"
         return f"Near-duplicate of {match.url} (distance {match.distance}): {check.url}"
+
+
+class _CatchUpCount:
+    """What the catch-up found since the journal was last empty."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.copies = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.pages += 1
+        self.copies += verdict.kind is VerdictKind.DUPLICATE
+
+    def summary(self) -> str:
+        return (
+            f"{self.pages} pages that passed unchecked were checked once the store was back: "
+            f"{self.pages - self.copies} are in the index, {self.copies} were copies of kept "
+            "pages (their items had passed; logged as duplicates)"
+        )
+
+
+def _call_later(delay: float, callback: Callable[[], None]) -> Any:
+    """``callback`` after ``delay`` seconds on the running event loop (the reactor's),
+    or None when none runs (the count line then waits for the next error or the close)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop.call_later(delay, callback)

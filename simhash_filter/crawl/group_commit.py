@@ -5,17 +5,32 @@ The crawl's pages come one at a time from the reactor; a transaction per page wo
 most of its time committing. :class:`GroupCommit` runs the store's ``add_many`` (the same
 verdicts as one ``check_and_add`` a page) in a worker thread, and finds the page at fault
 when a batch fails so the others still get their verdicts.
+
+A batch that timed out on a lock (``StoreBusy``) or met an outage the store's retry did not
+cover (``StoreUnavailable``) is not retried page by page with the full wait each: after an
+outage every page gets the error at once; after a lock timeout each page is tried alone with
+a short wait (``WaitBounds.short_wait``: a page that conflicts with no stuck lock needs none),
+for one more lock timeout in all, and the pages left get the error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
-from simhash_filter.store.records import Match, PageRow, Supersession, Verdict
+from simhash_filter.store.faults import WaitBounds
+from simhash_filter.store.records import (
+    Match,
+    PageRow,
+    StoreBusy,
+    StoreUnavailable,
+    Supersession,
+    Verdict,
+)
 
 __all__ = ["MAX_BATCH", "GroupCommit", "StoreFactory", "StoreLike"]
 
@@ -34,6 +49,7 @@ class StoreLike(Protocol):
         text_length: int = 0,
         sketch: bytes | None = None,
         text: bytes | None = None,
+        wait: float | None = None,
         canonical: str | None = None,
     ) -> Verdict: ...
 
@@ -99,15 +115,35 @@ class GroupCommit:
             self._flusher = None
 
     def add_rows(self, rows: list[PageRow]) -> list[Verdict | BaseException]:
-        """Blocking: each row's verdict, or the error that row alone met."""
+        """Blocking: each row's verdict, or the error that row alone met (see the module
+        doc for a batch that timed out or met an outage)."""
         store = self._store()
+        failed: Exception | None = None
         if len(rows) > 1:
             try:
                 return list(store.add_many(rows))
+            except StoreUnavailable as exc:  # the server is away: no page would get through
+                return [exc] * len(rows)
+            except StoreBusy as exc:
+                if exc.whole_database:  # (SQLite's one write lock): every page would wait
+                    return [exc] * len(rows)
+                failed = exc
             except Exception:  # find the page at fault: the others still get their verdicts
                 pass
+        bounds: WaitBounds = getattr(store, "bounds", None) or WaitBounds()
+        return self._one_by_one(store, rows, bounds, failed)
+
+    def _one_by_one(
+        self, store: StoreLike, rows: list[PageRow], bounds: WaitBounds, busy: Exception | None
+    ) -> list[Verdict | BaseException]:
+        """Each row alone; once one timed out on a lock (``busy``), the others wait only
+        briefly, and for one lock timeout in all; once one met an outage, none is tried."""
+        deadline = time.monotonic() + (bounds.lock_timeout or 0.0)
         results: list[Verdict | BaseException] = []
         for row in rows:
+            if busy is not None and (_everywhere(busy) or time.monotonic() >= deadline):
+                results.append(busy)
+                continue
             try:
                 hint = {} if row.canonical is None else {"canonical": row.canonical}
                 results.append(
@@ -117,9 +153,22 @@ class GroupCommit:
                         text_length=row.text_length,
                         sketch=row.sketch,
                         text=row.text,
+                        wait=None if busy is None else bounds.short_wait(),
                         **hint,
                     )
                 )
+            except (StoreBusy, StoreUnavailable) as exc:
+                if busy is None:
+                    deadline = time.monotonic() + (bounds.lock_timeout or 0.0)
+                busy = exc
+                results.append(exc)
             except Exception as exc:
                 results.append(exc)
         return results
+
+
+def _everywhere(error: Exception) -> bool:
+    """Whether ``error`` would meet every page: an outage, or SQLite's one write lock."""
+    return isinstance(error, StoreUnavailable) or (
+        isinstance(error, StoreBusy) and error.whole_database
+    )

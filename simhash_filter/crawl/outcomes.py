@@ -18,6 +18,10 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 - ``boilerplate`` (not disjoint: also ``kept``, ``unchanged`` or ``changed``): the page's
   main text matched a stored page's, but the visible pages around them differ, so it is an
   extraction failure rather than a copy, and the page was admitted.
+- ``listing`` (not disjoint, like ``boilerplate``): the page's main text matched a stored
+  page's, but one of the two is a listing (an archive or home page of several entries,
+  ``page/listing.py``) and the other is not: an archive showing a post whole and the post are
+  not copies, and the page was admitted.
 - ``exact_content`` (not disjoint: also ``no_text`` or ``dropped``): the page had too little
   text and was checked by its exact-content key (its bytes, white space runs collapsed;
   :mod:`simhash_filter.core.content_key`), which only a byte-identical page matches.

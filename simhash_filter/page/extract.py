@@ -41,6 +41,7 @@ from simhash_filter.core.text import cap_non_starters
 
 from .decode import decode_html
 from .hints import page_hints
+from .listing import is_listing
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -176,6 +177,8 @@ class ExtractedPage(NamedTuple):
     hints: PageHints | None = None
     """The page's canonical hints (:mod:`~simhash_filter.page.hints`), read from the same
     parse when the page has a URL."""
+    listing: bool = False
+    """The page lists several entries (an archive, a home page): :func:`.listing.is_listing`."""
 
 
 def extract_page(
@@ -210,7 +213,10 @@ def extract_page(
         return ExtractedPage(None, None, tuple(capped))
     hints = page_hints(tree, url)
     text = _main_text(tree, url) if main else None  # before the tree is stripped
-    return ExtractedPage(text, _visible_text(tree) if visible else None, tuple(capped), hints)
+    listing = text is not None and is_listing(tree, len(text))
+    return ExtractedPage(
+        text, _visible_text(tree) if visible else None, tuple(capped), hints, listing
+    )
 
 
 def parse_bounded(body: bytes | str, capped: list[str] | None = None) -> Any:

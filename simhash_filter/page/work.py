@@ -86,6 +86,7 @@ def work_page(
     of the HTML, else of the text): its exact copies are still caught."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
+    listing = False
     capped: tuple[str, ...] = ()
     hints = None
     if isinstance(html, bytes | str) and html:  # one parse for both texts
@@ -93,13 +94,14 @@ def work_page(
         main_text = main_text or page.text
         page_text = page.visible
         capped, hints = page.capped, page.hints
+        listing = page.listing and main_text is page.text  # the mark is of the extracted text
     signature = None
     if main_text:
         capped += tuple(
             cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
         )
         # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-        signature = fingerprinter.sign(main_text, page_text=page_text)
+        signature = fingerprinter.sign(main_text, page_text=page_text, listing=listing)
     if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
         return PageWork(None, capped, hints)
     if signature is None:

@@ -79,10 +79,12 @@ class Candidate(NamedTuple):
 
 
 class Judgement(NamedTuple):
-    """A pair the judge calls a match: a copy, or (``copy`` False) boilerplate."""
+    """A pair the judge calls a match: a copy, or (``copy`` False) boilerplate, or (``listing``)
+    a listing and a page that is not one."""
 
     copy: bool
     similarity: float | None
+    listing: bool = False
 
 
 class Judge:
@@ -90,8 +92,8 @@ class Judge:
 
     Without a rule: within ``max_distance`` bits. With a :class:`MatchRule`: within
     ``rule.candidate_distance`` and confirmed by ``rule.verify`` on the two sketches
-    (a confirmed pair flagged ``boilerplate`` is reported as such, not as a copy); when
-    either page has no sketch, within ``rule.fallback_distance`` alone.
+    (a confirmed pair flagged ``boilerplate`` or ``listing`` is reported as such, not as a
+    copy); when either page has no sketch, within ``rule.fallback_distance`` alone.
     """
 
     def __init__(self, max_distance: int, rule: MatchRule | None = None) -> None:
@@ -113,7 +115,11 @@ class Judge:
             else:
                 if not verification.confirmed:
                     return None
-                return Judgement(not verification.boilerplate, verification.similarity)
+                return Judgement(
+                    not (verification.boilerplate or verification.listing),
+                    verification.similarity,
+                    verification.listing,
+                )
         if (query is None or stored is None) and distance <= rule.fallback_distance:
             return Judgement(True, None)
         return None
@@ -206,7 +212,8 @@ def decide_batch(
     a missing sketch filled in). CHANGED: the URL is stored, its old version (when in the
     index) and every other page do not match: updated, its key rows replaced, back in the
     index if it had left it. An admitted page whose only matches were boilerplate names
-    the nearest in ``Verdict.boilerplate_of``.
+    the nearest in ``Verdict.boilerplate_of``; one whose only matches were listings of it,
+    or entries of it (``Judgement.listing``), the nearest in ``Verdict.listing_of``.
     """
     batch = _Batch(rows, judge, index_items)
     batch.load(io)
@@ -239,6 +246,7 @@ class _Decision:
     previous: int | None = None
     match: Candidate | None = None  # the nearest copy, for DUPLICATE
     boilerplate: Candidate | None = None  # the nearest boilerplate match of an admitted row
+    listing: Candidate | None = None  # the nearest listing/entry match of an admitted row
 
 
 class _Batch:
@@ -311,7 +319,7 @@ class _Batch:
                     state.sketch = row.sketch
                     self._rekey(ref, self.index_items(state.fingerprint, state.sketch))
                 return _Decision(VerdictKind.UNCHANGED, row, ref=ref, previous=state.fingerprint)
-        boilerplate = None
+        boilerplate = listing = None
         for candidate in self._candidates(row, exclude=ref):
             judgement = self.judge(candidate.distance, row.sketch, self._sketch(candidate.ref))
             if judgement is None:
@@ -321,8 +329,10 @@ class _Batch:
                 if ref is not None and not self.pages[ref].dropped:
                     self._leave_index(ref)
                 return _Decision(VerdictKind.DUPLICATE, row, match=judged)
-            if boilerplate is None:
-                boilerplate = judged
+            if judgement.listing:
+                listing = listing or judged
+            else:
+                boilerplate = boilerplate or judged
         if ref is not None:
             state = self.pages[ref]
             previous = state.fingerprint
@@ -335,7 +345,12 @@ class _Batch:
             state.dropped = False
             self._rekey(ref, row.index_keys)
             return _Decision(
-                VerdictKind.CHANGED, row, ref=ref, previous=previous, boilerplate=boilerplate
+                VerdictKind.CHANGED,
+                row,
+                ref=ref,
+                previous=previous,
+                boilerplate=boilerplate,
+                listing=listing,
             )
         ref = self.next_tmp
         self.next_tmp -= 1
@@ -345,7 +360,7 @@ class _Batch:
         self.by_url[row.url] = ref
         self.urls[ref] = row.url
         self._index(ref, row.index_keys)
-        return _Decision(VerdictKind.NEW, row, ref=ref, boilerplate=boilerplate)
+        return _Decision(VerdictKind.NEW, row, ref=ref, boilerplate=boilerplate, listing=listing)
 
     def _leave_index(self, ref: int) -> None:
         """The page of ``ref`` leaves the index (its URL's content is a copy of another
@@ -466,6 +481,7 @@ class _Batch:
                 duplicate_of=public(d.match),
                 previous_fingerprint=d.previous,
                 boilerplate_of=public(d.boilerplate),
+                listing_of=public(d.listing),
             )
             for d in decisions
         ]

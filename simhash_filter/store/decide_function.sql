@@ -7,8 +7,8 @@
 -- which the digest covers.
 
 
--- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte},
--- or NULL for bytes that are not a sketch.
+-- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte,
+-- listing flag (2 or 0)}, or NULL for bytes that are not a sketch.
 CREATE OR REPLACE FUNCTION simhash_filter_sketch__V__(s bytea) RETURNS int4[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
     SELECT CASE
@@ -18,7 +18,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
             + CASE WHEN get_byte(s, 1) & 1 = 1 THEN 1 << get_byte(s, 3) ELSE 0 END) THEN NULL
         ELSE ARRAY[1 << get_byte(s, 2),
                    CASE WHEN get_byte(s, 1) & 1 = 1 THEN 1 << get_byte(s, 3) ELSE 0 END,
-                   get_byte(s, 4)]
+                   get_byte(s, 4),
+                   get_byte(s, 1) & 2]
     END
 $f$;
 
@@ -35,7 +36,8 @@ $f$;
 -- MatchRule.verify; valid is false where it raises ValueError.
 CREATE OR REPLACE FUNCTION simhash_filter_verify__V__(
     a bytea, b bytea, min_similarity float8, min_page_similarity float8, max_text_share float8,
-    OUT valid bool, OUT confirmed bool, OUT similarity float8, OUT boilerplate bool)
+    OUT valid bool, OUT confirmed bool, OUT similarity float8, OUT boilerplate bool,
+    OUT listing bool)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
 DECLARE
     pa int4[] := simhash_filter_sketch__V__(a);
@@ -45,6 +47,7 @@ BEGIN
     valid := false;
     confirmed := false;
     boilerplate := false;
+    listing := false;
     IF pa IS NULL OR pb IS NULL OR pa[1] <> pb[1] THEN
         RETURN;
     END IF;
@@ -60,16 +63,18 @@ BEGIN
             AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < max_text_share
             AND page_similarity < min_page_similarity;
     END IF;
+    listing := confirmed AND NOT boilerplate AND pa[4] <> pb[4];
     valid := true;
 END
 $f$;
 
 -- batch.Judge: is a page at distance d with sketch b a match of one with sketch a? A
--- copy, or (copy false) boilerplate. rule: NULL (within radius) or {candidate_distance,
+-- copy, or (copy false) boilerplate, or (copy false, listing) a listing and a page that is
+-- not one. rule: NULL (within radius) or {candidate_distance,
 -- min_similarity, fallback_distance, min_page_similarity, max_text_share}.
 CREATE OR REPLACE FUNCTION simhash_filter_judge__V__(
     d int4, a bytea, b bytea, radius int4, rule float8[],
-    OUT matched bool, OUT copy bool, OUT similarity float8)
+    OUT matched bool, OUT copy bool, OUT similarity float8, OUT listing bool)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
 DECLARE
     v record;
@@ -77,6 +82,7 @@ DECLARE
 BEGIN
     matched := false;
     copy := true;
+    listing := false;
     IF rule IS NULL THEN
         matched := d <= radius;
         RETURN;
@@ -86,7 +92,8 @@ BEGIN
         IF v.valid THEN
             IF v.confirmed THEN
                 matched := true;
-                copy := NOT v.boilerplate;
+                copy := NOT (v.boilerplate OR v.listing);
+                listing := v.listing;
                 similarity := v.similarity;
             END IF;
             RETURN;
@@ -152,7 +159,9 @@ RETURNS TABLE(
     kind text, previous int8,
     match_id int8, match_url text, match_fp int8, match_distance int4, match_similarity float8,
     boiler_id int8, boiler_url text, boiler_fp int8, boiler_distance int4,
-    boiler_similarity float8)
+    boiler_similarity float8,
+    listing_id int8, listing_url text, listing_fp int8, listing_distance int4,
+    listing_similarity float8)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $f$
 DECLARE
     i int4;
@@ -168,6 +177,7 @@ DECLARE
     j record;
     found_match bool;
     found_boiler bool;
+    found_listing bool;
 BEGIN
     IF p_async THEN
         PERFORM set_config('synchronous_commit', 'off', true);
@@ -189,6 +199,8 @@ BEGIN
         match_distance := NULL; match_similarity := NULL;
         boiler_id := NULL; boiler_url := NULL; boiler_fp := NULL;
         boiler_distance := NULL; boiler_similarity := NULL;
+        listing_id := NULL; listing_url := NULL; listing_fp := NULL;
+        listing_distance := NULL; listing_similarity := NULL;
         own_id := NULL;
         own_dropped := false;
         SELECT p.id, p.fingerprint, p.sketch, p.dropped_at IS NOT NULL
@@ -218,6 +230,7 @@ BEGIN
         END IF;
         found_match := false;
         found_boiler := false;
+        found_listing := false;
         FOR c IN
             SELECT h.id AS page_id, h.url, h.fingerprint, h.d, h.sketch
             FROM (SELECT DISTINCT ON (b.id) b.id, b.url, b.fingerprint, b.sketch,
@@ -235,7 +248,13 @@ BEGIN
                 found_match := true;
                 EXIT;
             END IF;
-            IF NOT found_boiler THEN
+            IF j.listing THEN
+                IF NOT found_listing THEN
+                    listing_id := c.page_id; listing_url := c.url; listing_fp := c.fingerprint;
+                    listing_distance := c.d; listing_similarity := j.similarity;
+                    found_listing := true;
+                END IF;
+            ELSIF NOT found_boiler THEN
                 boiler_id := c.page_id; boiler_url := c.url; boiler_fp := c.fingerprint;
                 boiler_distance := c.d; boiler_similarity := j.similarity;
                 found_boiler := true;
@@ -244,6 +263,8 @@ BEGIN
         IF found_match THEN
             boiler_id := NULL; boiler_url := NULL; boiler_fp := NULL;
             boiler_distance := NULL; boiler_similarity := NULL;
+            listing_id := NULL; listing_url := NULL; listing_fp := NULL;
+            listing_distance := NULL; listing_similarity := NULL;
             INSERT INTO duplicates
                 (url, domain, fingerprint, duplicate_of, distance, similarity, seen_at)
             VALUES (p_urls[i], p_domains[i], fp, match_id, match_distance, match_similarity,

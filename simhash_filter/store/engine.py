@@ -24,6 +24,7 @@ import os
 import select
 import sqlite3
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from sqlalchemy.exc import ArgumentError, DisconnectionError, NoSuchModuleError,
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from .checkpointer import BACKSTOP_FRAMES, WAL_SIZE_LIMIT
+from .faults import WaitBounds, application_name, session_options
 from .records import DatabaseNotFoundError, StoreError
 from .schema import meta_table
 from .urls import display_url as display_url  # (re-exported: the store imports it here)
@@ -151,12 +153,14 @@ def remove_if_empty(path: Path) -> None:
         log.debug("cannot remove the empty database file %s: %s", path, exc)
 
 
-def busy_timeout(url: URL) -> float:
-    """How long (seconds) a SQLite writer waits for another process's write lock: the URL's
-    ``?timeout=`` (pysqlite's own parameter), else :data:`BUSY_TIMEOUT_S`."""
+def busy_timeout(url: URL, default: float | None = None) -> float:
+    """How long (seconds) a SQLite writer waits for another process's write lock, the
+    writer lock and SQLite's busy wait together: the URL's ``?timeout=`` (pysqlite's own
+    parameter), else ``default`` (the crawl's ``SIMHASH_FILTER_LOCK_TIMEOUT``), else
+    :data:`BUSY_TIMEOUT_S`."""
     value = url.query.get("timeout")
     if value is None:
-        return BUSY_TIMEOUT_S
+        return BUSY_TIMEOUT_S if default is None else default
     raw = value if isinstance(value, str) else value[-1]
     try:
         seconds = float(raw)
@@ -167,9 +171,12 @@ def busy_timeout(url: URL) -> float:
     return seconds
 
 
-def make_engine(url: URL, *, create: bool, durable: bool = False) -> Engine:
+def make_engine(
+    url: URL, *, create: bool, durable: bool = False, bounds: WaitBounds | None = None
+) -> Engine:
     """An engine for ``url``; with ``create=False`` a missing SQLite file is an error
-    (SQLite would otherwise create an empty file on connect)."""
+    (SQLite would otherwise create an empty file on connect). ``bounds``: the lock wait
+    of every write (faults.py)."""
     if is_sqlite(url):
         path = sqlite_path(url)
         if path is not None and not path.exists():
@@ -177,14 +184,14 @@ def make_engine(url: URL, *, create: bool, durable: bool = False) -> Engine:
                 raise DatabaseNotFoundError(f"no database at {path} (the file does not exist)")
             if not path.parent.is_dir():
                 raise StoreError(f"cannot create {path}: folder {path.parent} does not exist")
-        timeout = busy_timeout(url)
+        timeout = busy_timeout(url, bounds.lock_timeout if bounds else None)
         engine = create_engine(url, connect_args={"timeout": timeout})
         _install_sqlite_events(engine, durable=durable, timeout=timeout, create=create)
         return engine
     # no pool_pre_ping (a round trip per call): a pooled connection the server closed while
     # it was idle is dropped at checkout (_drop_closed_connections, no round trip); one
     # lost in use fails its transaction, which FingerprintStore retries on a fresh one
-    engine = create_engine(url, connect_args=server_connect_args(url))
+    engine = create_engine(url, connect_args=server_connect_args(url, bounds))
     if url.get_backend_name() == "postgresql":
         event.listen(engine, "checkout", _drop_closed_connections)
     return engine
@@ -217,13 +224,25 @@ def _drop_closed_connections(_dbapi: Any, record: ConnectionPoolEntry, _proxy: A
         raise DisconnectionError("the server closed this pooled connection")
 
 
-def server_connect_args(url: URL) -> dict[str, Any]:
+def server_connect_args(url: URL, bounds: WaitBounds | None = None) -> dict[str, Any]:
     """Connection arguments for a database server: a connect timeout
     (:data:`CONNECT_TIMEOUT_S`) unless the URL names one (``?connect_timeout=<seconds>``),
-    so a host that accepts the connection and never answers fails instead of hanging."""
-    if url.get_backend_name() != "postgresql" or "connect_timeout" in url.query:
+    so a host that accepts the connection and never answers fails instead of hanging;
+    with ``bounds``, the sessions' lock and statement timeouts (faults.session_options) and
+    an ``application_name`` naming this process unless the URL names one."""
+    if url.get_backend_name() != "postgresql":
         return {}
-    return {"connect_timeout": CONNECT_TIMEOUT_S}
+    args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        args["connect_timeout"] = CONNECT_TIMEOUT_S
+    if bounds is not None:
+        given = url.query.get("options")
+        options = session_options(bounds, given if isinstance(given, str | None) else given[-1])
+        if options:
+            args["options"] = options
+        if "application_name" not in url.query:
+            args["application_name"] = application_name()
+    return args
 
 
 def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, create: bool) -> None:
@@ -315,6 +334,8 @@ class WriterQueue:
         self._held_fd: int | None = None  # the descriptor holding the file lock, if any
         self._waiter: _BlockingFlock | None = None  # set while a blocking wait holds it
         self._database = database
+        self._stuck = False  # a wait was given up; nobody has had the file lock since
+        self.waited = 0.0  # seconds the last entry waited for the locks
         self._fd: int | None = None
         if database is not None and fcntl is not None:
             try:
@@ -323,37 +344,52 @@ class WriterQueue:
                 log.debug("no writer lock file next to %s: %s", database, exc)
 
     def __enter__(self) -> None:
+        self.enter(self._timeout)
+
+    def enter(self, timeout: float) -> float:
+        """Take the locks, waiting for the file lock ``timeout`` seconds at most; the
+        seconds waited (also in :attr:`waited`), for the busy wait to take off its own."""
+        began = time.monotonic()
         self._thread_lock.acquire()
         if self._fd is not None:
             try:
-                self._take(self._fd)
+                self._take(self._fd, max(0.0, timeout - (time.monotonic() - began)))
             except BaseException:
                 self._thread_lock.release()
                 raise
+        self.waited = time.monotonic() - began
+        return self.waited
 
-    def _take(self, fd: int) -> None:
+    def _take(self, fd: int, timeout: float) -> None:
         """Take the file lock: at once when it is free, else by a blocking ``flock`` that
-        wakes when the holder releases it, given up after the timeout."""
+        wakes when the holder releases it, given up after the timeout. Once a wait has been
+        given up (its holder is stuck), later writers do not wait for it again until
+        someone has had it: they try it once and go on without it."""
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self._held_fd = fd
+            if self._stuck:
+                self._stuck = False
+                log.info("the writer lock %s is free again", _lock_path(self._database or Path()))
             return
         except BlockingIOError:
-            pass
+            if self._stuck or timeout <= 0:
+                return
         assert self._database is not None
         try:
             waiter = _BlockingFlock(_lock_path(self._database))
         except OSError as exc:  # no descriptor to wait on: BEGIN IMMEDIATE still queues
             log.debug("cannot wait for the writer lock of %s: %s", self._database, exc)
             return
-        if waiter.wait(self._timeout):
+        if waiter.wait(timeout):
             self._held_fd, self._waiter = waiter.fd, waiter
             return
+        self._stuck = True
         log.warning(
             "the writer lock %s was held for more than %.3g s; writing without it "
-            "(SQLite's own locking still applies)",
+            "(SQLite's own locking still applies) until it is free again",
             _lock_path(self._database),
-            self._timeout,
+            timeout,
         )
 
     def __exit__(self, *exc: object) -> None:

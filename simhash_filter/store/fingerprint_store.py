@@ -52,6 +52,7 @@ from .engine import (
     parse_url,
     sqlite_path,
 )
+from .faults import OutageRetry, WaitBounds
 from .hints import canonical_pairs, hint_key, was_seen
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
@@ -77,6 +78,13 @@ from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
 log = logging.getLogger(__name__)
+
+
+def _writer_queue(url: URL, bounds: WaitBounds) -> WriterQueue | None:
+    """The writer queue of a SQLite file (None on a server), waiting at most the bound."""
+    if not is_sqlite(url):
+        return None
+    return WriterQueue(sqlite_path(url), busy_timeout(url, bounds.lock_timeout))
 
 
 def _check_fingerprint(fingerprint: int, bits: int) -> int:
@@ -112,19 +120,22 @@ class FingerprintStore:
         writer_queue: WriterQueue | None = None,
         durable: bool | None = None,
         write_path: str | None = None,
+        bounds: WaitBounds | None = None,
         database_rule: MatchRule | None = None,
     ) -> None:
+        self.bounds = bounds = bounds or WaitBounds()  # how long a write waits (faults.py)
         self._engine = engine
         self._url = url
         self.display_url = display_url(url)
         self.spec = spec
         self.dialect = engine.dialect.name
         self._sqlite = is_sqlite(url)
-        timeout = busy_timeout(url) if self._sqlite else 0.0
+        timeout = busy_timeout(url, bounds.lock_timeout) if self._sqlite else float("inf")
         if writer_queue is None and self._sqlite:
             writer_queue = WriterQueue(sqlite_path(url), timeout)
         self._writer_queue = writer_queue
         database = sqlite_path(url) if self._sqlite else None
+        outage = OutageRetry(0.0 if self._sqlite else bounds.outage_retry)
         self._checkpointer = WalCheckpointer(database) if database else None
         self._transactions = WriteTransactions(
             engine,
@@ -132,6 +143,7 @@ class FingerprintStore:
             writer_queue=writer_queue,
             busy_timeout=timeout,
             before_write=self._checkpointer.start if self._checkpointer else None,
+            outage=outage,
         )
         self._cursors = RawCursors(engine, display_url=self.display_url)
         self._write_path: WritePath = open_write_path(
@@ -142,6 +154,7 @@ class FingerprintStore:
             transactions=self._transactions,
             cursors=self._cursors,
             n_tables=scheme.n_tables,
+            outage=outage,
         )
         self._set_scheme(scheme, rule)
         self.database_rule = rule if database_rule is None else database_rule
@@ -162,6 +175,7 @@ class FingerprintStore:
         rule: MatchRule | None = None,
         index: str | None = None,
         write_path: str | None = None,
+        bounds: WaitBounds | None = None,
         min_similarity: float | None = None,
         own_similarity: bool = False,
     ) -> FingerprintStore:
@@ -190,7 +204,8 @@ class FingerprintStore:
         by default) makes it survive a server crash too. ``True``: SQLite commits survive
         a power cut too (``synchronous=FULL``). ``False``: PostgreSQL transactions run with
         ``synchronous_commit = off`` (a server crash may lose the last fraction of a
-        second of commits; a killed crawler still loses nothing).
+        second of commits; a killed crawler still loses nothing). ``bounds``: how long a write
+        waits for a lock and retries an outage (faults.py; None: no bound, no retry).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
@@ -204,24 +219,23 @@ class FingerprintStore:
         choice = IndexChoice(index, max_distance, blocks, min_similarity)
         sa_url = parse_url(url)
         validate_write_path(write_path, sa_url)
-        engine = make_engine(sa_url, create=create, durable=bool(durable))
-        queue = (
-            WriterQueue(sqlite_path(sa_url), busy_timeout(sa_url)) if is_sqlite(sa_url) else None
-        )
+        bounds = bounds or WaitBounds()
+        engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
+        queue = _writer_queue(sa_url, bounds)
         try:
             request = Request(spec, choice, rule, bits, own_similarity)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
-            stored = settled.stored
             return cls(
                 engine,
                 url=sa_url,
-                spec=stored.spec,
-                scheme=stored.scheme,
+                spec=settled.stored.spec,
+                scheme=settled.stored.scheme,
                 rule=settled.rule,
-                database_rule=stored.rule,
+                database_rule=settled.stored.rule,
                 writer_queue=queue,
                 durable=durable,
                 write_path=write_path,
+                bounds=bounds,
             )
         except BaseException:
             engine.dispose()
@@ -300,6 +314,8 @@ class FingerprintStore:
         locks: WriteLocks | None,
         texts: Sequence[bytes | None] = (),
         hints: Sequence[str | None] = (),
+        *,
+        wait: float | None = None,
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one write transaction of the store's write path,
         on PostgreSQL under ``locks`` (:meth:`_locks`) or, when None, the database-wide
@@ -312,6 +328,7 @@ class FingerprintStore:
             scheme=self.scheme,
             now=datetime.now(UTC),
             texts=texts,
+            wait=wait,
             hints=hints,
         )
 
@@ -336,6 +353,7 @@ class FingerprintStore:
         text_length: int = 0,
         sketch: bytes | None = None,
         text: bytes | None = None,
+        wait: float | None = None,
         canonical: str | None = None,
     ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
@@ -350,10 +368,12 @@ class FingerprintStore:
         updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
         stored with the page or with its drop; ``canonical``: the canonical URL the page
-        declares (core/canonical.py), likewise.
+        declares (core/canonical.py), likewise. ``wait``: the lock wait (None: the bound).
         """
         ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
-        return self._check_rows(rows, locks, [_checked_text(text)], [hint_key(canonical)])[0]
+        return self._check_rows(
+            rows, locks, [_checked_text(text)], [hint_key(canonical)], wait=wait
+        )[0]
 
     def add_many(
         self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000

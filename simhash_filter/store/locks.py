@@ -26,8 +26,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 import mmh3
 from sqlalchemy import Engine, text
@@ -35,7 +34,15 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from .engine import WRITE_OPTION, WriterQueue, error_reason
-from .records import StoreError
+from .faults import (
+    OutageRetry,
+    blocks_every_write,
+    busy_message,
+    is_lock_timeout,
+    is_outage,
+    lock_holders,
+)
+from .records import StoreBusy, StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +190,10 @@ def retryable(exc: DBAPIError) -> bool:
 
 
 class WriteTransactions:
-    """Runs units of work in write transactions on one engine (see the module doc)."""
+    """Runs units of work in write transactions on one engine (see the module doc), each
+    wait bounded (faults.py): a lock wait by the store's lock timeout (on SQLite the
+    writer lock and the busy wait together, counted once), a server that went away by
+    its outage retry."""
 
     def __init__(
         self,
@@ -193,49 +203,133 @@ class WriteTransactions:
         writer_queue: WriterQueue | None,
         busy_timeout: float,
         before_write: Callable[[], None] | None = None,
+        outage: OutageRetry | None = None,
     ) -> None:
         self._engine = engine
         self._before_write = before_write  # SQLite: starts the store's checkpoint thread
         self._display_url = display_url
         self._sqlite = engine.dialect.name == "sqlite"
         self._busy_timeout = busy_timeout
-        self._write_lock: AbstractContextManager[Any] = writer_queue or nullcontext()
+        self._queue = writer_queue
+        self._outage = outage or OutageRetry(0.0)
 
     def run(
         self,
         work: Callable[[Connection], T],
         *,
         locks: WriteLocks | None = None,
+        wait: float | None = None,
     ) -> T:
         """Run ``work`` in one write transaction, committed on return, on PostgreSQL under
         ``locks`` (None: the database-wide lock exclusive); retried when the database
-        reports a deadlock, a serialization failure or a lost insert race."""
+        reports a deadlock, a serialization failure or a lost insert race, and while a
+        server outage lasts (its retry). ``wait``: the lock wait of this write (None: the
+        store's bound). A lock wait past it is :class:`StoreBusy`."""
         where = self._display_url
         if self._before_write is not None:
             self._before_write()
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            began = time.monotonic()
+        budget = self._busy_timeout if wait is None else min(wait, self._busy_timeout)
+        started = time.monotonic()
+        outage = self._outage.start()
+        attempt = 0
+        while True:
+            attempt += 1
             try:
-                with self._write_lock, self._engine.connect() as conn:
-                    conn.execution_options(**{WRITE_OPTION: True})
-                    with conn.begin():
-                        if not self._sqlite:
-                            take_pg_locks(conn, locks=locks)
-                        return work(conn)
+                result = self._attempt(work, locks, budget - (time.monotonic() - started), wait)
             except (IntegrityError, OperationalError) as exc:
                 reason = error_reason(exc)
                 if self._sqlite and "database is locked" in reason:
-                    waited = time.monotonic() - began
-                    if waited >= self._busy_timeout:  # the busy timeout ran out: do not wait again
-                        raise StoreError(
-                            f"database error on {where}: database is locked "
+                    waited = time.monotonic() - started
+                    if waited >= 0.95 * budget:  # the bound ran out: do not wait again
+                        raise StoreBusy(
+                            f"database busy on {where}: database is locked "
                             f"(another process held the write lock for more than {waited:.3g} s; "
-                            "?timeout=<seconds> in the URL waits longer)"
+                            "SIMHASH_FILTER_LOCK_TIMEOUT or ?timeout=<seconds> in the URL "
+                            "waits longer)",
+                            whole_database=True,
                         ) from exc
-                if attempt == WRITE_ATTEMPTS or not retryable(exc):
+                elif not self._sqlite and is_lock_timeout(exc):
+                    raise self._busy(reason, wait) from exc
+                elif not self._sqlite and is_outage(exc) and not exc.connection_invalidated:
+                    if outage.again():
+                        log.debug("connection lost or refused, retrying: %s", reason)
+                        continue
+                    raise StoreUnavailable(
+                        f"database unreachable on {where}: {reason} (retried for "
+                        f"{self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
+                    ) from exc
+                if attempt >= WRITE_ATTEMPTS or not retryable(exc):
                     raise StoreError(f"database error on {where}: {reason}") from exc
                 log.debug("write conflict (attempt %d), retrying: %s", attempt, reason)
                 time.sleep(0.005 * attempt)
             except SQLAlchemyError as exc:
                 raise StoreError(f"database error on {where}: {error_reason(exc)}") from exc
-        raise AssertionError("unreachable")
+            except Exception as exc:  # a driver error the pool's reconnect raises bare
+                if self._sqlite or isinstance(exc, StoreError) or not is_outage(exc):
+                    raise
+                if outage.again():
+                    log.debug("connection lost or refused, retrying: %s", error_reason(exc))
+                    continue
+                raise StoreUnavailable(
+                    f"database unreachable on {where}: {error_reason(exc)} (retried for "
+                    f"{self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
+                ) from exc
+            else:
+                self._outage.succeeded()
+                return result
+
+    def _attempt(
+        self,
+        work: Callable[[Connection], T],
+        locks: WriteLocks | None,
+        budget: float,
+        wait: float | None,
+    ) -> T:
+        """One write transaction; on SQLite the busy wait gets what the writer lock left
+        of ``budget``; on PostgreSQL ``wait`` is the transaction's ``lock_timeout``."""
+        queue = self._queue
+        waited = queue.enter(max(0.0, budget)) if queue is not None else 0.0
+        try:
+            with self._engine.connect() as conn:
+                conn.execution_options(**{WRITE_OPTION: True})
+                busy = self._sqlite and (waited > 0.001 or budget < self._busy_timeout)
+                if busy:  # the busy wait gets only what is left of the bound
+                    _set_busy_timeout(conn, max(0.0, budget - waited))
+                try:
+                    with conn.begin():
+                        if not self._sqlite:
+                            if wait is not None:
+                                conn.execute(
+                                    text("SELECT set_config('lock_timeout', :t, true)"),
+                                    {"t": f"{max(1, round(1000 * wait))}ms"},
+                                )
+                            take_pg_locks(conn, locks=locks)
+                        return work(conn)
+                finally:
+                    if busy and not conn.invalidated:
+                        _set_busy_timeout(conn, self._busy_timeout)
+        finally:
+            if queue is not None:
+                queue.__exit__(None, None, None)
+
+    def _busy(self, reason: str, wait: float | None) -> StoreBusy:
+        """The error of a PostgreSQL lock timeout, naming the lock holders."""
+        holders = None
+        try:
+            with self._engine.connect() as conn:
+                holders = lock_holders(lambda sql: conn.exec_driver_sql(sql).fetchall())
+                conn.rollback()
+        except SQLAlchemyError as exc:
+            log.debug("could not read who holds the locks: %s", exc)
+        return StoreBusy(
+            busy_message(self._display_url, reason, holders, wait),
+            whole_database=blocks_every_write(holders),
+        )
+
+
+def _set_busy_timeout(conn: Connection, seconds: float) -> None:
+    """SQLite's busy timeout on the connection's DB-API connection (outside a transaction:
+    SQLAlchemy's own ``execute`` would begin one)."""
+    raw = conn.connection.driver_connection
+    if raw is not None:
+        raw.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")

@@ -29,9 +29,17 @@ from . import key_columns as key_columns
 from .batch import Judge, RowToCheck, StoredPage
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
+from .faults import (
+    OutageRetry,
+    blocks_every_write,
+    busy_message,
+    is_lock_timeout,
+    is_outage,
+    lock_holders,
+)
 from .hints import write_hints_after
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
-from .records import Match, StoreError, Verdict
+from .records import Match, StoreBusy, StoreError, StoreUnavailable, Verdict
 from .statements import stored_page
 from .texts import write_texts_after
 
@@ -79,23 +87,29 @@ def near_sql(n_tables: int, *, bit_count: bool) -> str:
 
 
 class Retry(Exception):
-    """A write that a fresh transaction (on a fresh connection, if ``lost``) may finish."""
+    """A write that a fresh transaction (on a fresh connection, if ``lost``) may finish;
+    ``busy``: it timed out on a lock (retried only by a caller that chooses to)."""
 
-    def __init__(self, reason: str, *, lost: bool) -> None:
+    def __init__(self, reason: str, *, lost: bool, busy: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.lost = lost
+        self.busy = busy
 
 
 @contextmanager
 def psycopg_connection(engine: Engine, display_url: str) -> Iterator[Any]:
     """The psycopg connection of a pooled connection; a database error leaves as
-    :class:`Retry` (retryable or not), a lost connection is dropped from the pool."""
+    :class:`Retry` (retryable, a lock timeout or a lost connection: a server that cannot
+    be reached is one too) or :class:`StoreError`; a lost connection is dropped from the
+    pool."""
     import psycopg
 
     try:
         raw = engine.raw_connection()
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, psycopg.Error) as exc:  # (a pool's reconnect raises it bare)
+        if is_outage(exc):
+            raise Retry(error_reason(exc), lost=True) from exc
         raise StoreError(f"database error on {display_url}: {error_reason(exc)}") from exc
     conn: Any = raw.driver_connection
     try:
@@ -103,9 +117,11 @@ def psycopg_connection(engine: Engine, display_url: str) -> Iterator[Any]:
     except psycopg.Error as exc:
         lost = not _release(raw, conn)
         reason = error_reason(exc)
-        if not lost and exc.sqlstate not in RETRY_SQLSTATES:
+        if is_lock_timeout(exc):
+            raise Retry(reason, lost=False, busy=True) from exc
+        if not lost and exc.sqlstate not in RETRY_SQLSTATES and not is_outage(exc):
             raise StoreError(f"database error on {display_url}: {reason}") from exc
-        raise Retry(reason, lost=lost) from exc
+        raise Retry(reason, lost=lost or is_outage(exc)) from exc
     except BaseException:
         _release(raw, conn)
         raise
@@ -138,13 +154,20 @@ class PgWritePath:
     name = ""
 
     def __init__(
-        self, engine: Engine, *, display_url: str, durable: bool | None, bit_count: bool
+        self,
+        engine: Engine,
+        *,
+        display_url: str,
+        durable: bool | None,
+        bit_count: bool,
+        outage: OutageRetry | None = None,
     ) -> None:
         self._engine = engine
         self._display_url = display_url
         self._types = PgTypes()
         self._async = durable is False  # synchronous_commit = off for the transaction
         self._bit_count = bit_count  # False: the portable popcount (before PostgreSQL 14)
+        self._outage = outage or OutageRetry(0.0)
 
     def check_and_add(
         self,
@@ -156,24 +179,43 @@ class PgWritePath:
         now: datetime,
         texts: Sequence[bytes | None],
         hints: Sequence[str | None] = (),
+        wait: float | None = None,
     ) -> list[Verdict]:
         """:meth:`WritePath.check_and_add`: the write, retried on a deadlock, a serialization
-        failure, a lost insert race or a lost connection; the texts, and the hints, in a
-        transaction of their own once the verdicts are committed."""
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        failure, a lost insert race, and while an outage lasts (its retry, with backoff);
+        the texts, and the hints, in a transaction of their own once the verdicts are
+        committed. ``wait``: the lock wait of this write (None: the session's
+        ``lock_timeout``); a lock wait past it is :class:`StoreBusy`, naming the holders."""
+        outage = self._outage.start()
+        attempt = 0
+        while True:
+            attempt += 1
             try:
-                with psycopg_connection(self._engine, self._display_url) as conn:
+                with (
+                    psycopg_connection(self._engine, self._display_url) as conn,
+                    _lock_timeout(conn, wait),
+                ):
                     verdicts = self._write(conn, rows, locks, judge=judge, scheme=scheme, now=now)
                 break
             except Retry as retry:
-                if attempt == WRITE_ATTEMPTS:
-                    raise StoreError(
+                if retry.busy:
+                    raise self._busy(retry.reason, wait) from retry.__cause__
+                if retry.lost and outage.again():
+                    log.debug("connection lost or refused, retrying: %s", retry.reason)
+                    continue
+                if retry.lost and self._outage.budget > 0:  # (0: retried as a conflict)
+                    raise StoreUnavailable(
+                        f"database unreachable on {self._display_url}: {retry.reason} "
+                        f"(retried for {self._outage.budget:.3g} s: SIMHASH_FILTER_OUTAGE_RETRY)"
+                    ) from retry.__cause__
+                if attempt >= WRITE_ATTEMPTS:
+                    error = StoreUnavailable if retry.lost else StoreError
+                    raise error(
                         f"database error on {self._display_url}: {retry.reason}"
                     ) from retry.__cause__
                 log.debug("write conflict (attempt %d), retrying: %s", attempt, retry.reason)
                 time.sleep(0.005 * attempt)
-        else:
-            raise AssertionError("unreachable")
+        self._outage.succeeded()
         if any(blob is not None for blob in texts):
             try:
                 write_texts_after(self._engine, verdicts, texts, now)
@@ -185,6 +227,20 @@ class PgWritePath:
             except (SQLAlchemyError, StoreError):  # evidence only: the verdicts stand
                 log.warning("could not store the hints of %d pages", len(rows), exc_info=True)
         return verdicts
+
+    def _busy(self, reason: str, wait: float | None) -> StoreBusy:
+        """The error of a lock timeout, naming the lock holders the server shows."""
+        holders = None
+        try:
+            with psycopg_connection(self._engine, self._display_url) as conn:
+                conn.autocommit = True
+                holders = lock_holders(lambda sql: conn.execute(sql).fetchall())
+        except (Retry, StoreError) as exc:
+            log.debug("could not read who holds the locks: %s", exc)
+        return StoreBusy(
+            busy_message(self._display_url, reason, holders, wait),
+            whole_database=blocks_every_write(holders),
+        )
 
     def _write(
         self,
@@ -224,6 +280,32 @@ class PgWritePath:
                         f"database error on {self._display_url}: {retry.reason}"
                     ) from retry.__cause__
         raise AssertionError("unreachable")
+
+
+@contextmanager
+def _lock_timeout(conn: Any, wait: float | None) -> Iterator[None]:
+    """``lock_timeout`` of the session set to ``wait`` seconds for the block (None: the
+    session's own), and reset after it (to the value the session started with); a
+    connection that cannot be reset is closed, so the pool drops it."""
+    if wait is None:
+        yield
+        return
+    import psycopg
+
+    conn.autocommit = True
+    conn.execute(
+        "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(1000 * wait))}ms",)
+    )
+    try:
+        yield
+    finally:
+        try:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.rollback()
+            conn.autocommit = True
+            conn.execute("RESET lock_timeout")
+        except psycopg.Error:
+            conn.close()
 
 
 def near_matches(pages: Sequence[StoredPage], fingerprint: int, limit: int) -> list[Match]:

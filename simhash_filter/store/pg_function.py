@@ -43,6 +43,7 @@ from simhash_filter.index.schemes import (
 from . import key_columns as key_columns
 from .batch import Judge, RowToCheck
 from .encoding import bool_array, bytea_array, float_array, from_sql_int, int_array, text_array
+from .faults import OutageRetry
 from .locks import GLOBAL_LOCK, SCHEMA_LOCK, TAKE_LOCKS, WriteLocks
 from .pg import PgWritePath
 from .records import Match, Verdict, VerdictKind
@@ -209,9 +210,17 @@ class PgFunctionPath(PgWritePath):
     name = "pg-function"
 
     def __init__(
-        self, engine: Engine, *, display_url: str, durable: bool | None, bit_count: bool
+        self,
+        engine: Engine,
+        *,
+        display_url: str,
+        durable: bool | None,
+        bit_count: bool,
+        outage: OutageRetry | None = None,
     ) -> None:
-        super().__init__(engine, display_url=display_url, durable=durable, bit_count=bit_count)
+        super().__init__(
+            engine, display_url=display_url, durable=durable, bit_count=bit_count, outage=outage
+        )
         self._installed: set[str] = set()
 
     def _install(self, conn: Any, function: DecideFunction) -> None:
@@ -293,7 +302,8 @@ def probe_arrays(rows: Sequence[RowToCheck], n_tables: int) -> tuple[str, str]:
 
 def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
     """A row's verdict from the function's result row (kind, previous fingerprint, the
-    match's and the boilerplate match's id, URL, fingerprint, distance, similarity)."""
+    match's, the boilerplate match's and the listing match's id, URL, fingerprint, distance,
+    similarity)."""
     kind, previous = result[0], result[1]
     return Verdict(
         kind=VerdictKind(kind),
@@ -302,6 +312,7 @@ def _verdict(row: RowToCheck, result: Sequence[Any]) -> Verdict:
         duplicate_of=_match(result[2:7]),
         previous_fingerprint=None if previous is None else from_sql_int(previous),
         boilerplate_of=_match(result[7:12]),
+        listing_of=_match(result[12:17]),
     )
 
 

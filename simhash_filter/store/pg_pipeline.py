@@ -39,6 +39,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 from . import key_columns as key_columns
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
 from .encoding import PgTypes, bool_array, from_sql_int, int_array
+from .faults import OutageRetry
 from .locks import GLOBAL_LOCK, TAKE_LOCKS, WriteLocks
 from .pg import PgWritePath, popcount_sql
 from .records import Verdict
@@ -145,9 +146,17 @@ class PgPipelinePath(PgWritePath):
     name = "pg-pipeline"
 
     def __init__(
-        self, engine: Engine, *, display_url: str, durable: bool | None, bit_count: bool
+        self,
+        engine: Engine,
+        *,
+        display_url: str,
+        durable: bool | None,
+        bit_count: bool,
+        outage: OutageRetry | None = None,
     ) -> None:
-        super().__init__(engine, display_url=display_url, durable=durable, bit_count=bit_count)
+        super().__init__(
+            engine, display_url=display_url, durable=durable, bit_count=bit_count, outage=outage
+        )
         # durable=False: SET LOCAL synchronous_commit = off; else the server's own setting
         prefix = "SELECT " + (ASYNC_COMMIT if self._async else "")
         self._lock_shared = prefix + LOCK_SHARED_AND_KEYS

@@ -24,6 +24,22 @@ class SchemeMismatchError(StoreError):
     """The database was made with another fingerprint spec or index scheme."""
 
 
+class StoreBusy(StoreError):
+    """A write waited its bound for a lock another session held (a PostgreSQL lock or
+    statement timeout, SQLite's write lock): the page was not checked. ``whole_database``:
+    the lock was one every write needs (SQLite's, a PostgreSQL table lock), so retrying
+    another page cannot help."""
+
+    def __init__(self, message: str, *, whole_database: bool = False) -> None:
+        super().__init__(message)
+        self.whole_database = whole_database
+
+
+class StoreUnavailable(StoreError):
+    """The database server could not be reached (refused, starting up, shutting down, the
+    connection lost) for longer than the write's outage retry: the page was not checked."""
+
+
 class VerdictKind(enum.Enum):
     """What ``check_and_add`` did with a page."""
 
@@ -68,6 +84,9 @@ class Verdict:
     boilerplate_of: Match | None = None
     """Set when the only matches were rejected as boilerplate (same extracted text, other
     pages around it): the page is admitted."""
+    listing_of: Match | None = None
+    """Set when no match was a copy and one was a listing of this page, or an entry of this
+    listing (``Verification.listing``): the nearest such. The page is admitted."""
 
     @property
     def admitted(self) -> bool:

@@ -51,6 +51,7 @@ class SqlAlchemyPath:
         now: datetime,
         texts: Sequence[bytes | None],
         hints: Sequence[str | None] = (),
+        wait: float | None = None,
     ) -> list[Verdict]:
         """:meth:`~.write_path.WritePath.check_and_add`: verdicts, texts and hints, one
         transaction."""
@@ -72,7 +73,7 @@ class SqlAlchemyPath:
                 write_hints(conn, verdicts, hints, now)
             return verdicts
 
-        return self._transactions.run(work, locks=locks)
+        return self._transactions.run(work, locks=locks, wait=wait)
 
     def near(
         self, probe_keys: Collection[TableKey], fingerprint: int, limit: int, *, scheme: IndexScheme

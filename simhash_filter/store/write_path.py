@@ -31,6 +31,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from .batch import Judge, RowToCheck
 from .cursors import RawCursors
+from .faults import OutageRetry
 from .locks import WriteLocks, WriteTransactions
 from .pg import Retry, psycopg_connection, server_supports
 from .pg_function import PgFunctionPath, function_installable
@@ -65,11 +66,13 @@ class WritePath(Protocol):
         now: datetime,
         texts: Sequence[bytes | None],
         hints: Sequence[str | None] = (),
+        wait: float | None = None,
     ) -> list[Verdict]:
         """Decide and record ``rows`` in one transaction, committed on return, under the
         advisory ``locks`` (PostgreSQL; None: the database-wide lock exclusive); store
         ``texts`` and ``hints`` (declared canonical URLs; one per row, or none at all) with
-        the verdicts (store/hints.py)."""
+        the verdicts (store/hints.py). ``wait``: seconds this write may wait for a lock
+        (None: the store's bound); past it, ``StoreBusy``."""
         ...
 
     def near(
@@ -100,6 +103,7 @@ def open_write_path(
     transactions: WriteTransactions,
     cursors: RawCursors,
     n_tables: int,
+    outage: OutageRetry | None = None,
 ) -> WritePath:
     """The write path named ``write_path`` (None: the best the back-end supports: on
         PostgreSQL with psycopg the server-side function where the server has ``bit_count``
@@ -131,7 +135,11 @@ def open_write_path(
             f"write_path={write_path!r} cannot run on {display_url}: PostgreSQL {version}, {why}"
         )
     if function:
-        return PgFunctionPath(engine, display_url=display_url, durable=durable, bit_count=True)
+        return PgFunctionPath(
+            engine, display_url=display_url, durable=durable, bit_count=True, outage=outage
+        )
     if write_path is None:
         log.info("PostgreSQL %s on %s: check-and-add in two round trips", version, display_url)
-    return PgPipelinePath(engine, display_url=display_url, durable=durable, bit_count=bit_count)
+    return PgPipelinePath(
+        engine, display_url=display_url, durable=durable, bit_count=bit_count, outage=outage
+    )

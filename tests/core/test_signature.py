@@ -271,3 +271,60 @@ def test_for_distance_is_the_default_rule_at_another_candidate_distance() -> Non
     assert MatchRule.for_distance(MatchRule().candidate_distance) == MatchRule()
     rule = MatchRule.for_distance(2, 0.8)
     assert (rule.candidate_distance, rule.min_similarity, rule.fallback_distance) == (2, 0.8, 2)
+
+
+def test_the_listing_flag_round_trips_beside_the_other_parts() -> None:
+    rng = np.random.default_rng(3)
+    text = rng.integers(0, 1 << 16, 64, dtype=np.uint16)
+    page = rng.integers(0, 1 << 16, 16, dtype=np.uint16)
+    for listing in (False, True):
+        for parts in ((text, None, None), (text, page, 0.25)):
+            decoded = decode_sketch(encode_sketch(*parts, listing=listing))
+            assert decoded.listing is listing
+            assert np.array_equal(decoded.text, text)
+            assert (decoded.page is None) is (parts[1] is None)
+    # a sketch written before the flag (flags byte 0 or 1) reads as "not a listing"
+    assert not decode_sketch(encode_sketch(text, page, 0.25)).listing
+    assert encode_sketch(text, listing=True)[1] == 2
+    assert encode_sketch(text, page, 0.5, listing=True)[1] == 3
+
+
+def test_fingerprinter_marks_a_listing_without_changing_its_spec() -> None:
+    fp = Fingerprinter()
+    marked = fp.sign(ENGLISH, page_text=ENGLISH + " Home News", listing=True)
+    plain = fp.sign(ENGLISH, page_text=ENGLISH + " Home News")
+    assert marked is not None
+    assert plain is not None
+    assert decode_sketch(marked.sketch).listing
+    assert not decode_sketch(plain.sketch).listing
+    assert marked.fingerprint == plain.fingerprint
+    assert marked.sketch[:1] + marked.sketch[2:] == plain.sketch[:1] + plain.sketch[2:]
+    assert decode_sketch(fp.sketch(ENGLISH, listing=True)).listing
+    assert Fingerprinter().spec == fp.spec  # one spec: old stored sketches stay comparable
+
+
+def test_a_listing_and_a_page_that_is_not_one_match_but_are_not_copies() -> None:
+    fp = Fingerprinter()
+    post, other = fp.sketch(ENGLISH), fp.sketch(edited(ENGLISH, 0.05, 1), listing=True)
+    listed = RULE.verify(post, other)
+    assert listed == Verification(True, listed.similarity, boilerplate=False, listing=True)
+    assert RULE.verify(other, post).listing  # symmetric
+    # two listings, or two pages that are not: a copy as before
+    both = fp.sketch(ENGLISH, listing=True)
+    assert RULE.verify(both, other) == Verification(True, RULE.verify(both, other).similarity)
+    assert not RULE.verify(post, fp.sketch(edited(ENGLISH, 0.05, 1))).listing
+    # not confirmed: no flag either
+    assert RULE.verify(post, fp.sketch(UNRELATED[0], listing=True)) == Verification(
+        False, RULE.verify(post, fp.sketch(UNRELATED[0])).similarity
+    )
+
+
+def test_a_boilerplate_pair_is_boilerplate_whatever_the_listing_flags() -> None:
+    fp = Fingerprinter()
+    sidebar = "Subscribe to our newsletter for the week's best stories. " * 3
+    a = fp.sketch(sidebar, page_text=" ".join([ENGLISH] * 3) + sidebar, listing=True)
+    b = fp.sketch(sidebar, page_text=" ".join(UNRELATED * 3) + sidebar)
+    verdict = RULE.verify(a, b)
+    assert verdict.confirmed
+    assert verdict.boilerplate
+    assert not verdict.listing

@@ -50,6 +50,7 @@ def test_defaults() -> None:
     assert config.effective_workers == default_workers()
     assert config.page_timeout == 30.0
     assert config.store_text is False
+    assert (config.lock_timeout, config.outage_retry) == (5.0, 5.0)
     assert config.fingerprinter_options() == {}
     assert config.make_fingerprinter().spec == Fingerprinter().spec
 
@@ -76,6 +77,8 @@ def test_every_setting_is_read() -> None:
                 "SIMHASH_FILTER_WORKERS": 3,
                 "SIMHASH_FILTER_PAGE_TIMEOUT": 2.5,
                 "SIMHASH_FILTER_STORE_TEXT": True,
+                "SIMHASH_FILTER_LOCK_TIMEOUT": 1.5,
+                "SIMHASH_FILTER_OUTAGE_RETRY": "0",
             }
         )
     )
@@ -99,6 +102,8 @@ def test_every_setting_is_read() -> None:
         workers=3,
         page_timeout=2.5,
         store_text=True,
+        lock_timeout=1.5,
+        outage_retry=0.0,
     )
     assert config.fingerprinter_options() == {"min_tokens": 50, "weighting": "tf", "top_n": 200}
     fingerprinter = config.make_fingerprinter()
@@ -168,6 +173,13 @@ def test_command_line_strings_are_parsed() -> None:
         ("PAGE_TIMEOUT", "nan"),
         ("PAGE_TIMEOUT", "soon"),
         ("PAGE_TIMEOUT", True),
+        ("LOCK_TIMEOUT", 0),
+        ("LOCK_TIMEOUT", "inf"),
+        ("LOCK_TIMEOUT", "nan"),
+        ("LOCK_TIMEOUT", "-1"),
+        ("OUTAGE_RETRY", -1),
+        ("OUTAGE_RETRY", "inf"),
+        ("OUTAGE_RETRY", "later"),
     ],
 )
 def test_bad_values_raise_naming_the_setting(key: str, value: object) -> None:

@@ -342,7 +342,8 @@ def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         assert run(pipeline.process_item(item)) is item
         assert run(pipeline.process_item({"url": "https://x.example/2", "text": BEES})) is not None
-    assert filter_stats(pipeline) == {"errors": 2}
+    # both pass, and wait in the journal for the store to come back
+    assert filter_stats(pipeline) == {"errors": 2, "unchecked/journaled": 2}
     assert store.calls == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1  # the first error of its kind, in full; the second is counted
@@ -352,10 +353,14 @@ def test_store_errors_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="simhash_filter"):
         run(pipeline.close_spider())
     assert store.closed
+    assert store.calls == 5  # the close tried the journal once more: the batch, each page
+    assert filter_stats(pipeline) == {"errors": 2, "unchecked/journaled": 2, "unchecked/lost": 2}
     summary = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][1:]
     assert summary == [
+        "simhash_filter: 2 pages passed unchecked and the store did not take them before the "
+        "crawl ended: they are not in the index (a later crawl checks them)",
         "simhash_filter: 1 more pages could not be checked "
-        "(StoreError; the last: StoreError: could not connect to server: Connection refused)"
+        "(StoreError; the last: StoreError: could not connect to server: Connection refused)",
     ]
 
 
@@ -533,6 +538,31 @@ def test_boilerplate_verdicts_are_counted() -> None:
     page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
     assert crawler.stats.get_value("simhash_filter/boilerplate") == 1
     assert crawler.stats.get_value("simhash_filter/kept") == 2
+
+
+def test_listing_verdicts_are_counted_and_named_under_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    page_filter = PageFilter(
+        Config(workers=0, debug=True), crawler.stats, store_factory=BrokenStore
+    )
+    archive = Match("https://blog.example/page/2/", 1, 2, 1, similarity=0.82)
+    url = "https://blog.example/2024/11/post-352/"
+    with caplog.at_level(logging.DEBUG, logger="simhash_filter"):
+        page_filter.record(FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3)))
+        page_filter.record(
+            FilterResult(Outcome.KEPT, url, 3, Verdict(VerdictKind.NEW, url, 3, listing_of=archive))
+        )
+    assert crawler.stats.get_value("simhash_filter/listing") == 1
+    assert crawler.stats.get_value("simhash_filter/boilerplate") is None
+    assert crawler.stats.get_value("simhash_filter/kept") == 2
+    named = [r.getMessage() for r in caplog.records if "lists several entries" in r.getMessage()]
+    assert named == [
+        f"simhash_filter: {url} admitted: its text matches {archive.url}, but one of "
+        "the two pages lists several entries and the other does not (not a copy)"
+    ]
 
 
 @pytest.mark.parametrize("kind", list(ITEM_TYPES))

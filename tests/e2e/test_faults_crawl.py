@@ -22,6 +22,7 @@ from support.distributed import (
     wait_for,
 )
 from support.pgserver import PrivateServer
+from support.redisserver import PrivateRedis
 from support.workers import Worker, WorkerGroup, frozen
 
 from crawler.distributed import RedisKeys, seed
@@ -174,6 +175,7 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
                     settings={
                         **common_settings(db_urls[name]),
                         "SIMHASH_FILTER_FAIL_OPEN": name == "open",
+                        "SIMHASH_FILTER_OUTAGE_RETRY": 0.5,  # an outage the retry won't cover
                     },
                 )
             wait_for(
@@ -218,13 +220,119 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
         assert after & set(index.kept), f"{name}: nothing indexed after the restart"
         kept = site_pages & set(index.kept)
         dropped = site_pages & set(index.dropped)
-        assert int(result.stat("simhash_filter/kept")) == len(kept)
-        assert int(result.stat("simhash_filter/dropped")) == len(dropped)
+        if name == "closed":  # held back: none is in the index, none was emitted
+            assert int(result.stat("simhash_filter/kept")) == len(kept)
+            assert int(result.stat("simhash_filter/dropped")) == len(dropped)
         items = {path_of(item["url"]) for item in result.items}
-        if name == "open":  # unchecked pages pass, counted as errors
+        if name == "open":  # unchecked pages pass, counted as errors...
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == 0
-            unchecked = items - kept
-            assert len(unchecked) == errors + int(result.stat("simhash_filter/no_text"))
+            # ...and every one of them is in the index after the recovery: kept, or
+            # logged as a copy of a kept page (its item had passed)
+            journaled = int(result.stat("simhash_filter/unchecked/journaled"))
+            assert journaled == errors
+            assert int(result.stat("simhash_filter/unchecked/caught_up")) == journaled
+            assert result.stat("simhash_filter/unchecked/lost") == 0
+            emitted = int(result.stat("simhash_filter/unchecked/emitted_duplicates") or 0)
+            caught_up_kept = journaled - emitted
+            assert len(kept) == int(result.stat("simhash_filter/kept")) + caught_up_kept
+            assert len(dropped) == int(result.stat("simhash_filter/dropped")) + emitted
+            unchecked = items - kept - dropped
+            assert len(unchecked) == int(result.stat("simhash_filter/no_text"))
+            assert "pages that passed unchecked were checked once the store was back" in (
+                result.log
+            )
         else:  # unchecked pages are held back (dropped with FilterUnavailable)
             assert result.stat("item_dropped_reasons_count/FilterUnavailable") == errors
             assert len(items) == len(kept) + int(result.stat("simhash_filter/no_text"))
+
+
+def test_postgresql_restart_the_retry_covers_passes_no_page_unchecked(
+    tmp_path: Path, private_pg: PrivateServer
+) -> None:
+    db_url = create_pg_database("sf_test", private_pg.url())
+    with (
+        SiteServer(build_site(huge_page_bytes=50_000, clusters=40, seed=3), latency=0.05) as site,
+        WorkerGroup() as group,
+    ):
+        worker = group.start(
+            "restart",
+            ["crawl", "site", "-a", f"start_url={site.base_url}/"],
+            workdir=tmp_path / "restart",
+            settings={**common_settings(db_url), "SIMHASH_FILTER_OUTAGE_RETRY": 60},
+        )
+        wait_for(lambda: len(fetched(site)) >= 30, timeout=120, what="the crawl under way")
+        with frozen([worker]):
+            private_pg.stop()
+            down_at = len(fetched(site))
+        try:  # pages keep coming while the server is down: their checks wait in the retry
+            wait_for(
+                lambda: len(fetched(site)) >= down_at + 10,
+                timeout=120,
+                what="10 more pages fetched while the server is down",
+            )
+        finally:
+            private_pg.start()
+        result = worker.wait(timeout=240)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash_filter/errors") == 0, result.log[-3000:]  # 0 unchecked
+    assert "Could not check" not in result.log
+    index = read_index(db_url)
+    assert_consistent(index)
+    for item in result.items:  # every item that passed is in the index
+        if item.get("fingerprint"):
+            assert index.kept[path_of(item["url"])] == int(item["fingerprint"], 16)
+
+
+# -- Redis restarts mid-crawl ---------------------------------------------------------
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("persistent", [False, True], ids=["no-persistence", "appendonly"])
+def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes(
+    tmp_path: Path, pg_url: str, persistent: bool
+) -> None:
+    """Without persistence a Redis restart loses the queue and the seen-set: the worker
+    says so in one ERROR line and ends with finish_reason "frontier_lost", not "finished".
+    With it (appendonly yes) the crawl finishes, every page fetched. Either way, no
+    connection-error traceback."""
+    pages = build_site(huge_page_bytes=50_000, clusters=40, seed=4)
+    keys = RedisKeys("faults-redis")
+    with (
+        PrivateRedis(persistent=persistent) as redis_server,
+        SiteServer(pages, latency=0.1) as site,
+        WorkerGroup() as group,
+    ):
+        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
+        worker = group.start(
+            "w",
+            ["crawl", "site_redis"],
+            workdir=tmp_path / "w",
+            settings={
+                **common_settings(pg_url),
+                "REDIS_URL": redis_server.url(),
+                "REDIS_KEY_PREFIX": keys.prefix,
+                "DISTRIBUTED_IDLE_TIMEOUT": 2,
+            },
+        )
+        wait_for(lambda: len(fetched(site)) >= 20, timeout=120, what="the crawl under way")
+        with frozen([worker]):
+            assert queued(redis_server.url(), keys) > 0, "nothing queued to lose"
+            redis_server.restart()
+        result = worker.wait(timeout=180)
+        total = len(pages) - 2  # but robots.txt and the disallowed page
+        hits = fetched(site)
+    assert result.returncode == 0, result.log[-3000:]
+    for noise in ("Task exception was never retrieved", "Traceback"):
+        assert noise not in result.log, result.log[-3000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    if persistent:
+        assert result.stats["finish_reason"] == "finished"
+        assert errors == [], errors
+        assert len(set(hits)) >= total - CONCURRENCY  # (a request popped at the stop may go)
+    else:
+        assert result.stats["finish_reason"] == "frontier_lost"
+        assert len(errors) == 1, errors
+        assert "The shared frontier in Redis was lost" in errors[0]
+        assert len(set(hits)) < total
+    assert_consistent(read_index(pg_url))

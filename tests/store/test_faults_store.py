@@ -86,12 +86,14 @@ def test_sqlite_locked_past_the_busy_timeout_fail_open(
     assert "Could not check https://faults.example/1" in message
     assert "database is locked" in message
     assert "?timeout=<seconds>" in message  # ...and how to wait longer
+    assert stat(pipeline, "unchecked/journaled") == 1
     locker.release()
     run(pipeline.process_item(item(2)))  # the lock is gone: checked and kept again
     assert stat(pipeline, "kept") == 2
     run(pipeline.close_spider())
+    assert stat(pipeline, "unchecked/caught_up") == 1  # ...and the page that passed unchecked
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
-        assert store.lookup(item(1)["url"]) is None  # unchecked, so a later crawl checks it
+        assert store.lookup(item(1)["url"]) is not None  # is in the index after all
         assert store.lookup(item(2)["url"]) is not None
 
 

@@ -185,12 +185,20 @@ def _similar(rng: np.random.Generator, sketch: bytes, changed: int) -> bytes:
     return bytes(data)
 
 
-def _python_verify(rule: MatchRule, a: bytes, b: bytes) -> tuple[bool, bool, float | None, bool]:
+def _as_listing(sketch: bytes, listing: bool) -> bytes:
+    """``sketch`` with its listing flag (header bit 2) set or cleared."""
+    flags = sketch[1] | 2 if listing else sketch[1] & ~2
+    return sketch[:1] + bytes([flags]) + sketch[2:] if len(sketch) > 1 else sketch
+
+
+def _python_verify(
+    rule: MatchRule, a: bytes, b: bytes
+) -> tuple[bool, bool, float | None, bool, bool]:
     try:
         v = rule.verify(a, b)
     except ValueError:
-        return (False, False, None, False)
-    return (True, v.confirmed, v.similarity, v.boilerplate)
+        return (False, False, None, False, False)
+    return (True, v.confirmed, v.similarity, v.boilerplate, v.listing)
 
 
 def _sql_verify(conn: Any, rule: MatchRule, pairs: list[tuple[bytes, bytes]]) -> list[Any]:
@@ -206,14 +214,14 @@ def _sql_verify(conn: Any, rule: MatchRule, pairs: list[tuple[bytes, bytes]]) ->
         ),
     ).fetchall()
     return [
-        (valid, confirmed, similarity if valid else None, boilerplate)
-        for valid, confirmed, similarity, boilerplate in rows
+        (valid, confirmed, similarity if valid else None, boilerplate, listing)
+        for valid, confirmed, similarity, boilerplate, listing in rows
     ]
 
 
 def test_verify_is_match_rule_verify(conn: Any) -> None:
-    """Sketches with and without the page part, every share, similar and unrelated pairs,
-    sizes that do not match, and bytes that are not sketches."""
+    """Sketches with and without the page part, every share, listings or not, similar and
+    unrelated pairs, sizes that do not match, and bytes that are not sketches."""
     rng = np.random.default_rng(7)
     rule = MatchRule()
     pairs: list[tuple[bytes, bytes]] = []
@@ -223,7 +231,7 @@ def test_verify_is_match_rule_verify(conn: Any) -> None:
         share = None if rng.random() < 0.2 else float(rng.choice([0.0, 0.05, 0.0999, 0.1, 0.5]))
         a = _sketch(rng, slots, page, share)
         b = _similar(rng, a, int(rng.integers(0, 200)))
-        pairs.append((a, b))
+        pairs.append((_as_listing(a, rng.random() < 0.3), _as_listing(b, rng.random() < 0.3)))
         pairs.append((a, _sketch(rng, slots, page, float(rng.random()))))
         pairs.append((a, _sketch(rng, int(rng.choice([16, 64, 256])), page, share)))
         pairs.append((a, _sketch(rng, slots, 16 if page == 64 else 64, share)))
@@ -238,10 +246,15 @@ def test_verify_is_match_rule_verify(conn: Any) -> None:
     pairs += [(valid, bad) for bad in broken] + [(bad, valid) for bad in broken]
     expected = [_python_verify(rule, a, b) for a, b in pairs]
     assert _sql_verify(conn, rule, pairs) == expected
-    outcomes = {(v, c, bp) for v, c, _, bp in expected}
-    # every outcome is among the cases: invalid, rejected, confirmed, boilerplate
-    assert outcomes >= {(False, False, False), (True, False, False), (True, True, False)}
-    assert (True, True, True) in outcomes
+    outcomes = {(v, c, bp, ls) for v, c, _, bp, ls in expected}
+    # every outcome is among the cases: invalid, rejected, confirmed, boilerplate, listing
+    assert outcomes >= {
+        (False, False, False, False),
+        (True, False, False, False),
+        (True, True, False, False),
+        (True, True, True, False),
+        (True, True, False, True),
+    }
 
 
 @settings(max_examples=60, deadline=None)
@@ -254,6 +267,7 @@ def test_verify_is_match_rule_verify(conn: Any) -> None:
     fallback=st.integers(0, 10),
     threshold=st.sampled_from([0.5, 0.7, 0.9]),
     with_rule=st.booleans(),
+    listings=st.sampled_from([(False, False), (True, False), (False, True), (True, True)]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_judge_is_batch_judge(
@@ -266,17 +280,19 @@ def test_judge_is_batch_judge(
     fallback: int,
     threshold: float,
     with_rule: bool,
+    listings: tuple[bool, bool],
     seed: int,
 ) -> None:
     rng = np.random.default_rng(seed)
     rule = MatchRule(candidate, threshold, fallback) if with_rule else None
     radius = 6
     judge = Judge(radius, rule)
-    a = _sketch(rng, 64, 16, 0.05)
+    a = _sketch(rng, 64, 16, 0.05 if rng.random() < 0.5 else 0.5)
     b = _similar(rng, a, changed)
+    a, b = _as_listing(a, listings[0]), _as_listing(b, listings[1])
     query, stored = (a if has_a else None), (b if has_b else None)
     expected = judge(distance, query, stored)
-    (matched, copy, similarity) = conn.execute(
+    (matched, copy, similarity, listing) = conn.execute(
         f"SELECT (simhash_filter_judge{V}(%s, %s, %s, %s, %s::float8[])).*",
         (distance, query, stored, judge.radius, rule_parameter(rule)),
     ).fetchone()
@@ -284,7 +300,7 @@ def test_judge_is_batch_judge(
         assert not matched
     else:
         assert matched
-        assert (copy, similarity) == (expected.copy, expected.similarity)
+        assert (copy, similarity, listing) == tuple(expected)
 
 
 def test_array_literals_read_back_as_the_values(conn: Any) -> None:

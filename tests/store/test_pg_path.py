@@ -463,7 +463,8 @@ def _sketched_stream(seed: int, count: int) -> list[PageRow]:
     """Pages with sketches (a few without): copies whose sketch agrees (confirmed), copies
     whose sketch differs (rejected: admitted), re-crawls, pages without a sketch, and
     pages whose main text is a small share of a visible text of their own (a copy of
-    such a text on another such page is boilerplate)."""
+    such a text on another such page is boilerplate), and listings (a copy of a listing's
+    text on a page that is not one, or the reverse, is a listing match)."""
     import numpy as np
 
     from simhash_filter.core.signature import decode_sketch, encode_sketch
@@ -487,7 +488,8 @@ def _sketched_stream(seed: int, count: int) -> list[PageRow]:
         if rng.random() < 0.8:  # the visible text's own slots: never alike
             page = nprng.integers(0, 1 << 16, 16, dtype=np.uint16)
             share = rng.choice([0.05, 0.05, 0.05, 0.5])
-        sketch = None if i % 9 == 0 else encode_sketch(slots, page, share)
+        listing = rng.random() < 0.25
+        sketch = None if i % 9 == 0 else encode_sketch(slots, page, share, listing=listing)
         stream.append(PageRow(url, fp, length, sketch))
     return stream
 
@@ -524,6 +526,7 @@ def test_pg_path_gives_the_generic_paths_verdicts_with_sketches(
         assert any(s is not None for s in similarities)  # confirmed by the sketches
         assert any(s is None for s in similarities)  # judged by distance alone
         assert any(v.boilerplate_of for v in results[1])  # admitted: a boilerplate match
+        assert any(v.listing_of for v in results[1])  # admitted: a listing and its entry
         assert {v.kind.value for v in results[1]} == {"new", "duplicate", "unchanged", "changed"}
     finally:
         pg_store.close()

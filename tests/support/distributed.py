@@ -53,6 +53,9 @@ class IndexContents:
     max_distance: int  # k, as stored in the database
     rule: MatchRule | None = None  # candidate + verify, as stored (None: within k is a copy)
     sketches: dict[str, bytes | None] = field(default_factory=dict)  # path → sketch
+    exact: dict[str, int] = field(default_factory=dict)
+    """Pages of too little text stored under their exact-content key (text length 0):
+    only a byte-identical page matches one, so they are no cluster's kept page."""
 
 
 def _meta(conn: Connection, key: str) -> str | None:
@@ -70,6 +73,7 @@ def read_index(db_url: str) -> IndexContents:
                     pages_table.c.url,
                     pages_table.c.fingerprint,
                     pages_table.c.sketch,
+                    pages_table.c.text_length,
                 )
             ).all()
             k = _meta(conn, "max_distance")
@@ -85,8 +89,9 @@ def read_index(db_url: str) -> IndexContents:
     finally:
         engine.dispose()
     url_of = {page.id: page.url for page in pages}
-    kept = {path_of(page.url): int(page.fingerprint) for page in pages}
-    assert len(kept) == len(pages), "two pages rows for one path"
+    kept = {path_of(page.url): int(page.fingerprint) for page in pages if page.text_length}
+    exact = {path_of(page.url): int(page.fingerprint) for page in pages if not page.text_length}
+    assert len(kept) + len(exact) == len(pages), "two pages rows for one path"
     dropped = {}
     for url, fp, ref, distance in drops:
         assert ref in url_of, f"{url} is logged as a duplicate of page id {ref}, which is not kept"
@@ -98,6 +103,7 @@ def read_index(db_url: str) -> IndexContents:
         int(k or 0),
         MatchRule.parse(rule) if rule else None,
         {path_of(page.url): page.sketch for page in pages},
+        exact,
     )
 
 
@@ -124,9 +130,10 @@ def assert_consistent(index: IndexContents) -> None:
     for a, b in itertools.combinations(sorted(index.kept), 2):
         distance = hamming_distance(index.kept[a], index.kept[b])
         assert not is_copy(index, a, b), f"both kept, copies {distance} bits apart: {a} {b}"
+    stored = {**index.kept, **index.exact}
     for path, drop in index.dropped.items():
-        assert path not in index.kept, f"{path} is both kept and dropped"
-        kept_fp = index.kept[drop.duplicate_of]
+        assert path not in stored, f"{path} is both kept and dropped"
+        kept_fp = stored[drop.duplicate_of]
         assert hamming_distance(drop.fingerprint, kept_fp) == drop.distance <= radius, path
 
 

@@ -18,7 +18,9 @@ SPIN = "spin forever"
 class SpinningFingerprinter(Fingerprinter):
     """Signs as :class:`Fingerprinter` does, but spins forever on the text :data:`SPIN`."""
 
-    def sign(self, text: str, *, page_text: str | None = None) -> PageSignature | None:
+    def sign(
+        self, text: str, *, page_text: str | None = None, listing: bool = False
+    ) -> PageSignature | None:
         if text == SPIN:
             re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking, GIL held
-        return super().sign(text, page_text=page_text)
+        return super().sign(text, page_text=page_text, listing=listing)
