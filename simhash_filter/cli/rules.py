@@ -122,8 +122,6 @@ def learn(store: FingerprintStore, url_rules: UrlRuleStore, min_support: int) ->
         [RuleDelta(rule.rule, rule.support, rule.counterexamples) for rule in learned]
     )
     return [
-        url_rules.activate(rule.rule)
-        if rule.support >= min_support and rule.counterexamples == 0
-        else row
+        url_rules.activate(rule.rule) if rule.qualified else row  # its reverse never with it
         for rule, row in zip(learned, stored, strict=True)
     ]

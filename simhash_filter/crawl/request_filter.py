@@ -173,7 +173,8 @@ class RequestFilter:
         if self.learner is None:
             return
         match = check.verdict.duplicate_of if check.verdict is not None else None
-        self._submit(self.learner.observe, check.outcome, check.url, match.url if match else None)
+        duplicate_of = match.url if match else None
+        self._submit(self.learner.observe, check.outcome, check.url, duplicate_of, check.declared)
         if check.canonical_confirmed and check.declared is not None:
             self._submit(self.learner.observe_pair, check.url, check.declared)
         if check.superseded is not None:  # the variant kept first, its canonical now

@@ -120,14 +120,21 @@ class RuleLearner:
 
     # -- evidence
 
-    def observe(self, outcome: Outcome, url: str, duplicate_of: str | None) -> list[RetiredRule]:
-        """Learn from one page's verdict; returns the rules it retired, each with the URLs
-        they had skipped (to fetch after all)."""
+    def observe(
+        self,
+        outcome: Outcome,
+        url: str,
+        duplicate_of: str | None,
+        declared: str | None = None,
+    ) -> list[RetiredRule]:
+        """Learn from one page's verdict (``declared``: the canonical the page declared);
+        returns the rules it retired, each with the URLs they had skipped (to fetch after
+        all)."""
         self.flush()
         page = canonical_url(url)
         deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
         if outcome is Outcome.DROPPED and duplicate_of:
-            self._drop_evidence(page, canonical_url(duplicate_of), deltas)
+            self._drop_evidence(page, canonical_url(duplicate_of), deltas, declared)
         elif outcome is Outcome.KEPT:
             self._kept_evidence(page, deltas)
         if outcome in (Outcome.KEPT, Outcome.DROPPED):
@@ -138,10 +145,12 @@ class RuleLearner:
         return retired
 
     def observe_pair(self, first: str, second: str) -> list[RetiredRule]:
-        """Learn from two URLs known to show the same content (a confirmed canonical hint)."""
+        """Learn from two URLs known to show the same content, ``second`` the canonical
+        (a confirmed canonical hint, or a page and the canonical that superseded it)."""
         self.flush()
         deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
-        self._pair_support(canonical_url(first), canonical_url(second), deltas)
+        canonical = canonical_url(second)
+        self._pair_support(canonical_url(first), canonical, deltas, canonical)
         return self._record(deltas) if deltas else []
 
     def _rules_of(self, page: str, other: str | None = None) -> set[UrlRule]:
@@ -158,7 +167,9 @@ class RuleLearner:
             rules.update(self._universal.form(other).rules)
         return rules
 
-    def _pair_support(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
+    def _pair_support(
+        self, page: str, other: str, deltas: dict[UrlRule, Evidence], toward: str | None = None
+    ) -> None:
         """Support for the rules that map the pair together: new candidates from the pair as
         it is and as the skipping rules map it (``/a?reply=2`` and ``/a/amp`` teach the
         parameter once ``/amp`` is known), and the known rules that map it together."""
@@ -166,9 +177,10 @@ class RuleLearner:
         base = [rule for rule in ruleset.rules if rule.host == url_host(page)]
         mapped = (ruleset.form(page).url, ruleset.form(other).url)
         proposed: dict[UrlRule, str | None] = {}
-        for a, b in ((page, other), mapped):
-            for rule in candidate_rules(a, b):
-                if proposed.get(rule) is None:
+        hints = (toward, ruleset.form(toward).url if toward is not None else None)
+        for (a, b), hint in zip(((page, other), mapped), hints, strict=True):
+            for rule in candidate_rules(a, b, hint):
+                if proposed.get(rule) is None and not self._reverse_skips(rule):
                     proposed[rule] = witness(rule, a, b)
         for rule in self._rules_of(page, other) - proposed.keys():
             if maps_together(rule, page, other, base):
@@ -178,8 +190,15 @@ class RuleLearner:
             if seen is not None and (known is None or known.state in _EVIDENCE_STATES):
                 deltas[rule].witnesses.add(seen)
 
-    def _drop_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
-        self._pair_support(page, other, deltas)
+    def _reverse_skips(self, rule: UrlRule) -> bool:
+        """True when the rule mapping the other way is in force (no cycle is ever made)."""
+        reverse = self._rules.get(rule.reverse) if rule.reverse is not None else None
+        return reverse is not None and reverse.state.skips
+
+    def _drop_evidence(
+        self, page: str, other: str, deltas: dict[UrlRule, Evidence], declared: str | None = None
+    ) -> None:
+        self._pair_support(page, other, deltas, declared if declared in (page, other) else None)
         replaced: list[str | None] = []  # what superseded `other`, asked once when needed
         for rule in self._rules_of(page):
             if deltas[rule].witnesses:
@@ -263,6 +282,8 @@ class RuleLearner:
         """A candidate with enough support: active, unless two stored pages of its host are
         mapped together by it (a counterexample in the history)."""
         rule = stored.rule
+        if self._reverse_skips(rule):
+            return stored  # its reverse is in force: a candidate while it is
         kept = self.store.kept_urls(rule.host, _HISTORY)
         known = set(kept)
         images = self._images[rule]

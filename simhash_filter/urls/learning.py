@@ -6,7 +6,9 @@ parameter when only the query differs, a prefix rule when the paths differ at th
 share their tail segments, a suffix rule when one path extends the other, a case rule when
 only case differs. Pairs that differ in host or scheme, or in both path and query, teach
 nothing (conservative: one difference at a time). Every rule points from the larger URL to
-the smaller one, whichever of the two was kept, so rules never cycle.
+the smaller one, whichever of the two was kept, unless the pages' canonical hints name the
+larger one: then the rule points toward it (`` -> /``, the trailing slash), and a rule whose
+reverse is in force is never made active, so rules never cycle.
 
 A candidate becomes a skipping rule only with enough supporting pairs and no
 counterexample; :func:`maps_together` is the test both use.
@@ -15,7 +17,7 @@ counterexample; :func:`maps_together` is the test both use.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from .rules import ARROW, CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
@@ -39,16 +41,35 @@ def _key(path: str) -> tuple[int, str]:
     return (len(path), path)
 
 
-def candidate_rules(first: str, second: str) -> list[UrlRule]:
-    """The rules that map one of two same-content URLs onto the other (module doc)."""
+def candidate_rules(first: str, second: str, toward: str | None = None) -> list[UrlRule]:
+    """The rules that map one of two same-content URLs onto the other (module doc).
+    ``toward``: the URL of the two that the pages' canonical hints name; a rule then maps
+    toward it (the trailing slash added), and no rule is proposed that would map it away."""
     a, b = urlsplit(_UNIVERSAL.form(first).url), urlsplit(_UNIVERSAL.form(second).url)
     host = (a.hostname or "").lower()
     if not host or host != (b.hostname or "").lower() or a.scheme != b.scheme:
         return []
-    path_a, path_b = a.path or "/", b.path or "/"
+    hinted = _UNIVERSAL.form(toward).url if toward is not None else None
+    if hinted not in (a.geturl(), b.geturl()):
+        hinted = None
+    rules = _unhinted_rules(host, a.path or "/", b.path or "/", a.query, b.query)
+    if hinted is None:
+        return rules
+    kept = [rule for rule in rules if apply_rule(rule, hinted) == hinted]
+    slash = UrlRule(host, SUFFIX, f"{ARROW}/")  # `/ -> ` reversed: the hints name `/x/`
+    if kept or len(rules) != 1 or rules[0].reverse != slash:
+        return kept  # a rule that would map the hinted URL away is not proposed
+    other = (b if a.geturl() == hinted else a).path or "/"
+    return [slash] if slash.apply_path(other) == (urlsplit(hinted).path or "/") else []
+
+
+def _unhinted_rules(
+    host: str, path_a: str, path_b: str, query_a: str, query_b: str
+) -> list[UrlRule]:
+    """The rules from the larger URL to the smaller one (:func:`candidate_rules`)."""
     if path_a == path_b:
-        return _param_rules(host, path_a, a.query, b.query) if a.query != b.query else []
-    if a.query != b.query:
+        return _param_rules(host, path_a, query_a, query_b) if query_a != query_b else []
+    if query_a != query_b:
         return []
     if path_a.lower() == path_b.lower():
         return [UrlRule(host, CASE, "/")]
@@ -163,10 +184,12 @@ class LearnedRule:
     rule: UrlRule
     support: int
     counterexamples: int
+    qualified: bool = False
+    """Enough support, no counterexample, and its reverse not in force: it may be active."""
 
 
 def learn_from_pairs(
-    pairs: Sequence[tuple[str, str]],
+    pairs: Sequence[tuple[str, str] | tuple[str, str, str | None]],
     kept_urls: Callable[[str], Sequence[str]],
     *,
     min_support: int,
@@ -176,15 +199,21 @@ def learn_from_pairs(
     against the stored pages of its host (``kept_urls(host)``: two of them the rule maps
     together are a counterexample each). The pairs are read again under the rules that
     qualify (``min_support`` pairs, no counterexample) until no new one does, so
-    ``/a?reply=2`` against ``/a/amp`` teaches the parameter once ``/amp`` qualifies."""
+    ``/a?reply=2`` against ``/a/amp`` teaches the parameter once ``/amp`` qualifies. A pair
+    may carry a third URL, the one of the two its pages' canonical hints name (the rules
+    then map toward it); a rule whose reverse qualified first never qualifies (no cycle)."""
     found: dict[UrlRule, LearnedRule] = {}
     qualified = list(base)
     for _ in range(_MAX_ROUNDS):
         normalize = RuleSet(qualified)
         witnesses: dict[UrlRule, set[str]] = {}
-        for first, second in pairs:
-            for a, b in ((first, second), (normalize.form(first).url, normalize.form(second).url)):
-                for rule in candidate_rules(a, b):
+        for pair in pairs:
+            first, second = pair[0], pair[1]
+            toward = pair[2] if len(pair) > 2 else None
+            mapped = (normalize.form(first).url, normalize.form(second).url)
+            hints = (toward, normalize.form(toward).url if toward is not None else None)
+            for (a, b), hint in zip(((first, second), mapped), hints, strict=True):
+                for rule in candidate_rules(a, b, hint):
                     seen = witness(rule, a, b)
                     if seen is not None:
                         witnesses.setdefault(rule, set()).add(seen)
@@ -193,11 +222,17 @@ def learn_from_pairs(
             found[rule] = LearnedRule(
                 rule, len(witnesses[rule]), _collisions(rule, kept_urls(rule.host))
             )
-        more = [r for r in new if found[r].support >= min_support and not found[r].counterexamples]
+        more: list[UrlRule] = []
+        for r in new:
+            ready = found[r].support >= min_support and not found[r].counterexamples
+            if ready and r.reverse not in qualified and r.reverse not in more:
+                more.append(r)
         if not more:
             break
         qualified.extend(more)
-    return sorted(found.values(), key=lambda learned: (-learned.support, learned.rule.describe()))
+    ready = set(qualified) - set(base)
+    result = [replace(learned, qualified=learned.rule in ready) for learned in found.values()]
+    return sorted(result, key=lambda learned: (-learned.support, learned.rule.describe()))
 
 
 def _collisions(rule: UrlRule, kept: Sequence[str]) -> int:

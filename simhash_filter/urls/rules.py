@@ -12,6 +12,8 @@ WWW 2010 describe, kept to one path scope so a rule stays conservative):
 - ``prefix``: ``<from> -> <to>``: a path starting with ``from`` is the path with ``to``
   instead (``/print/ -> /``, ``/amp/ -> /``, a mirror section ``/mirror/ -> /news/``);
 - ``suffix``: ``<from> -> <to>``: a path ending with ``from`` (``/index.html -> /``, ``/amp -> ``);
+  `` -> /`` adds the trailing slash to a path whose last segment is no file (the site's
+  canonical hints name ``/news/x/``, not ``/news/x``);
 - ``case``: ``<scope>``: paths under ``scope`` are the same page in lower case.
 """
 
@@ -82,6 +84,8 @@ class UrlRule:
             raise ValueError(f"rule kind must be one of {', '.join(RULE_KINDS)}, got {self.kind!r}")
         if self.kind in (PREFIX, SUFFIX) and ARROW not in self.pattern:
             raise ValueError(f"a {self.kind} rule's pattern is 'FROM -> TO', got {self.pattern!r}")
+        if self.kind == SUFFIX and self.pattern.startswith(ARROW) and self.pattern != ARROW + "/":
+            raise ValueError(f"a suffix rule from nothing adds '/' only, got {self.pattern!r}")
         if self.kind == PARAM and "?" not in self.pattern:
             raise ValueError(f"a param rule's pattern is 'SCOPE?NAME', got {self.pattern!r}")
 
@@ -102,6 +106,17 @@ class UrlRule:
         return name_value.partition("=")[2] if "=" in name_value else None
 
     @property
+    def reverse(self) -> UrlRule | None:
+        """The prefix or suffix rule that maps the other way (None for other kinds): a rule
+        and its reverse are never both in force, so rules never cycle."""
+        if self.kind not in (PREFIX, SUFFIX):
+            return None
+        source, target = self.sides
+        if self.kind == SUFFIX and not target and source != "/":
+            return None  # `/amp -> ` reversed would add `/amp` to every path: never a rule
+        return UrlRule(self.host, self.kind, f"{target}{ARROW}{source}")
+
+    @property
     def sides(self) -> tuple[str, str]:
         """(from, to) of a prefix or suffix rule."""
         source, _, target = self.pattern.partition(ARROW)
@@ -116,6 +131,9 @@ class UrlRule:
             return target + path[len(source) :] if path.startswith(source) else path
         if self.kind == SUFFIX:
             source, target = self.sides
+            if not source:  # `` -> /``: the trailing slash added, to a path that is no file
+                last = path[path.rfind("/") + 1 :]
+                return path if not last or "." in last else path + target
             if path.endswith(source) and len(path) > len(source):
                 return (path[: len(path) - len(source)] + target) or "/"
         return path

@@ -85,9 +85,12 @@ class _HostRules:
     prefixes: dict[str, UrlRule] = field(default_factory=dict)
     suffixes: dict[str, UrlRule] = field(default_factory=dict)
     params: dict[str, list[UrlRule]] = field(default_factory=lambda: defaultdict(list))
+    slash: UrlRule | None = None  # `` -> /``: the trailing slash added
 
     def add(self, rule: UrlRule) -> None:
-        if rule.kind == CASE:
+        if rule.kind == SUFFIX and not rule.sides[0]:
+            self.slash = rule
+        elif rule.kind == CASE:
             self.case.append(rule)
         elif rule.kind == PREFIX:
             self.prefixes.setdefault(rule.sides[0], rule)
@@ -112,6 +115,8 @@ class _HostRules:
                 if rule is not None:
                     return rule
                 start = path.find("/", start + 1)
+        if self.slash is not None and self.slash.apply_path(path) != path:
+            return self.slash
         return None
 
     def param_rule(self, name: str, value: str, path: str) -> UrlRule | None:

@@ -5,6 +5,7 @@ the rule learner."""
 from __future__ import annotations
 
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from scrapy import Request
@@ -20,6 +21,7 @@ from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKi
 from simhash_filter.urls.rules import SUFFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 from simhash_filter.urls.sampling import is_sampled
+from tests.crawl.test_request_filter import Crawl
 
 H = "site.example"
 
@@ -95,7 +97,9 @@ class _Learner:
         self.pairs: list[tuple[str, str]] = []
         self.observed: list[str] = []
 
-    def observe(self, outcome: Outcome, url: str, duplicate_of: str | None) -> list[object]:
+    def observe(
+        self, outcome: Outcome, url: str, duplicate_of: str | None, declared: str | None = None
+    ) -> list[object]:
         self.observed.append(url)
         return []
 
@@ -157,3 +161,18 @@ def test_confirmed_canonical_pairs_and_superseded_pairs_reach_the_learner() -> N
     extension._on_result(FilterResult(Outcome.KEPT, canonical, 1, new, superseded=replaced))
     assert learner.pairs[-1] == (variant, canonical)
     assert learner.observed == [variant, variant, canonical]
+
+
+def test_the_learner_maps_toward_the_canonical_and_never_adds_the_reverse(tmp_path: Path) -> None:
+    crawl = Crawl(tmp_path)
+    for k in range(3):  # /news/k dropped as a copy of /news/k/, which it declares canonical
+        canonical = f"http://{H}/news/{k}/"
+        crawl.keep(canonical)
+        crawl.learner.observe(Outcome.DROPPED, f"http://{H}/news/{k}", canonical, canonical)
+    assert crawl.active() == {UrlRule(H, SUFFIX, " -> /")}
+    for k in range(3, 8):  # pairs without hints would propose the reverse: never made
+        crawl.keep(f"http://{H}/news/{k}/")
+        crawl.drop(f"http://{H}/news/{k}", f"http://{H}/news/{k}/")
+    assert crawl.active() == {UrlRule(H, SUFFIX, " -> /")}
+    assert all(stored.rule.pattern != "/ -> " for stored in crawl.learner.store.rules())
+    assert crawl.learner.book.ruleset.form(f"http://{H}/news/9").url == f"http://{H}/news/9/"
