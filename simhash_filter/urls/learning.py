@@ -230,8 +230,8 @@ def learn_from_pairs(
         if not more:
             break
         qualified.extend(more)
-    ready = set(qualified) - set(base)
-    result = [replace(learned, qualified=learned.rule in ready) for learned in found.values()]
+    passed = set(qualified) - set(base)
+    result = [replace(learned, qualified=learned.rule in passed) for learned in found.values()]
     return sorted(result, key=lambda learned: (-learned.support, learned.rule.describe()))
 
 
