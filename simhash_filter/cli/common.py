@@ -22,20 +22,13 @@ from simhash_filter.store.records import (
     SchemeMismatchError,
     StoreError,
 )
-from simhash_filter.store.urls import display_url, redact
+from simhash_filter.store.urls import database_url, display_url, redact
 
 # re-exported: the one way the CLI prints a database URL, and the errors every command raises
-__all__ = ["CommandError", "UsageError", "display_url"]
+__all__ = ["CommandError", "UsageError", "database_url", "display_url"]
 
 
 # --- database and errors ---------------------------------------------------------------
-
-
-def database_url(value: str) -> str:
-    """``--db``: a SQLAlchemy URL, or a plain path meaning a SQLite file."""
-    if "://" in value:
-        return value
-    return f"sqlite:///{value}"
 
 
 @contextmanager

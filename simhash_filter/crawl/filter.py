@@ -27,6 +27,7 @@ from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.page.pool import PageJob, PagePool, PageResult
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
+    Match,
     PageRow,
     StoreBusy,
     StoreError,
@@ -78,6 +79,13 @@ async def _result(future: Future[_T]) -> _T:
     if is_asyncio_available():
         return await asyncio.wrap_future(future)
     return await run_in_thread(future.result)  # another Twisted reactor
+
+
+_NOT_A_COPY = {
+    "boilerplate": "the pages around it differ (an extraction failure)",
+    "listing": "one of the two pages lists several entries and the other does not",
+}
+"""Why a page whose text matches a kept page's is admitted, by its stat's name."""
 
 
 class PageFilter:
@@ -432,24 +440,9 @@ class PageFilter:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.superseded is not None:
             self._record_supersede(check.superseded)
-        if check.verdict is not None and check.verdict.boilerplate_of is not None:
-            self.stats.inc_value(STATS_PREFIX + "boilerplate")
-            if self.config.debug:
-                logger.debug(
-                    "simhash_filter: %s admitted: its text matches %s, the pages around it "
-                    "differ (an extraction failure, not a copy)",
-                    check.url,
-                    check.verdict.boilerplate_of.url,
-                )
-        if check.verdict is not None and check.verdict.listing_of is not None:
-            self.stats.inc_value(STATS_PREFIX + "listing")
-            if self.config.debug:
-                logger.debug(
-                    "simhash_filter: %s admitted: its text matches %s, but one of the two "
-                    "pages lists several entries and the other does not (not a copy)",
-                    check.url,
-                    check.verdict.listing_of.url,
-                )
+        if check.verdict is not None:
+            self._record_not_a_copy(check.url, "boilerplate", check.verdict.boilerplate_of)
+            self._record_not_a_copy(check.url, "listing", check.verdict.listing_of)
         if check.outcome is Outcome.ERROR:
             assert check.error is not None
             self.errors.error(
@@ -479,6 +472,20 @@ class PageFilter:
             self._logged_first_drop = True
         elif self.config.debug:
             logger.debug("simhash_filter: %s %s", check.outcome.value, check.url)
+
+    def _record_not_a_copy(self, url: str, kind: str, match: Match | None) -> None:
+        """A page admitted although its text matches ``match``: counted under ``kind``, and
+        named at DEBUG (``SIMHASH_FILTER_DEBUG``)."""
+        if match is None:
+            return
+        self.stats.inc_value(STATS_PREFIX + kind)
+        if self.config.debug:
+            logger.debug(
+                "simhash_filter: %s admitted: its text matches %s, but %s (not a copy)",
+                url,
+                match.url,
+                _NOT_A_COPY[kind],
+            )
 
     def _record_supersede(self, superseded: Supersession) -> None:
         self.stats.inc_value(STATS_PREFIX + "superseded")
