@@ -26,7 +26,9 @@ REASON_RULE = "rule"
 """The skip reason of a learned rule (universal ones give ``tracking`` or ``session``)."""
 _PATH_SESSION = re.compile(r";jsessionid=[^/;?]*", re.IGNORECASE)
 JSESSIONID = "jsessionid"
-_MAX_PASSES = 4  # path rules applied again while they change the path (``/amp/print/x``)
+_MAX_PASSES = 4
+"""Path rules are applied again while they change the path (``/amp/print/x``): at least
+this many passes, and one more a path segment (``/x/amp/amp/amp``), so a form is a fixed point."""
 
 
 def _split_canonical(url: str) -> tuple[str, str, str, str]:
@@ -187,7 +189,7 @@ class RuleSet:
             if mapped != path:
                 path = mapped
                 applied.append(rule)
-        for _ in range(_MAX_PASSES):
+        for _ in range(_MAX_PASSES + path.count("/")):
             found = rules.path_rule(path)
             if found is None:
                 break
