@@ -27,11 +27,12 @@ from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
+from simhash_filter.urls.ruleset import RuleSet
 
 from .config import Config
 from .filter import PageFilter, _result
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .rule_book import CANONICAL, RuleBook
+from .rule_book import CANONICAL, RequestForm, RuleBook
 from .rule_learner import RetiredRule, RuleLearner
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class RequestFilter:
             raise NotConfigured("SIMHASH_FILTER_REQUEST_FILTER is False")
         book = RuleBook.for_crawler(crawler, config)
         extension = cls(crawler, book, PageFilter.for_crawler(crawler, config))
+        book.form_taken.append(extension.form_taken)
+        book.rules_changed.append(extension.count_active)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
@@ -108,10 +111,14 @@ class RequestFilter:
             except Exception:
                 logger.warning("simhash_filter: could not record skipped requests", exc_info=True)
             thread.shutdown(wait=True)
-            active = sum(1 for rule in self.book.ruleset.rules if rule.kind in LEARNED_KINDS)
-            self.stats.set_value(RULE_STATS + "active", active)
         self.learner = self._thread = None
         await run_in_thread(self.page_filter.close)
+
+    def count_active(self, ruleset: RuleSet) -> None:
+        """``rules/active``: the learned rules in force, kept current as rules change (so the
+        stats read at ``spider_closed``, by any extension, already hold it)."""
+        active = sum(1 for rule in ruleset.rules if rule.kind in LEARNED_KINDS)
+        self.stats.set_value(RULE_STATS + "active", active)  # one dict store: any thread
 
     async def _run(self, job: Any, *args: Any) -> Any:
         assert self._thread is not None
@@ -141,7 +148,26 @@ class RequestFilter:
         if self.book.ruleset.form(request.url).url != decided.form.url:
             self._reschedule(request)  # its rule retired since it was decided
             return
-        reason = decided.form.reason
+        self._skip(request, decided)
+
+    def form_taken(self, variant: Request, decided: RequestForm | None) -> None:
+        """A variant skipped at the download (:mod:`.form_first`): its form downloaded in
+        its place, or (``decided`` given) seen already. Fetched after all if its rule retired
+        since."""
+        if decided is None:
+            decided = self.book.redecide(variant)
+            if decided.mapped:
+                self.stats.inc_value(REQUEST_STATS + "form_first")
+        else:
+            self.stats.inc_value(REQUEST_STATS + "skipped_late")
+        if not decided.mapped:
+            self._reschedule(variant)
+            return
+        self._skip(variant, decided)
+
+    def _skip(self, request: Request, decided: RequestForm) -> None:
+        """Count, log and record a request its rules skipped; hold it to fetch it again."""
+        own, reason = decided.form.own, decided.form.reason
         self.stats.inc_value(REQUEST_STATS + "skipped/" + reason)
         self._log_skip(request, decided.form.url, reason)
         if len(self._held) < _HELD:
@@ -195,8 +221,8 @@ class RequestFilter:
         if not self.book.note_canonical(declared, named_by):
             return
         held = self._held.pop(declared, None)
-        if held is None:
-            return
+        if held is None or self.book.form_fetched(declared):
+            return  # not skipped, or downloaded in a variant's place
         for urls in self._held_by_rule.values():
             urls.discard(declared)
         self._reschedule(held)

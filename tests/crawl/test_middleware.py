@@ -15,6 +15,7 @@ from support.helpers import filter_stats, open_middleware, run
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from crawler.testsite import blog_template, news_template, portal_template
 from simhash_filter import Addon
+from simhash_filter.crawl.form_first import FormFirstMiddleware
 from simhash_filter.crawl.middleware import NearDuplicateMiddleware
 from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
 
@@ -163,8 +164,13 @@ def test_addon_registers_the_middleware_on_request() -> None:
     crawler = get_crawler(
         settings_dict={"ADDONS": {"simhash_filter.Addon": 100}, "SIMHASH_FILTER_MIDDLEWARE": True}
     )
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {NearDuplicateMiddleware: 575}
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {
+        NearDuplicateMiddleware: 575,
+        FormFirstMiddleware: 650,
+    }
     assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
+    off = get_crawler(settings_dict={"ADDONS": {Addon: 100}, "SIMHASH_FILTER_FORM_FIRST": False})
+    assert FormFirstMiddleware not in off.settings.getdict("DOWNLOADER_MIDDLEWARES")
 
 
 def test_addon_keeps_a_priority_the_project_chose() -> None:
