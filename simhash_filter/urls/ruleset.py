@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from w3lib.url import canonicalize_url
-
+from .canonical import canonicalize
 from .rules import CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .universal import SESSION, TRACKING, classify_parameter
 
@@ -169,7 +168,7 @@ class RuleSet:
 
     def form(self, url: str) -> UrlForm:
         """``url``'s canonical form (w3lib's canonical URL when nothing applies)."""
-        own = canonicalize_url(url)
+        own = canonicalize(url)
         origin, host, path, query = _split_canonical(own)
         rules = self._hosts.get(host)
         if rules is None and (not self.universal or not (query or ";" in path)):
@@ -186,7 +185,7 @@ class RuleSet:
         if kept:
             mapped += "?" + "&".join(f"{name}={value}" for name, value in kept)  # w3lib: "b="
         if any(rule.kind == CASE for rule in applied):
-            mapped = canonicalize_url(mapped)  # lower-casing touched percent-escapes
+            mapped = canonicalize(mapped)  # lower-casing touched percent-escapes
         return UrlForm(mapped, own, tuple(applied))
 
     def _strip_path_session(self, host: str, path: str, applied: list[UrlRule]) -> str:
