@@ -345,8 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     chosen = "default" if "default" in names else names[-1]
     # the default index (minhash-lsh): candidates share a band key, the sketch confirms
     lsh_label = f"ours, default index ({scheme.n_blocks}x{scheme.rows} bands, sketch >= {lsh_t})"
-    keys = {ds.name: band_keys(sigs[ds.name]["sketch"], scheme) for ds in sets}
     signed = {ds.name: sigs[ds.name][chosen][1] == 1 for ds in sets}
+    if sk.shape[1] < scheme.slots_needed:  # --sketch-slots below the bands' reach: no bands
+        print(f"{lsh_label}: needs {scheme.slots_needed} slots, left out", file=sys.stderr)
+        keys = {ds.name: np.zeros((len(ds.ids), 1), dtype=np.uint64) for ds in sets}
+        signed = {name: np.zeros_like(v) for name, v in signed.items()}
+        lsh_label += f": n/a with {sk.shape[1]} slots"
+    else:
+        keys = {ds.name: band_keys(sigs[ds.name]["sketch"], scheme) for ds in sets}
 
     def lsh_pred(ds: DataSet) -> np.ndarray:
         a, b, _, _ = pair_arrays(ds)
