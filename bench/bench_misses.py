@@ -33,6 +33,7 @@ from simhash_filter import Fingerprinter
 from simhash_filter.core import stopwords as sw
 from simhash_filter.core.signature import MatchRule, decode_sketch
 from simhash_filter.index.defaults import IndexChoice, index_settings
+from simhash_filter.index.minhash_lsh import MinHashLshScheme
 
 MAX_CHARS = 50_000
 
@@ -61,6 +62,7 @@ def lineage_sets(data: Path) -> list[qd.DataSet]:
 def one_by_one(ds: qd.DataSet, lang: str, rule: MatchRule) -> list[str]:
     fp = Fingerprinter()
     scheme = index_settings(IndexChoice()).scheme
+    assert isinstance(scheme, MinHashLshScheme), scheme  # the default index
     k1, t = rule.candidate_distance, rule.min_similarity
     lines = [
         "| pair (a → b) | distance | sketch | J | feature Jaccard | TF cosine | "

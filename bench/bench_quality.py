@@ -75,6 +75,7 @@ from simhash_filter.core import stopwords as sw
 from simhash_filter.core.sketch import DEFAULT_SLOTS
 from simhash_filter.core.text import Tokenizer, fold
 from simhash_filter.index.defaults import IndexChoice, index_settings
+from simhash_filter.index.minhash_lsh import MinHashLshScheme
 
 DEFAULT_DATA = DATA_DIR
 RESULTS = RESULTS_DIR
@@ -248,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     deployed = index_settings(IndexChoice())  # what a new database gets: the index and rule
     assert deployed.rule is not None
     scheme = deployed.scheme
+    assert isinstance(scheme, MinHashLshScheme), scheme  # the bands scored below
     lsh_t = args.default_t if args.default_t is not None else deployed.rule.min_similarity
     k1 = args.default_k1 if args.default_k1 is not None else rule.candidate_distance
     t_default = args.default_t if args.default_t is not None else rule.min_similarity

@@ -145,7 +145,8 @@ def band_candidates(
 ) -> np.ndarray:
     """Whether each pair (a, b) shares a band key, both pages signed (a page without a
     signature is never stored, so never a candidate)."""
-    return (keys[a] == keys[b]).any(axis=1) & valid[a] & valid[b]
+    shared: np.ndarray = (keys[a] == keys[b]).any(axis=1) & valid[a] & valid[b]
+    return shared
 
 
 @dataclass
