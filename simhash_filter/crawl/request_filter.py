@@ -184,14 +184,27 @@ class RequestFilter:
     def _note_canonical(self, check: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule
         skipped already (before the hint was known) is scheduled again, so the keep policy
-        sees the canonical itself rather than keeping the variant."""
-        declared = check.declared
-        if declared is None or check.outcome is Outcome.ERROR:
+        sees the canonical itself rather than keeping the variant. So is the form the rules
+        map a kept page's URL to (asked when it is kept and whenever a copy of it is dropped,
+        as rules are learned meanwhile): with no hint (or a wrong one) naming it, the form is
+        the copy the keep policy prefers (core/keep.py), fetched once to replace the variant."""
+        if check.outcome is Outcome.ERROR:
             return
         try:
             named_by = canonical_url(check.url)
         except ValueError:
             return
+        if check.declared is not None:
+            self._fetch_canonical(check.declared, named_by)
+        match = check.verdict.duplicate_of if check.verdict is not None else None
+        kept = named_by if check.outcome is Outcome.KEPT else match.url if match else None
+        if kept is not None:  # a copy asks again: rules learned since may map the kept page
+            form = self.book.ruleset.form(kept)
+            if form.changed:
+                self._fetch_canonical(form.url, kept)
+
+    def _fetch_canonical(self, declared: str, named_by: str) -> None:
+        """Never skip ``declared`` from now on, and schedule it again when it was skipped."""
         if not self.book.note_canonical(declared, named_by):
             return
         held = self._held.pop(declared, None)

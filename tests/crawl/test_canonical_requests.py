@@ -144,6 +144,54 @@ def test_a_canonical_skipped_before_its_hint_was_known_is_fetched_after_all() ->
     assert stats[REQUEST_STATS + "refetched"] == 1
 
 
+def test_the_form_of_a_kept_variant_is_fetched_when_no_hint_names_it() -> None:
+    """A variant kept first (its hint names the home page, or nothing) took the form's
+    fingerprint: the form, which the keep policy prefers, is fetched after all."""
+    for declared in (None, f"http://{H}/"):
+        extension, scheduled, _ = _extension()
+        form = _unsampled(f"http://{H}/news/v{{}}/")
+        variant = form + "?sid=0123456789abcdef0123"  # a universal session parameter
+        dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+        seen: set[bytes] = set()
+        for request in (Request(variant), Request(form)):
+            extension.request_scheduled(request)
+            fingerprint = dupefilter.fingerprint(request)
+            if fingerprint in seen:
+                extension.request_dropped(request)
+            seen.add(fingerprint)
+        assert scheduled == []
+        extension._on_result(FilterResult(Outcome.DROPPED, variant, declared=declared))
+        assert scheduled == []  # a copy of no known page: nothing to ask
+        extension._on_result(FilterResult(Outcome.KEPT, variant, declared=declared))
+        assert [r.url for r in scheduled] == [form]
+        extension._on_result(FilterResult(Outcome.KEPT, form, declared=declared))
+        assert len(scheduled) == 1  # the form itself: nothing more to fetch
+
+
+def test_a_copy_of_a_kept_variant_asks_for_the_form_rules_learned_since() -> None:
+    """``/a/index.html`` was kept before ``/index.html -> /`` was known; a later copy of it
+    has the rules ask for ``/a/``, which the scheduler skipped meanwhile."""
+    extension, scheduled, _ = _extension()
+    form = _unsampled(f"http://{H}/news/u{{}}/")
+    variant = form + "index.html"
+    extension._on_result(FilterResult(Outcome.KEPT, variant))
+    assert scheduled == []  # no rule maps it yet
+    extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
+    dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+    copy = variant + "?utm_source=x"  # mapped onto the form: it takes the form's fingerprint
+    seen: set[bytes] = set()
+    for request in (Request(copy), Request(form)):
+        extension.request_scheduled(request)
+        fingerprint = dupefilter.fingerprint(request)
+        if fingerprint in seen:
+            extension.request_dropped(request)
+        seen.add(fingerprint)
+    assert scheduled == []
+    dropped = Verdict(VerdictKind.DUPLICATE, copy, 1, duplicate_of=Match(variant, 1, 0, 1))
+    extension._on_result(FilterResult(Outcome.DROPPED, copy, 1, dropped))
+    assert [r.url for r in scheduled] == [form]
+
+
 def test_confirmed_canonical_pairs_and_superseded_pairs_reach_the_learner() -> None:
     extension, _, learner = _extension()
     canonical, variant = f"http://{H}/news/z/", f"http://{H}/news/z?print=1"
