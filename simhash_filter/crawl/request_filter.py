@@ -20,13 +20,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
+from simhash_filter.urls.ruleset import RuleSet
 
 from .config import Config
 from .filter import PageFilter, _result
@@ -66,6 +67,8 @@ class RequestFilter:
         self._thread: ThreadPoolExecutor | None = None
         self._held: dict[str, Request] = {}
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
+        self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
+        self._swept: RuleSet | None = None  # the rules the last spider_idle applied
         self._logged_first_skip = False
 
     @classmethod
@@ -81,6 +84,7 @@ class RequestFilter:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(
             extension.request_reached_downloader, signal=signals.request_reached_downloader
         )
@@ -201,18 +205,38 @@ class RequestFilter:
         if kept is not None:  # a copy asks again: rules learned since may map the kept page
             form = self.book.ruleset.form(kept)
             if form.changed:
+                self._unmapped.pop(kept, None)
                 self._fetch_canonical(form.url, kept)
+            elif check.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
+                self._unmapped[kept] = None
 
-    def _fetch_canonical(self, declared: str, named_by: str) -> None:
-        """Never skip ``declared`` from now on, and schedule it again when it was skipped."""
-        if not self.book.note_canonical(declared, named_by):
+    def spider_idle(self) -> None:
+        """Rules learned late may map pages kept early, whose copies all came before: their
+        forms are fetched now (once per set of rules), and the crawl goes on for them."""
+        ruleset = self.book.ruleset
+        if ruleset is self._swept or not self._unmapped:
             return
+        self._swept = ruleset
+        scheduled = 0
+        for url in list(self._unmapped):
+            form = ruleset.form(url)
+            if form.changed:
+                del self._unmapped[url]
+                scheduled += self._fetch_canonical(form.url, url)
+        if scheduled:
+            raise DontCloseSpider
+
+    def _fetch_canonical(self, declared: str, named_by: str) -> bool:
+        """Never skip ``declared`` from now on, and schedule it again when it was skipped
+        (True then)."""
+        if not self.book.note_canonical(declared, named_by):
+            return False
         held = self._held.pop(declared, None)
         if held is None:
-            return
+            return False
         for urls in self._held_by_rule.values():
             urls.discard(declared)
-        self._reschedule(held)
+        return self._reschedule(held)
 
     def _submit(self, job: Any, *args: Any) -> None:
         assert self._thread is not None
@@ -236,16 +260,17 @@ class RequestFilter:
         if retired:
             reactor.callFromThread(self._refetch, retired)
 
-    def _reschedule(self, request: Request) -> None:
+    def _reschedule(self, request: Request) -> bool:
         engine = self.crawler.engine
         if engine is None:
-            return
+            return False
         try:
             engine.crawl(request.replace(dont_filter=True))
         except Exception:  # the engine is closing: the next crawl fetches it (its rule retired)
             logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
-            return
+            return False
         self.stats.inc_value(REQUEST_STATS + "refetched")
+        return True
 
     def _refetch(self, retired: list[RetiredRule]) -> None:
         """Schedule again (``dont_filter``) what retired rules skipped."""
