@@ -48,6 +48,7 @@ from simhash_filter.core.text import cap_non_starters
 
 from .decode import decode_html
 from .hints import page_hints
+from .limits import DEFAULT_MAX_BYTES
 from .listing import is_listing
 
 __all__ = [
@@ -68,10 +69,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MAX_BYTES = 2 * 1024 * 1024
-"""Bytes handed to trafilatura at most (2 MiB): parsing time grows with the page, and
-the main text of a real page sits well within its first two megabytes."""
 
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
