@@ -159,6 +159,7 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
     command += ["-O", str(items)]
     merged = {
         **CRAWL_SETTINGS,
+        **getattr(site, "crawl_settings", dict)(),  # WordPress: a user agent of its own
         "STATS_FILE": str(stats),
         "LOG_FILE": str(log),
         "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{workdir / 'dedup.db'}",

@@ -90,10 +90,12 @@ def crawl(
     rss_samples: list[tuple[float, int, int]] | None = None,
     store_text: bool = False,
     code: Path | None = None,
+    extra: dict[str, object] | None = None,
 ) -> dict[str, Any]:
     """One crawl in a subprocess; its stats plus ``bench/*`` CPU and wall times. With
     ``rss_samples``, (seconds, crawl process RSS, page workers' RSS) every second. ``code``:
-    the checkout whose ``simhash_filter`` the crawl imports (default: this one)."""
+    the checkout whose ``simhash_filter`` the crawl imports (default: this one); ``extra``:
+    more Scrapy settings (with the filter on)."""
     stats_path = workdir / "stats.json"
     stats_path.unlink(missing_ok=True)
     db = workdir / "bench.db"
@@ -116,6 +118,7 @@ def crawl(
             settings["SIMHASH_FILTER_WORKERS"] = workers
         if store_text:
             settings["SIMHASH_FILTER_STORE_TEXT"] = True
+        settings.update(extra or {})
     command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
     command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
     for key, value in settings.items():

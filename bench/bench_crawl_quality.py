@@ -23,6 +23,11 @@ drop is wrong. A document crawled more than once and kept more than once is a mi
 extra page kept. Precision = right drops / drops; recall = right drops / (right drops +
 misses). Every wrong drop and miss is listed. ``--base``: a checkout of another commit
 (a git worktree of main) crawled the same way in the same run, interleaved.
+
+A page the crawl never fetched (the request filter skipped it before the download, issue 29)
+is neither kept nor dropped: it is *skipped*, and *lost* when no fetched page kept its
+document. ``--request-filter off`` measures the page filter alone (every URL fetched, so the
+byte-identical copies reach the exact-content key); ``both`` crawls each way.
 """
 
 from __future__ import annotations
@@ -197,27 +202,33 @@ def build_site(data: Path) -> tuple[dict[str, Page], dict[str, str]]:
     return pages, label
 
 
-def score(label: dict[str, str], base_url: str, db: Path) -> dict[str, Any]:
-    """Right and wrong drops, misses, precision and recall of one crawl's database."""
+def score(label: dict[str, str], base_url: str, db: Path, fetched: set[str]) -> dict[str, Any]:
+    """Right and wrong drops, misses, skips and lost documents, precision and recall of one
+    crawl's database; ``fetched``: the canonical URLs the site served."""
     from simhash_filter.store import FingerprintStore, canonical_url
 
     path_of = {canonical_url(base_url + p): p for p in label}
     with FingerprintStore.open_existing(f"sqlite:///{db}") as store:
         drops = [(path_of[d.url], path_of[d.duplicate_of_url]) for d in store.duplicates()]
     dropped = {page for page, _ in drops}
+    skipped = {p for url, p in path_of.items() if url not in fetched}
     right = [(p, of) for p, of in drops if label[p] == label[of]]
     wrong = [(p, of) for p, of in drops if label[p] != label[of]]
     kept_by_doc: dict[str, list[str]] = defaultdict(list)
     for page, doc in label.items():
-        if page not in dropped:
+        if page not in dropped and page not in skipped:
             kept_by_doc[doc].append(page)
+    lost = sorted({label[p] for p in skipped} - set(kept_by_doc))
     misses = [sorted(kept) for kept in kept_by_doc.values() if len(kept) > 1]
     n_missed = sum(len(kept) - 1 for kept in misses)
-    exact_passed = [  # a byte-identical pair of which neither page was dropped
-        p for p in label if "?" in p and p not in dropped and p.split("?")[0] not in dropped
+    exact_passed = [  # a byte-identical pair of which both pages were kept
+        p for p in label if "?" in p and {p, p.split("?")[0]}.isdisjoint(dropped | skipped)
     ]
     return {
         "pages": len(label),
+        "fetched": len(label) - len(skipped),
+        "skipped": len(skipped),
+        "lost": lost,
         "drops": len(drops),
         "right": len(right),
         "wrong_drops": [f"{p} (for {of})" for p, of in wrong],
@@ -235,38 +246,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--base", type=Path, default=None, help="another checkout, crawled too")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--request-filter",
+        choices=("on", "off", "both"),
+        default="both",
+        help="crawl with the request filter on (the default crawl), off (the page filter alone)",
+    )
     args = parser.parse_args(argv)
+    from simhash_filter.store import canonical_url
+
     site, label = build_site(args.data)
     print(f"site: {len(label)} labelled pages, {len(set(label.values()))} documents")
     print(f"machine: {machine()}\n")
     codes = {"head": ROOT} | ({"base": args.base} if args.base else {})
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
+    modes = ("on", "off") if args.request_filter == "both" else (args.request_filter,)
+    runs = [
+        (f"{name}, requests {mode}", code, mode) for mode in modes for name, code in codes.items()
+    ]
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in runs}
     with tempfile.TemporaryDirectory() as tmp, SiteServer(site) as server:
         for repeat in range(args.repeats):
-            order = list(codes.items()) if repeat % 2 == 0 else list(codes.items())[::-1]
-            for name, code in order:
-                work = Path(tmp) / name
+            for name, code, mode in runs if repeat % 2 == 0 else runs[::-1]:
+                work = Path(tmp) / name.replace(", ", "-").replace(" ", "-")
                 work.mkdir(exist_ok=True)
+                mark = len(server.hits)
+                extra: dict[str, object] = {"SIMHASH_FILTER_REQUEST_FILTER": mode == "on"}
                 stats = crawl(
-                    server.base_url, work, mode="html", filter_on=True, concurrency=32, code=code
+                    server.base_url,
+                    work,
+                    mode="html",
+                    filter_on=True,
+                    concurrency=32,
+                    code=code,
+                    extra=extra,
                 )
-                result = score(label, server.base_url, work / "bench.db")
+                fetched = {canonical_url(server.base_url + p) for p, _ in server.hits[mark:]}
+                result = score(label, server.base_url, work / "bench.db", fetched)
                 result["no_text"] = stats.get("simhash_filter/no_text", 0)
                 results[name].append(result)
-    print("| code | pages | drops | right | wrong | missed | precision | recall | no_text |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, runs in results.items():
-        for r in runs:
+    print(
+        "| code | pages | fetched | drops | right | wrong | missed | precision | recall "
+        "| skipped | lost | no_text |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, rs in results.items():
+        for r in rs:
             print(
-                f"| {name} | {r['pages']} | {r['drops']} | {r['right']} | {len(r['wrong_drops'])} "
-                f"| {r['missed']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['no_text']} |"
+                f"| {name} | {r['pages']} | {r['fetched']} | {r['drops']} | {r['right']} "
+                f"| {len(r['wrong_drops'])} | {r['missed']} | {r['precision']:.3f} "
+                f"| {r['recall']:.3f} | {r['skipped']} | {len(r['lost'])} | {r['no_text']} |"
             )
-    for name, runs in results.items():
-        r = runs[0]
+    for name, rs in results.items():
+        r = rs[0]
         print(f"\n{name}: missed by kind {r['kinds_missed']}")
         print(f"{name}: byte-identical pairs both kept: {len(r['exact_copies_kept'])}")
         for line in r["wrong_drops"]:
             print(f"  wrong drop: {line}")
+        for doc in r["lost"]:
+            print(f"  lost (only behind skipped URLs): {doc}")
         for line in r["misses"]:
             print(f"  miss: {line}")
     path = write_results("bench_crawl_quality", results)

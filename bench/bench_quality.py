@@ -60,6 +60,9 @@ from bench.quality_pairs import (
     KMAX,
     Score,
     agreements,
+    band_candidates,
+    band_haystack,
+    band_keys,
     binomial_tail,
     fp_distances,
     haystack_pairs,
@@ -71,6 +74,8 @@ from simhash_filter import Fingerprinter
 from simhash_filter.core import stopwords as sw
 from simhash_filter.core.sketch import DEFAULT_SLOTS
 from simhash_filter.core.text import Tokenizer, fold
+from simhash_filter.index.defaults import IndexChoice, index_settings
+from simhash_filter.index.minhash_lsh import MinHashLshScheme
 
 DEFAULT_DATA = DATA_DIR
 RESULTS = RESULTS_DIR
@@ -241,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     from simhash_filter.core.signature import MatchRule
 
     rule = MatchRule()
+    deployed = index_settings(IndexChoice())  # what a new database gets: the index and rule
+    assert deployed.rule is not None
+    scheme = deployed.scheme
+    assert isinstance(scheme, MinHashLshScheme), scheme  # the bands scored below
+    lsh_t = args.default_t if args.default_t is not None else deployed.rule.min_similarity
     k1 = args.default_k1 if args.default_k1 is not None else rule.candidate_distance
     t_default = args.default_t if args.default_t is not None else rule.min_similarity
     old_k = 4
@@ -334,6 +344,27 @@ def main(argv: list[str] | None = None) -> int:
         if (int(x), int(y)) not in hay.overlap
     ]
 
+    chosen = "default" if "default" in names else names[-1]
+    # the default index (minhash-lsh): candidates share a band key, the sketch confirms
+    lsh_label = f"ours, default index ({scheme.n_blocks}x{scheme.rows} bands, sketch >= {lsh_t})"
+    signed = {ds.name: sigs[ds.name][chosen][1] == 1 for ds in sets}
+    if sk.shape[1] < scheme.slots_needed:  # --sketch-slots below the bands' reach: no bands
+        print(f"{lsh_label}: needs {scheme.slots_needed} slots, left out", file=sys.stderr)
+        keys = {ds.name: np.zeros((len(ds.ids), 1), dtype=np.uint64) for ds in sets}
+        signed = {name: np.zeros_like(v) for name, v in signed.items()}
+        lsh_label += f": n/a with {sk.shape[1]} slots"
+    else:
+        keys = {ds.name: band_keys(sigs[ds.name]["sketch"], scheme) for ds in sets}
+
+    def lsh_pred(ds: DataSet) -> np.ndarray:
+        a, b, _, _ = pair_arrays(ds)
+        cand = band_candidates(keys[ds.name], signed[ds.name], a, b)
+        return cand & (agreements(sigs[ds.name]["sketch"], a, b) >= lsh_t)
+
+    band_hay = band_haystack(keys[hay.name], signed[hay.name], hay)
+    band_agree = agreements(sk, band_hay.i, band_hay.j)
+    band_false = ~band_hay.real & (band_agree >= lsh_t)
+
     def hay_false(name: str, k: int, t: float | None) -> np.ndarray:
         h = hay_pairs[name]
         sel = (h.d <= k) & ~h.real
@@ -408,9 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # ---- per set and language at the defaults vs peers
-    chosen = "default" if "default" in names else names[-1]
     methods: dict[str, Callable[[DataSet], np.ndarray]] = {
-        f"ours (k1={k1}, sketch >= {t_default})": ours_pred(chosen, k1, t_default),
+        lsh_label: lsh_pred,
+        f"ours, simhash index (k1={k1}, sketch >= {t_default})": ours_pred(chosen, k1, t_default),
         f"v1 rule (k={old_k}, simhash alone)": ours_pred(names[0], old_k, None),
         "MinHash 128, word 5-grams, J>=0.8": minhash_pred,
     }
@@ -444,9 +475,10 @@ def main(argv: list[str] | None = None) -> int:
 
     report.append("\n## Haystack: false pairs (flagged, J < 0.5) per language\n")
     hay_methods: dict[str, list[tuple[int, int]]] = {}
+    hay_methods[lsh_label] = list(zip(band_hay.i[band_false], band_hay.j[band_false], strict=True))
     h = hay_pairs[chosen]
     sel = hay_false(chosen, k1, t_default)
-    hay_methods[f"ours (k1={k1}, sketch >= {t_default})"] = list(
+    hay_methods[f"ours, simhash index (k1={k1}, sketch >= {t_default})"] = list(
         zip(h.i[sel], h.j[sel], strict=True)
     )
     h = hay_pairs[names[0]]
@@ -478,9 +510,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- expected false drops at scale
     report.append("\n## Expected false drops per new page at N stored pages\n")
-    rows = []
+    band_rate = float((~band_hay.real).sum()) / hay_pairs[chosen].pairs_unrelated
+    lsh_rate = max(
+        float(band_false.sum()) / hay_pairs[chosen].pairs_unrelated,
+        band_rate * binomial_tail(sk.shape[1], 0.5, lsh_t),
+    )
+    rows = [[lsh_label, "bound", f"{lsh_rate:.3g}", *(f"{lsh_rate * n:.3g}" for n in SCALES)]]
     for label, name, k, t in [
-        (f"ours (k1={k1}, sketch >= {t_default})", chosen, k1, t_default),
+        (f"ours, simhash index (k1={k1}, sketch >= {t_default})", chosen, k1, t_default),
         (f"default fingerprint alone, k={k1}", chosen, k1, None),
         ("v1 rule (k=3)", names[0], 3, None),
         (f"v1 rule (k={old_k})", names[0], old_k, None),
@@ -490,6 +527,20 @@ def main(argv: list[str] | None = None) -> int:
     report.append(
         table(["rule", "how", "rate per stored page", *(f"N={n:,}" for n in SCALES)], rows)
     )
+    unrelated = ~band_hay.real
+    report.append(
+        f"\nBound for the default index: P(unrelated pair shares a band) x "
+        f"P[Bin({sk.shape[1]}, 0.5) >= {lsh_t}·{sk.shape[1]}] = {band_rate:.3g} x "
+        f"{binomial_tail(sk.shape[1], 0.5, lsh_t):.3g}; its {int(unrelated.sum())} unrelated "
+        "candidate pairs: sketch similarity max "
+        + (f"{band_agree[unrelated].max():.3f}" if unrelated.any() else "—")
+    )
+    raw["default_index"] = {
+        "scheme": scheme.describe(),
+        "rule": deployed.rule.describe(),
+        "unrelated_candidates": int(unrelated.sum()),
+        "rate": lsh_rate,
+    }
     h = hay_pairs[chosen]
     report.append(
         "\nLeft tail of the distance distribution of unrelated haystack pairs "

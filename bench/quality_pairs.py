@@ -10,13 +10,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench import bench_fingerprint as bf
+from bench.lsh_bands import join_pairs
 from bench.quality_data import THRESHOLD, DataSet
+from simhash_filter.core.signature import encode_sketch
+from simhash_filter.index.minhash_lsh import MinHashLshScheme
 
 __all__ = [
     "KMAX",
+    "BandHaystack",
     "Haystack",
     "Score",
     "agreements",
+    "band_candidates",
+    "band_haystack",
+    "band_keys",
     "binomial_tail",
     "fp_distances",
     "haystack_pairs",
@@ -118,3 +125,42 @@ def binomial_tail(slots: int, p: float, t: float) -> float:
     return float(
         sum(math.comb(slots, x) * p**x * (1 - p) ** (slots - x) for x in range(need, slots + 1))
     )
+
+
+def band_keys(sk: np.ndarray, scheme: MinHashLshScheme) -> np.ndarray:
+    """(pages, bands) band keys of the sketches ``sk`` (pages, slots) exactly as the default
+    index stores them (``MinHashLshScheme.band_keys`` of each page's sketch bytes), so the
+    bench scores the index the store uses rather than a copy of its key function."""
+    out = np.zeros((len(sk), scheme.n_blocks), dtype=np.uint64)
+    for n, slots in enumerate(sk):
+        keys = scheme.band_keys(encode_sketch(slots))
+        if keys is None:
+            raise ValueError(f"a sketch of {len(slots)} slots is too short for {scheme!r}")
+        out[n] = keys
+    return out
+
+
+def band_candidates(
+    keys: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    """Whether each pair (a, b) shares a band key, both pages signed (a page without a
+    signature is never stored, so never a candidate)."""
+    shared: np.ndarray = (keys[a] == keys[b]).any(axis=1) & valid[a] & valid[b]
+    return shared
+
+
+@dataclass
+class BandHaystack:
+    """The haystack pairs that share a band key (both signed), as the default index finds them."""
+
+    i: np.ndarray
+    j: np.ndarray
+    real: np.ndarray  # listed in high_overlap_pairs.tsv (J >= 0.5)
+
+
+def band_haystack(keys: np.ndarray, valid: np.ndarray, ds: DataSet) -> BandHaystack:
+    idx = np.nonzero(valid)[0]
+    codes = join_pairs(keys[idx], idx, len(valid))
+    i, j = codes // len(valid), codes % len(valid)
+    real = np.array([(int(x), int(y)) in ds.overlap for x, y in zip(i, j, strict=True)], dtype=bool)
+    return BandHaystack(i, j, real)

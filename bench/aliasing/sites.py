@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -101,6 +102,7 @@ class WordPressSite:
     home: str = HOME
     state: Path = STATE
     name: str = "wordpress"
+    agent: str = field(default_factory=lambda: f"simhash-filter-bench/{uuid.uuid4().hex[:12]}")
     _contents: dict[str, str | None] = field(default_factory=dict)
     _canonicals: dict[str, str] = field(default_factory=dict)
 
@@ -119,6 +121,12 @@ class WordPressSite:
     def mark(self) -> int:
         return self.log.stat().st_size if self.log.exists() else 0
 
+    def crawl_settings(self) -> dict[str, str]:
+        """A user agent of this process's own: other crawls of the shared site (other
+        benchmarks, other engineers) write to the same access log, and :meth:`hits_since`
+        counts only the requests that carry it."""
+        return {"USER_AGENT": self.agent}
+
     def hits_since(self, mark: int) -> list[Hit]:
         with self.log.open("rb") as handle:
             handle.seek(mark)
@@ -126,7 +134,7 @@ class WordPressSite:
         hits = []
         for line in lines:
             parts = line.split("\t")
-            if len(parts) >= 4 and parts[2] in {"GET", "HEAD"}:
+            if len(parts) >= 5 and parts[2] in {"GET", "HEAD"} and parts[4] == self.agent:
                 hits.append(Hit(parts[3], int(parts[1])))
         return hits
 

@@ -11,7 +11,9 @@ Every recorded page (:class:`~simhash_filter.crawl.outcomes.FilterResult`) is ev
   does not map it to, while another stored page has the form it does map it to.
 
 A candidate with ``RULE_MIN_SUPPORT`` supporting pairs is checked against the host's stored
-pages (two stored pages it maps together are a counterexample) and then becomes active; one
+pages (two stored pages it maps together are a counterexample) and then becomes active (a
+parameter rule active in sibling scopes proposes the rule of their parent scope,
+:func:`~simhash_filter.urls.learning.generalized_rules`, checked the same way); one
 counterexample retires an active rule at once, and the requests it skipped are handed back
 to be fetched. The evidence goes to the store
 (:class:`~simhash_filter.store.url_rules.UrlRuleStore`), where crawlers sharing a database
@@ -30,8 +32,14 @@ from dataclasses import dataclass, field
 
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
-from simhash_filter.urls.learning import apply_rule, candidate_rules, maps_together, witness
-from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
+from simhash_filter.urls.learning import (
+    apply_rule,
+    candidate_rules,
+    generalized_rules,
+    maps_together,
+    witness,
+)
+from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
 from .config import Config
@@ -48,6 +56,7 @@ _MAX_IMAGES = 100_000  # kept pages remembered per rule, for counterexamples bet
 _HISTORY = 20_000  # stored pages of a host read when a candidate is about to become active
 _CANONICALS = 200_000  # declared canonicals read from the store when the crawl opens
 _EVIDENCE_STATES = (RuleState.CANDIDATE, RuleState.ACTIVE, RuleState.PINNED)
+_MAX_GENERALIZE = 8  # steps up the pattern tree at one time (a path's depth, in practice)
 
 
 class RuleLearner:
@@ -263,6 +272,7 @@ class RuleLearner:
         ]
         retired: list[RetiredRule] = []
         changed = False
+        widen: set[str] = set()  # hosts where a parameter rule became active
         for stored in self.store.record(changes):
             before = self._rules.get(stored.rule)
             if stored.state is RuleState.CANDIDATE and self._ready(stored):
@@ -271,9 +281,44 @@ class RuleLearner:
             if before is None or before.state is not stored.state:
                 changed = True
                 retired.extend(self._announce(before, stored))
+                if stored.state.skips and stored.rule.kind == PARAM:
+                    widen.add(stored.rule.host)
+        for host in sorted(widen):
+            self._generalize(host)
         if changed:
             self._publish()
         return retired
+
+    def _generalize(self, host: str) -> None:
+        """Activate the parameter rules one step up the pattern tree from the host's skipping
+        ones (:func:`generalized_rules`; witnesses: the sibling scopes), each checked
+        against the stored pages first; again from those, up to the host's root."""
+        for _ in range(_MAX_GENERALIZE):
+            rules = [rule for rule in self._by_host.get(host, ()) if rule.kind == PARAM]
+            skipping = [rule for rule in rules if self._rules[rule].state.skips]
+            doubted = [rule for rule in rules if self._doubted(self._rules[rule])]
+            fresh = [
+                (rule, scopes)
+                for rule, scopes in generalized_rules(skipping, doubted).items()
+                if rule not in self._rules or self._rules[rule].state is RuleState.CANDIDATE
+            ]
+            if not fresh:
+                return
+            for rule, scopes in fresh:
+                before = self._rules.get(rule)
+                stored = self.store.record([RuleDelta(rule, witnesses=scopes)])[0]
+                if stored.state is RuleState.CANDIDATE and not stored.counterexamples:
+                    stored = self._activate(stored)
+                self._keep(stored)
+                self._announce(before, stored)  # a candidate still: doubted from now on
+
+    @staticmethod
+    def _doubted(stored: StoredRule) -> bool:
+        """True when a rule shows its parameter selects content (or a user said so)."""
+        return bool(stored.counterexamples) or stored.state in (
+            RuleState.RETIRED,
+            RuleState.BANNED,
+        )
 
     def _ready(self, stored: StoredRule) -> bool:
         return stored.support >= self.config.rule_min_support and stored.counterexamples == 0

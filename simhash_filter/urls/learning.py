@@ -11,12 +11,15 @@ larger one: then the rule points toward it (`` -> /``, the trailing slash), and 
 reverse is in force is never made active, so rules never cycle.
 
 A candidate becomes a skipping rule only with enough supporting pairs and no
-counterexample; :func:`maps_together` is the test both use.
+counterexample; :func:`maps_together` is the test both use. A parameter rule that qualified
+in sibling scopes is proposed one step up the pattern tree (:func:`generalized_rules`), so a
+site whose posts live in ``/2024/MM/`` learns ``?replytocom`` once, not once a month.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -25,16 +28,21 @@ from .ruleset import RuleSet
 from .universal import SESSION, TRACKING
 
 __all__ = [
+    "MIN_SIBLINGS",
     "LearnedRule",
     "apply_rule",
     "candidate_rules",
+    "generalized_rules",
     "learn_from_pairs",
     "maps_together",
+    "parent_scope",
     "witness",
 ]
 
 _UNIVERSAL = RuleSet()  # universal rules only: pairs are compared without tracking/sessions
 _MAX_ROUNDS = 4  # passes over the pairs in learn_from_pairs
+MIN_SIBLINGS = 2
+"""Sibling scopes in which a parameter rule qualified before it is proposed in their parent."""
 
 
 def _key(path: str) -> tuple[int, str]:
@@ -102,6 +110,50 @@ def _param_rules(host: str, path: str, query_a: str, query_b: str) -> list[UrlRu
             rules.append(UrlRule(host, PARAM, f"{scope}?{name}={values[name]}"))
             rules.append(UrlRule(host, PARAM, f"{scope}?{name}"))
     return rules
+
+
+def parent_scope(scope: str) -> str | None:
+    """The folder above ``scope`` (``/2024/04/`` → ``/2024/``; ``/`` → None)."""
+    if scope == "/" or not scope.endswith("/"):
+        return None
+    return scope[: scope.rstrip("/").rfind("/") + 1] or "/"
+
+
+def generalized_rules(
+    qualified: Iterable[UrlRule],
+    doubted: Iterable[UrlRule] = (),
+    *,
+    min_siblings: int = MIN_SIBLINGS,
+) -> dict[UrlRule, tuple[str, ...]]:
+    """Parameter rules one step up the pattern tree (Lei et al., WWW 2010): ``A?name`` (or
+    ``A?name=value``) when a ``qualified`` rule of that parameter and value holds in at least
+    ``min_siblings`` scopes directly under ``A`` (``/2024/04/?replytocom`` and
+    ``/2024/07/?replytocom`` → ``/2024/?replytocom``), each with support of its own, and no
+    ``doubted`` rule of that parameter (a counterexample, retired, banned) has a scope inside
+    ``A`` or around it: the parameter selects content somewhere there. Value: the sibling
+    scopes (the new rule's witnesses). A proposal is a candidate like any other: checked
+    against the stored pages, sampled, retired by one counterexample."""
+    known = set(qualified)
+    siblings: dict[tuple[str, str, str | None, str], set[str]] = defaultdict(set)
+    for rule in known:
+        parent = parent_scope(rule.scope) if rule.kind == PARAM else None
+        if parent is not None:
+            siblings[(rule.host, rule.parameter, rule.value, parent)].add(rule.scope)
+    against: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for rule in doubted:
+        if rule.kind == PARAM:
+            against[(rule.host, rule.parameter)].append(rule.scope)
+    proposed: dict[UrlRule, tuple[str, ...]] = {}
+    for (host, name, value, parent), scopes in sorted(siblings.items(), key=str):
+        if len(scopes) < min_siblings:
+            continue
+        doubts = against.get((host, name), ())
+        if any(s.startswith(parent) or parent.startswith(s) for s in doubts):
+            continue
+        rule = UrlRule(host, PARAM, f"{parent}?{name}" + ("" if value is None else f"={value}"))
+        if rule not in known:
+            proposed[rule] = tuple(sorted(scopes))
+    return proposed
 
 
 def witness(rule: UrlRule, first: str, second: str) -> str | None:
@@ -227,12 +279,37 @@ def learn_from_pairs(
             ready = found[r].support >= min_support and not found[r].counterexamples
             if ready and r.reverse not in qualified and r.reverse not in more:
                 more.append(r)
+        more += _generalize(found, [*qualified, *more], kept_urls)
         if not more:
             break
         qualified.extend(more)
     passed = set(qualified) - set(base)
     result = [replace(learned, qualified=learned.rule in passed) for learned in found.values()]
     return sorted(result, key=lambda learned: (-learned.support, learned.rule.describe()))
+
+
+def _generalize(
+    found: dict[UrlRule, LearnedRule],
+    qualified: Sequence[UrlRule],
+    kept_urls: Callable[[str], Sequence[str]],
+) -> list[UrlRule]:
+    """The rules :func:`generalized_rules` proposes from ``qualified`` (into ``found``, support
+    the sibling scopes), checked against the stored pages: those with no collision qualify."""
+    doubted = [learned.rule for learned in found.values() if learned.counterexamples]
+    more: list[UrlRule] = []
+    while True:
+        proposed = generalized_rules([*qualified, *more], doubted)
+        fresh = {rule: scopes for rule, scopes in proposed.items() if rule not in more}
+        if not fresh:
+            return more
+        for rule, scopes in fresh.items():
+            before = found.get(rule)
+            support = max(len(scopes), before.support if before else 0)
+            found[rule] = LearnedRule(rule, support, _collisions(rule, kept_urls(rule.host)))
+            if found[rule].counterexamples:
+                doubted.append(rule)
+            else:
+                more.append(rule)
 
 
 def _collisions(rule: UrlRule, kept: Sequence[str]) -> int:

@@ -1,0 +1,100 @@
+"""A parameter rule that qualified in sibling scopes is proposed in their parent scope."""
+
+from __future__ import annotations
+
+from simhash_filter.urls.learning import generalized_rules, learn_from_pairs, parent_scope
+from simhash_filter.urls.rules import PARAM, UrlRule
+from simhash_filter.urls.ruleset import RuleSet
+
+H = "site.example"
+
+
+def _replies(month: str, posts: int = 2) -> list[tuple[str, str]]:
+    """WordPress's comment-reply links: two a post, in ``/2024/<month>/``."""
+    pairs = []
+    for post in range(posts):
+        page = f"http://{H}/2024/{month}/post-{month}-{post}/"
+        pairs += [(f"{page}?replytocom={month}{post}{c}", page) for c in range(2)]
+    return pairs
+
+
+def _learned(pairs: list[tuple[str, str]], kept: list[str] | None = None) -> dict:
+    found = learn_from_pairs(pairs, lambda host: kept or [], min_support=3)
+    return {learned.rule: learned for learned in found}
+
+
+def test_the_parent_scope_is_the_folder_above() -> None:
+    assert parent_scope("/2024/04/") == "/2024/"
+    assert parent_scope("/2024/") == "/"
+    assert parent_scope("/") is None
+
+
+def test_sibling_scopes_generalize_to_their_parent() -> None:
+    learned = _learned(_replies("04") + _replies("07"))
+    assert learned[UrlRule(H, PARAM, "/2024/04/?replytocom")].qualified
+    year = learned[UrlRule(H, PARAM, "/2024/?replytocom")]
+    assert year.qualified
+    assert year.support == 2
+    form = RuleSet([year.rule]).form(f"http://{H}/2024/10/other/?replytocom=5")
+    assert form.url == f"http://{H}/2024/10/other/"  # a month not seen yet
+    assert UrlRule(H, PARAM, "/?replytocom") not in learned  # one year: no sibling
+
+
+def test_one_scope_alone_does_not_generalize() -> None:
+    learned = _learned(_replies("04", posts=4))
+    assert learned[UrlRule(H, PARAM, "/2024/04/?replytocom")].qualified
+    assert UrlRule(H, PARAM, "/2024/?replytocom") not in learned
+
+
+def test_a_value_rule_generalizes_to_that_value_only() -> None:
+    pairs = [
+        (f"http://{H}/2024/{m}/p{k}/?amp=1", f"http://{H}/2024/{m}/p{k}/")
+        for m in ("04", "08")
+        for k in range(3)
+    ]
+    learned = _learned(pairs)
+    assert learned[UrlRule(H, PARAM, "/2024/?amp=1")].qualified
+    assert UrlRule(H, PARAM, "/2024/?amp") not in learned  # one value: not any value
+    ruleset = RuleSet([UrlRule(H, PARAM, "/2024/?amp=1")])
+    assert not ruleset.form(f"http://{H}/2024/12/x/?amp=2").changed
+
+
+def test_a_doubted_rule_of_the_parameter_inside_or_around_blocks_it() -> None:
+    siblings = [UrlRule(H, PARAM, "/2024/04/?page"), UrlRule(H, PARAM, "/2024/07/?page")]
+    assert set(generalized_rules(siblings)) == {UrlRule(H, PARAM, "/2024/?page")}
+    inside = UrlRule(H, PARAM, "/2024/10/list/?page=2")  # selects content under /2024/
+    assert generalized_rules(siblings, [inside]) == {}
+    around = UrlRule(H, PARAM, "/?page")
+    assert generalized_rules(siblings, [around]) == {}
+    elsewhere = UrlRule(H, PARAM, "/shop/?page")
+    assert set(generalized_rules(siblings, [elsewhere])) == {UrlRule(H, PARAM, "/2024/?page")}
+    other_name = UrlRule(H, PARAM, "/2024/10/?lang")
+    assert set(generalized_rules(siblings, [other_name])) == {UrlRule(H, PARAM, "/2024/?page")}
+
+
+def test_the_same_path_shape_changing_content_is_a_counterexample() -> None:
+    """``?page`` changes nothing on the posts of April and July, but selects the page of
+    October's listing: with both October pages stored, the year's rule never qualifies."""
+    pairs = [
+        (f"http://{H}/2024/{m}/p{k}/?page={k}", f"http://{H}/2024/{m}/p{k}/")
+        for m in ("04", "07")
+        for k in range(3)
+    ]
+    kept = [f"http://{H}/2024/10/list/", f"http://{H}/2024/10/list/?page=2"]
+    learned = _learned(pairs, kept)
+    assert learned[UrlRule(H, PARAM, "/2024/04/?page")].qualified
+    year = learned[UrlRule(H, PARAM, "/2024/?page")]
+    assert not year.qualified
+    assert year.counterexamples == 1
+    assert UrlRule(H, PARAM, "/?page") not in learned  # nothing above a doubted rule
+
+
+def test_generalization_climbs_while_siblings_agree() -> None:
+    pairs = []
+    for year in ("2023", "2024"):
+        for month in ("04", "07"):
+            page = f"http://{H}/{year}/{month}/p/"
+            pairs += [(f"{page}?replytocom={year}{month}{c}", page) for c in range(3)]
+    learned = _learned(pairs)
+    assert learned[UrlRule(H, PARAM, "/2023/?replytocom")].qualified
+    assert learned[UrlRule(H, PARAM, "/?replytocom")].qualified
