@@ -169,11 +169,11 @@ class Fingerprinter:
         return self._sketch(normalize(text[: self.max_chars]), page_text, listing)
 
     def _sketch(self, content: str, page_text: str | None, listing: bool) -> bytes:
-        slots = _sketch.sketch_of(_sketch.shingle_hashes(content), self.sketch_slots)
+        slots = _sketch.text_sketch(content, self.sketch_slots)
         if page_text is None:
             return encode_sketch(slots, listing=listing)
         page = normalize(page_text[: 4 * self.max_chars])
-        page_slots = _sketch.sketch_of(_sketch.shingle_hashes(page), PAGE_SKETCH_SLOTS)
+        page_slots = _sketch.text_sketch(page, PAGE_SKETCH_SLOTS)
         share = min(1.0, len(content) / len(page)) if page else 1.0
         return encode_sketch(slots, page_slots, share, listing=listing)
 

@@ -45,6 +45,38 @@ def shingle_hashes(text: str, *, seed: int = SKETCH_SEED) -> npt.NDArray[np.uint
 
     A text shorter than 5 characters is one shingle (itself); an empty text has none.
     """
+    return np.unique(_all_hashes(text, seed))
+
+
+def text_sketch(text: str, slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
+    """``sketch_of(shingle_hashes(text), slots)``, without sorting every hash: only those
+    that may be their bin's smallest (:func:`_bin_candidates`) are sorted."""
+    return sketch_of(np.sort(_bin_candidates(_all_hashes(text, SKETCH_SEED), slots)), slots)
+
+
+_CANDIDATES_PER_BIN = 32
+"""Hashes a bin keeps as candidates for its smallest, on average (:func:`_bin_candidates`)."""
+
+
+def _bin_candidates(hashes: npt.NDArray[np.uint64], slots: int) -> npt.NDArray[np.uint64]:
+    """A subset of ``hashes`` holding every bin's smallest: those whose bits below the bin's
+    are under a threshold that leaves ~:data:`_CANDIDATES_PER_BIN` a bin. Within a bin the
+    order is that of those low bits, so a bin with one candidate has its smallest among them;
+    when a bin has none (odds ~e^-32 a bin), all of ``hashes``."""
+    keep = _CANDIDATES_PER_BIN * slots
+    if slots < 2 or len(hashes) <= 2 * keep:
+        return hashes
+    low_bits = 64 - (slots.bit_length() - 1)
+    threshold = _U64(int(keep / len(hashes) * float(1 << low_bits)))
+    candidates = hashes[(hashes & _U64((1 << low_bits) - 1)) < threshold]
+    bins = (candidates >> _U64(low_bits)).astype(np.intp)
+    if np.count_nonzero(np.bincount(bins, minlength=slots)) < slots:
+        return hashes
+    return candidates
+
+
+def _all_hashes(text: str, seed: int) -> npt.NDArray[np.uint64]:
+    """The 64-bit hash of every character 5-gram of ``text``, in text order (repeats too)."""
     if not text:
         return np.empty(0, dtype=np.uint64)
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(_U64)
@@ -55,13 +87,13 @@ def shingle_hashes(text: str, *, seed: int = SKETCH_SEED) -> npt.NDArray[np.uint
         h = codes[:n] + _U64(seed)
         for j in range(1, SHINGLE):  # a polynomial in the code points, then one finalizer
             h = h * _GOLDEN + codes[j : j + n]
-        return np.unique(_mix(h))
+        return _mix(h)
 
 
 def sketch_of(hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
-    """The densified one-permutation MinHash of sorted distinct hashes: ``slots`` 16-bit values
-    (the low 16 bits of :func:`wide_sketch`'s). An empty input gives all-zero slots (the caller
-    does not sketch empty texts)."""
+    """The densified one-permutation MinHash of sorted hashes (repeats change nothing):
+    ``slots`` 16-bit values (the low 16 bits of :func:`wide_sketch`'s). An empty input gives
+    all-zero slots (the caller does not sketch empty texts)."""
     return (wide_sketch(hashes, slots) & _U64(0xFFFF)).astype(np.uint16)
 
 

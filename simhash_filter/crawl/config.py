@@ -22,7 +22,7 @@ from simhash_filter.index.defaults import (
     index_settings,
 )
 from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
-from simhash_filter.page.extract import DEFAULT_MAX_BYTES
+from simhash_filter.page.limits import DEFAULT_MAX_BYTES
 from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
 from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY, WaitBounds
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url

@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.store import FingerprintStore
@@ -67,6 +67,8 @@ class RequestFilter:
         self._thread: ThreadPoolExecutor | None = None
         self._held: dict[str, Request] = {}
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
+        self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
+        self._swept: RuleSet | None = None  # the rules the last spider_idle applied
         self._logged_first_skip = False
 
     @classmethod
@@ -84,6 +86,7 @@ class RequestFilter:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(
             extension.request_reached_downloader, signal=signals.request_reached_downloader
         )
@@ -210,22 +213,55 @@ class RequestFilter:
     def _note_canonical(self, check: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule
         skipped already (before the hint was known) is scheduled again, so the keep policy
-        sees the canonical itself rather than keeping the variant."""
-        declared = check.declared
-        if declared is None or check.outcome is Outcome.ERROR:
+        sees the canonical itself rather than keeping the variant. So is the form the rules
+        map a kept page's URL to (asked when it is kept and whenever a copy of it is dropped,
+        as rules are learned meanwhile): with no hint (or a wrong one) naming it, the form is
+        the copy the keep policy prefers (core/keep.py), fetched once to replace the variant."""
+        if check.outcome is Outcome.ERROR:
             return
         try:
             named_by = canonical_url(check.url)
         except ValueError:
             return
-        if not self.book.note_canonical(declared, named_by):
+        if check.declared is not None:
+            self._fetch_canonical(check.declared, named_by)
+        match = check.verdict.duplicate_of if check.verdict is not None else None
+        kept = named_by if check.outcome is Outcome.KEPT else match.url if match else None
+        if kept is not None:  # a copy asks again: rules learned since may map the kept page
+            form = self.book.ruleset.form(kept)
+            if form.changed:
+                self._unmapped.pop(kept, None)
+                self._fetch_canonical(form.url, kept)
+            elif check.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
+                self._unmapped[kept] = None
+
+    def spider_idle(self) -> None:
+        """Rules learned late may map pages kept early, whose copies all came before: their
+        forms are fetched now (once per set of rules), and the crawl goes on for them."""
+        ruleset = self.book.ruleset
+        if ruleset is self._swept or not self._unmapped:
             return
+        self._swept = ruleset
+        scheduled = 0
+        for url in list(self._unmapped):
+            form = ruleset.form(url)
+            if form.changed:
+                del self._unmapped[url]
+                scheduled += self._fetch_canonical(form.url, url)
+        if scheduled:
+            raise DontCloseSpider
+
+    def _fetch_canonical(self, declared: str, named_by: str) -> bool:
+        """Never skip ``declared`` from now on, and schedule it again when it was skipped
+        (True then)."""
+        if not self.book.note_canonical(declared, named_by):
+            return False
         held = self._held.pop(declared, None)
         if held is None or self.book.form_fetched(declared):
-            return  # not skipped, or downloaded in a variant's place
+            return False  # not skipped, or downloaded in a variant's place
         for urls in self._held_by_rule.values():
             urls.discard(declared)
-        self._reschedule(held)
+        return self._reschedule(held)
 
     def _submit(self, job: Any, *args: Any) -> None:
         assert self._thread is not None
@@ -249,16 +285,17 @@ class RequestFilter:
         if retired:
             reactor.callFromThread(self._refetch, retired)
 
-    def _reschedule(self, request: Request) -> None:
+    def _reschedule(self, request: Request) -> bool:
         engine = self.crawler.engine
         if engine is None:
-            return
+            return False
         try:
             engine.crawl(request.replace(dont_filter=True))
         except Exception:  # the engine is closing: the next crawl fetches it (its rule retired)
             logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
-            return
+            return False
         self.stats.inc_value(REQUEST_STATS + "refetched")
+        return True
 
     def _refetch(self, retired: list[RetiredRule]) -> None:
         """Schedule again (``dont_filter``) what retired rules skipped."""

@@ -16,8 +16,6 @@ from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.core.text import long_runs
 
-from .extract import extract_page
-
 if TYPE_CHECKING:
     from simhash_filter.core.fingerprint import Fingerprinter
 
@@ -90,6 +88,8 @@ def work_page(
     capped: tuple[str, ...] = ()
     hints = None
     if isinstance(html, bytes | str) and html:  # one parse for both texts
+        from .extract import extract_page  # here: the crawl process with workers never needs it
+
         page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
         main_text = main_text or page.text
         page_text = page.visible

@@ -285,3 +285,33 @@ def test_different_posts_with_one_shared_sidebar_are_not_one_text() -> None:
     assert "Books I recommend" not in a.text + b.text
     assert HARBOUR_BRIDGE.paragraphs[0] in a.text
     assert HARBOUR_BRIDGE.paragraphs[3] in b.text
+
+
+_PARSE_CASES = [
+    news_template(HARBOUR_BRIDGE, date="12 March 2024"),
+    zh_news_template(WASTE_SORTING_ZH, date="2024-03-12"),
+    '<?xml version="1.0" encoding="utf-8"?><html><body><form><label>x</label>'
+    "<input name=q><p>An encoding declaration: lxml wants bytes.</p></form></body></html>",
+    "<p>one block alone</p>",
+    "plain text, no markup at all",
+    "<html><body><!-- a comment --><p>a &amp; b</p><?pi x?></body></html>",
+]
+
+
+@pytest.mark.parametrize("html", _PARSE_CASES)
+def test_the_parse_is_trafilaturas_tree(html: str) -> None:
+    """The page's parse (a parser whose element classes are set in C) gives the tree
+    trafilatura's own ``load_html`` gives, every element an ``HtmlElement``."""
+    from lxml import etree
+    from lxml.html import HtmlElement
+    from trafilatura.utils import load_html
+
+    from simhash_filter.page.extract import parse_bounded
+
+    ours, theirs = parse_bounded(html), load_html(html)
+    if theirs is None:
+        assert ours is None
+        return
+    assert etree.tostring(ours, encoding="unicode") == etree.tostring(theirs, encoding="unicode")
+    assert all(isinstance(e, HtmlElement) for e in ours.iter(etree.Element))
+    assert ours.text_content() == theirs.text_content()
