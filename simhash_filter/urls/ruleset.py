@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .canonical import canonicalize
+from .canonicalize import canonicalize
 from .rules import CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .universal import SESSION, TRACKING, classify_parameter
 

@@ -1,4 +1,4 @@
-"""The fast path of ``canonicalize`` (simhash_filter/urls/canonical.py) is w3lib's
+"""The fast path of ``canonicalize`` (simhash_filter/urls/canonicalize.py) is w3lib's
 ``canonicalize_url`` written a second time: pinned to it on edge cases and generated URLs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from w3lib.url import canonicalize_url
 
-from simhash_filter.urls.canonical import _PLAIN, canonicalize
+from simhash_filter.urls.canonicalize import _PLAIN, canonicalize
 
 EDGES = [
     "http://a.example",
