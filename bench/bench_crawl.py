@@ -340,6 +340,10 @@ def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
         1000 * (float(s["bench/cpu_seconds"]) - float(s.get(STARTUP_STAT, 0))) / p
         for s, p in zip(runs, pages, strict=True)
     ]
+    page_work = [
+        float(s.get("simhash_filter/workers/cpu_ms", 0)) / p
+        for s, p in zip(runs, pages, strict=True)
+    ]
     rate = statistics.median(pages_per_second(s) for s in runs)
     cpu = statistics.median(total)
     ideal = cores * 1000 / cpu
@@ -347,6 +351,10 @@ def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
         "pages_per_second": rate,
         "cpu_ms_per_page": cpu,
         "steady_cpu_ms_per_page": statistics.median(steady),
+        # the crawl process alone: the steady state less the workers' page work
+        "crawler_steady_cpu_ms_per_page": statistics.median(
+            t - w for t, w in zip(steady, page_work, strict=True)
+        ),
         "startup_cpu_seconds": statistics.median(float(s.get(STARTUP_STAT, 0)) for s in runs),
         "worker_cpu_ms_per_page": statistics.median(workers),
         "crawler_cpu_ms_per_page": statistics.median(
@@ -427,6 +435,10 @@ def run_part(
                 row["filter_steady_cpu_ms_per_page"] = (
                     row["steady_cpu_ms_per_page"] - base[OFF]["steady_cpu_ms_per_page"]
                 )
+                row["filter_crawler_steady_cpu_ms_per_page"] = (
+                    row["crawler_steady_cpu_ms_per_page"]
+                    - base[OFF]["crawler_steady_cpu_ms_per_page"]
+                )
                 row["filter_startup_cpu_seconds"] = (
                     row["startup_cpu_seconds"] - base[OFF]["startup_cpu_seconds"]
                 )
@@ -497,13 +509,14 @@ def print_cost(rows: list[dict[str, Any]]) -> None:
         return
     print(
         "\n| variant | filter CPU ms/page (on - off) | steady state: without the start-up "
-        "| start-up CPU s (on - off) | wall time / filter off |"
+        "| of it the crawl process | start-up CPU s (on - off) | wall time / filter off |"
     )
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in costed:
         print(
             f"| {r['variant']} | {r['filter_cpu_ms_per_page']:.1f} "
             f"| {r['filter_steady_cpu_ms_per_page']:.1f} "
+            f"| {r['filter_crawler_steady_cpu_ms_per_page']:.1f} "
             f"| {r['filter_startup_cpu_seconds']:.2f} | {r['wall_vs_off']:.2f}x |"
         )
 
