@@ -2,22 +2,29 @@
 URL stays.
 
 ``"first"``: the page kept first stays (the filter's behaviour before keep policies).
-``"canonical"`` (the default): the URL the cluster's canonical hints support most stays. A
-URL's *support* is the number of the cluster's pages that declare it their canonical: the
-kept page, the new page, and the copies of the kept page dropped so far (their hints are
-logged with the drops). The new page replaces the kept one (the kept one is *superseded*)
-only when its support is strictly greater, and never when it declares another URL its
-canonical (it says itself it is a variant). Ties keep the first. So a page that is its own
-canonical replaces a variant, a URL its variants name replaces the variant kept first, and
-hints that name a page outside the cluster (a site whose every page names its home page)
-change nothing: the content check made the cluster, the hints only choose within it.
+``"canonical"`` (the default), in this order:
 
-Pure: the store evaluates it under its locks on canonical URLs it read (store/supersede.py).
+1. **Hints.** A URL's *support* is the number of the cluster's pages that declare it their
+   canonical: the kept page, the new page, and the copies of the kept page dropped so far
+   (their hints are logged with the drops). The URL with more support stays. A new page that
+   declares another URL its canonical never replaces the kept one (it says itself it is a
+   variant) -- unless that hint is *disproved*: it names a URL whose stored page the content
+   check called a different page (the home page a misconfigured template names). A disproved
+   hint counts as no hint: evidence, never a verdict.
+2. **URL rules**, on a tie: the URL rules (universal and learned, see simhash_filter/urls/)
+   give each URL a *form* and the steps that led there. When both URLs have the same form,
+   the one fewer steps away stays (the rules map ``/print/a?utm_source=x`` onto ``/a``, never
+   the reverse). Rules that relate the two URLs are safe to use here even unproven: the
+   content check already called the pages copies, so choosing one loses nothing.
+3. Otherwise the first stays.
+
+Pure: the store evaluates it under its locks, on canonical URLs, hints, disproofs and forms
+it read (store/supersede.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 __all__ = [
@@ -25,8 +32,10 @@ __all__ = [
     "KEEP_FIRST",
     "KEEP_POLICIES",
     "ClusterPage",
+    "UrlForm",
     "could_prefer_new",
     "prefers_new",
+    "rules_prefer_new",
     "support",
 ]
 
@@ -44,6 +53,14 @@ class ClusterPage(NamedTuple):
     declared: str | None
 
 
+class UrlForm(NamedTuple):
+    """A URL's form under the URL rules and how many rule steps lead there (0: the URL is
+    its own form)."""
+
+    url: str
+    steps: int
+
+
 def support(url: str, kept: ClusterPage, new: ClusterPage, votes: Mapping[str, int]) -> int:
     """How many of the cluster's pages declare ``url`` their canonical: ``kept``, ``new``,
     and ``votes`` (declared canonical → how many of the kept page's logged copies, other
@@ -51,15 +68,35 @@ def support(url: str, kept: ClusterPage, new: ClusterPage, votes: Mapping[str, i
     return int(kept.declared == url) + int(new.declared == url) + votes.get(url, 0)
 
 
-def prefers_new(kept: ClusterPage, new: ClusterPage, votes: Mapping[str, int]) -> bool:
+def rules_prefer_new(kept: UrlForm, new: UrlForm) -> bool:
+    """True when the URL rules put the new URL nearer the pair's common form than the kept
+    one (the same form, fewer steps); never for both orders of one pair."""
+    return kept.url == new.url and new.steps < kept.steps
+
+
+def prefers_new(
+    kept: ClusterPage,
+    new: ClusterPage,
+    votes: Mapping[str, int],
+    *,
+    disproved: Collection[str] = (),
+    forms: Callable[[], tuple[UrlForm, UrlForm]] | None = None,
+) -> bool:
     """True when ``new``, a copy of ``kept``, should be kept in its place (see the module
-    doc)."""
-    if new.url == kept.url or (new.declared is not None and new.declared != new.url):
+    doc). ``disproved``: declared URLs whose stored page is not in the cluster; ``forms``:
+    the kept and the new URL's forms under the URL rules, asked only on a tie of hints
+    (None: no rules)."""
+    if new.url == kept.url:
         return False
-    return support(new.url, kept, new, votes) > support(kept.url, kept, new, votes)
+    if new.declared is not None and new.declared != new.url and new.declared not in disproved:
+        return False
+    ahead = support(new.url, kept, new, votes) - support(kept.url, kept, new, votes)
+    if ahead != 0 or forms is None:
+        return ahead > 0
+    return rules_prefer_new(*forms())
 
 
-def could_prefer_new(url: str, declared: str | None) -> bool:
-    """False when no kept page and no votes could make the keep policy prefer a page
-    (it declares another URL its canonical): the store need not be asked."""
-    return declared is None or declared == url
+def could_prefer_new(url: str, declared: str | None, kept_url: str | None = None) -> bool:
+    """False when no store read could make the keep policy prefer a page: it declares the
+    kept page ``kept_url`` its canonical (a variant the content check confirmed)."""
+    return declared is None or declared == url or declared != kept_url

@@ -9,7 +9,9 @@ when ``SIMHASH_FILTER_MIDDLEWARE`` is True,
 too. Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
 ``REQUEST_FINGERPRINTER_CLASS`` to :class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter`
 (at the add-on's priority: a fingerprinter the project set stays), adds the
-:class:`~simhash_filter.crawl.request_filter.RequestFilter` extension, and replaces
+:class:`~simhash_filter.crawl.request_filter.RequestFilter` extension and (unless
+``SIMHASH_FILTER_FORM_FIRST`` is False) the
+:class:`~simhash_filter.crawl.form_first.FormFirstMiddleware`, and replaces
 scrapy-redis's dupefilter by :class:`~simhash_filter.crawl.redis_dupefilter.RedisDupeFilter`.
 Every other setting keeps its ``SIMHASH_FILTER_*`` default.
 """
@@ -19,6 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .fingerprinter import RuleFingerprinter
+from .form_first import PRIORITY as FORM_FIRST_PRIORITY
+from .form_first import FormFirstMiddleware
 from .middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from .middleware import NearDuplicateMiddleware
 from .pipeline import NearDuplicatePipeline
@@ -56,6 +60,10 @@ class Addon:
             )
         if config.enabled and config.request_filter:
             self._request_side(settings)
+            if config.form_first:
+                settings.setdefault_in_component_priority_dict(
+                    "DOWNLOADER_MIDDLEWARES", FormFirstMiddleware, FORM_FIRST_PRIORITY
+                )
 
     @staticmethod
     def _request_side(settings: Settings) -> None:

@@ -161,6 +161,7 @@ class Config:
     universal_rules: bool = True  # tracking and session parameters are rules on every host
     rule_min_support: int = 3  # supporting pairs before a learned rule skips requests
     rule_sample: int = 20  # 1 in N of a rule's predictions is still fetched and checked
+    form_first: bool = True  # a mapped variant's download fetches its form's URL instead
     keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
@@ -274,6 +275,7 @@ class Config:
                 settings, "RULE_MIN_SUPPORT", defaults.rule_min_support, minimum=1
             ),
             rule_sample=_int(settings, "RULE_SAMPLE", defaults.rule_sample, minimum=1),
+            form_first=_bool(settings, "FORM_FIRST", defaults.form_first),
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),

@@ -103,6 +103,15 @@ class Detours:
                 requests.append(variant.request.replace(dont_filter=True, meta=meta))
             return requests
 
+    def drain(self) -> list[Held]:
+        """Every variant still held or released but not replayed (forgotten here)."""
+        with self._lock:
+            held = [v for waiting in self._waiting.values() for v in waiting]
+            held += self._replays.values()
+            self._waiting.clear()
+            self._replays.clear()
+            return held
+
     def peek(self, token: str) -> Held | None:
         """The released variant of a replay token (it stays until :meth:`replay`)."""
         with self._lock:

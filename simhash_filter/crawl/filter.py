@@ -345,13 +345,13 @@ class PageFilter:
 
     async def _keep(self, row: PageRow, verdict: Verdict) -> Supersession | None:
         """The keep policy on a copy: the store's supersede when the page could be the one
-        to keep (``KEEP = "canonical"``, and it declares no other URL its canonical)."""
+        to keep (``KEEP = "canonical"``, and it does not name the kept page its canonical)."""
         kept = verdict.duplicate_of
         if (
             kept is None
             or verdict.kind is not VerdictKind.DUPLICATE
             or self.config.keep != KEEP_CANONICAL
-            or not could_prefer_new(verdict.url, row.canonical)
+            or not could_prefer_new(verdict.url, row.canonical, kept.url)
         ):
             return None
         store = self._open_store_or_raise()

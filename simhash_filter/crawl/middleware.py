@@ -26,6 +26,7 @@ Enable it in ``DOWNLOADER_MIDDLEWARES`` (see :data:`PRIORITY`); a request with
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from simhash_filter.page.work import PageWork
 
 __all__ = ["META_KEY", "PRIORITY", "SKIP_META_KEY", "NearDuplicateMiddleware"]
+
+logger = logging.getLogger(__name__)
 
 PRIORITY = 575
 """Below HttpCompressionMiddleware (590) and RedirectMiddleware (600), so the middleware sees
@@ -90,7 +93,27 @@ class NearDuplicateMiddleware:
             raise CloseSpider("simhash_filter_store_unavailable") from exc
 
     async def spider_closed(self) -> None:
+        await self._check_unreleased()
         await run_in_thread(self.filter.close)
+
+    async def _check_unreleased(self) -> None:
+        """Variants still waiting when the spider closes (a close that was not idle:
+        ``CLOSESPIDER_*``, a shutdown) are checked now, so one that is no copy is in the index
+        rather than lost; their items never reach the spider, so they are counted and logged."""
+        held = self.detours.drain()
+        for variant in held:
+            response = variant.response
+            check = await self.filter.decide(
+                response.url, variant.work, canonical=link_canonical(response)
+            )
+            self.filter.record(check)
+        if held:
+            self.filter.stats.inc_value(STATS_PREFIX + "canonical_first_at_close", len(held))
+            logger.warning(
+                "simhash_filter: %d variant(s) waiting for their canonical when the spider "
+                "closed were checked without reaching the spider",
+                len(held),
+            )
 
     def spider_idle(self) -> None:
         """Release every variant still waiting (its canonical never answered): the crawl

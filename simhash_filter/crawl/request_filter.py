@@ -20,18 +20,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
+from simhash_filter.urls.ruleset import RuleSet
 
 from .config import Config
 from .filter import PageFilter, _result
 from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .rule_book import CANONICAL, RuleBook
+from .rule_book import CANONICAL, RequestForm, RuleBook
 from .rule_learner import RetiredRule, RuleLearner
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class RequestFilter:
         self._thread: ThreadPoolExecutor | None = None
         self._held: dict[str, Request] = {}
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
+        self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
+        self._swept: RuleSet | None = None  # the rules the last spider_idle applied
         self._logged_first_skip = False
 
     @classmethod
@@ -77,10 +80,13 @@ class RequestFilter:
             raise NotConfigured("SIMHASH_FILTER_REQUEST_FILTER is False")
         book = RuleBook.for_crawler(crawler, config)
         extension = cls(crawler, book, PageFilter.for_crawler(crawler, config))
+        book.form_taken.append(extension.form_taken)
+        book.rules_changed.append(extension.count_active)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(
             extension.request_reached_downloader, signal=signals.request_reached_downloader
         )
@@ -108,10 +114,14 @@ class RequestFilter:
             except Exception:
                 logger.warning("simhash_filter: could not record skipped requests", exc_info=True)
             thread.shutdown(wait=True)
-            active = sum(1 for rule in self.book.ruleset.rules if rule.kind in LEARNED_KINDS)
-            self.stats.set_value(RULE_STATS + "active", active)
         self.learner = self._thread = None
         await run_in_thread(self.page_filter.close)
+
+    def count_active(self, ruleset: RuleSet) -> None:
+        """``rules/active``: the learned rules in force, kept current as rules change (so the
+        stats read at ``spider_closed``, by any extension, already hold it)."""
+        active = sum(1 for rule in ruleset.rules if rule.kind in LEARNED_KINDS)
+        self.stats.set_value(RULE_STATS + "active", active)  # one dict store: any thread
 
     async def _run(self, job: Any, *args: Any) -> Any:
         assert self._thread is not None
@@ -141,7 +151,26 @@ class RequestFilter:
         if self.book.ruleset.form(request.url).url != decided.form.url:
             self._reschedule(request)  # its rule retired since it was decided
             return
-        reason = decided.form.reason
+        self._skip(request, decided)
+
+    def form_taken(self, variant: Request, decided: RequestForm | None) -> None:
+        """A variant skipped at the download (:mod:`.form_first`): its form downloaded in
+        its place, or (``decided`` given) seen already. Fetched after all if its rule retired
+        since."""
+        if decided is None:
+            decided = self.book.redecide(variant)
+            if decided.mapped:
+                self.stats.inc_value(REQUEST_STATS + "form_first")
+        else:
+            self.stats.inc_value(REQUEST_STATS + "skipped_late")
+        if not decided.mapped:
+            self._reschedule(variant)
+            return
+        self._skip(variant, decided)
+
+    def _skip(self, request: Request, decided: RequestForm) -> None:
+        """Count, log and record a request its rules skipped; hold it to fetch it again."""
+        own, reason = decided.form.own, decided.form.reason
         self.stats.inc_value(REQUEST_STATS + "skipped/" + reason)
         self._log_skip(request, decided.form.url, reason)
         if len(self._held) < _HELD:
@@ -184,22 +213,55 @@ class RequestFilter:
     def _note_canonical(self, check: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule
         skipped already (before the hint was known) is scheduled again, so the keep policy
-        sees the canonical itself rather than keeping the variant."""
-        declared = check.declared
-        if declared is None or check.outcome is Outcome.ERROR:
+        sees the canonical itself rather than keeping the variant. So is the form the rules
+        map a kept page's URL to (asked when it is kept and whenever a copy of it is dropped,
+        as rules are learned meanwhile): with no hint (or a wrong one) naming it, the form is
+        the copy the keep policy prefers (core/keep.py), fetched once to replace the variant."""
+        if check.outcome is Outcome.ERROR:
             return
         try:
             named_by = canonical_url(check.url)
         except ValueError:
             return
+        if check.declared is not None:
+            self._fetch_canonical(check.declared, named_by)
+        match = check.verdict.duplicate_of if check.verdict is not None else None
+        kept = named_by if check.outcome is Outcome.KEPT else match.url if match else None
+        if kept is not None:  # a copy asks again: rules learned since may map the kept page
+            form = self.book.ruleset.form(kept)
+            if form.changed:
+                self._unmapped.pop(kept, None)
+                self._fetch_canonical(form.url, kept)
+            elif check.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
+                self._unmapped[kept] = None
+
+    def spider_idle(self) -> None:
+        """Rules learned late may map pages kept early, whose copies all came before: their
+        forms are fetched now (once per set of rules), and the crawl goes on for them."""
+        ruleset = self.book.ruleset
+        if ruleset is self._swept or not self._unmapped:
+            return
+        self._swept = ruleset
+        scheduled = 0
+        for url in list(self._unmapped):
+            form = ruleset.form(url)
+            if form.changed:
+                del self._unmapped[url]
+                scheduled += self._fetch_canonical(form.url, url)
+        if scheduled:
+            raise DontCloseSpider
+
+    def _fetch_canonical(self, declared: str, named_by: str) -> bool:
+        """Never skip ``declared`` from now on, and schedule it again when it was skipped
+        (True then)."""
         if not self.book.note_canonical(declared, named_by):
-            return
+            return False
         held = self._held.pop(declared, None)
-        if held is None:
-            return
+        if held is None or self.book.form_fetched(declared):
+            return False  # not skipped, or downloaded in a variant's place
         for urls in self._held_by_rule.values():
             urls.discard(declared)
-        self._reschedule(held)
+        return self._reschedule(held)
 
     def _submit(self, job: Any, *args: Any) -> None:
         assert self._thread is not None
@@ -223,16 +285,17 @@ class RequestFilter:
         if retired:
             reactor.callFromThread(self._refetch, retired)
 
-    def _reschedule(self, request: Request) -> None:
+    def _reschedule(self, request: Request) -> bool:
         engine = self.crawler.engine
         if engine is None:
-            return
+            return False
         try:
             engine.crawl(request.replace(dont_filter=True))
         except Exception:  # the engine is closing: the next crawl fetches it (its rule retired)
             logger.warning("simhash_filter: could not schedule %s again", request, exc_info=True)
-            return
+            return False
         self.stats.inc_value(REQUEST_STATS + "refetched")
+        return True
 
     def _refetch(self, retired: list[RetiredRule]) -> None:
         """Schedule again (``dont_filter``) what retired rules skipped."""

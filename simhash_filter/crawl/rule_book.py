@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from simhash_filter.urls.ruleset import RuleSet, UrlForm, url_host
+from simhash_filter.urls.ruleset import RuleSet, UrlForm, canonical_host, url_host
 from simhash_filter.urls.sampling import is_sampled
 
 from .config import Config
@@ -90,8 +90,15 @@ class RuleBook:
         self.ruleset = RuleSet(universal=config.universal_rules)
         self._forms: weakref.WeakKeyDictionary[Request, RequestForm] = weakref.WeakKeyDictionary()
         self._given: dict[int, bytes] = {}  # a URL's first fingerprint, by the hash of its form
+        self._prints: set[bytes] = set()  # every fingerprint given
         self._canonicals: dict[str, set[str]] = {}  # declared canonical URLs, by host
         self._mapped: set[int] = set()  # forms given to requests a rule mapped (their hash)
+        self._fetched_forms: set[int] = set()  # forms downloaded under their own URL (hash)
+        self.rules_changed: list[Callable[[RuleSet], None]] = []
+        """Called (in the thread that set them) with the rules in force from now on."""
+        self.form_taken: list[Callable[[Request, RequestForm | None], None]] = []
+        """Called with a variant skipped at the download: its form downloaded in its place
+        (form first), or seen already (with the form it was decided to then)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
@@ -103,8 +110,11 @@ class RuleBook:
         return book
 
     def set_rules(self, ruleset: RuleSet) -> None:
-        """Use these rules from now on (one assignment: readers see the old or the new)."""
+        """Use these rules from now on (one assignment: readers see the old or the new), and
+        tell the :attr:`rules_changed` listeners."""
         self.ruleset = ruleset
+        for listener in self.rules_changed:
+            listener(ruleset)
 
     def decide(self, request: Request) -> RequestForm:
         """The request's form under the current rules, decided once per request (the
@@ -113,35 +123,44 @@ class RuleBook:
         cached = self._forms.get(request)
         if cached is not None:
             return cached
+        decided = self._decide(request)
+        self._forms[request] = decided
+        return decided
+
+    def redecide(self, request: Request) -> RequestForm:
+        """The request's form under the rules of now (the downloader asks: a rule may have
+        become active since the scheduler decided it); ``repeat`` as first decided."""
+        first = self.decide(request)
+        now = self._decide(request)
+        return RequestForm(now.form, now.why_own, first.repeat)
+
+    def _decide(self, request: Request) -> RequestForm:
         ruleset = self.ruleset
         try:
             form = ruleset.form(request.url)
         except ValueError:  # a URL w3lib cannot canonicalize: Scrapy's own fingerprint decides
-            form = UrlForm(request.url, request.url)
-            self._forms[request] = RequestForm(form, "verbatim")
-            return self._forms[request]
+            return RequestForm(UrlForm(request.url, request.url), "verbatim")
         why_own = None
         sources = request.meta.get("redirect_urls") or ()
         if any(ruleset.form(source).url == form.url for source in sources):
             why_own = REDIRECT  # its own canonical form was "seen" by the request it ends
         elif DETOUR_META_KEY in request.meta or self.is_canonical(form.own):
-            if form.changed or hash(form.url) in self._mapped:
+            key = hash(form.url)
+            if form.changed or (key in self._mapped and key not in self._fetched_forms):
                 why_own = CANONICAL  # the keep policy must see it: a rule never skips it
         elif form.changed:
             if request.meta.get("verbatim_url"):
                 why_own = "verbatim"
             elif is_sampled(form.own, self.config.rule_sample):
                 why_own = "sample"
-        decided = RequestForm(form, why_own, hash(form.own) in self._given)
-        self._forms[request] = decided
-        return decided
+        return RequestForm(form, why_own, hash(form.own) in self._given)
 
     def note_canonical(self, url: str, named_by: str | None = None) -> bool:
         """Remember that a page (at ``named_by``) declared ``url`` (the store's canonical
         form) its canonical: from now on no rule maps a request for it. A URL naming itself,
         or a URL of another host, is no such evidence (a site echoing every URL, tracking
         parameters included, as its own canonical would exempt them all). True when new."""
-        host = url_host(url)
+        host = canonical_host(url)
         if not host or (named_by is not None and (named_by == url or url_host(named_by) != host)):
             return False
         known = self._canonicals.setdefault(host, set())
@@ -152,7 +171,9 @@ class RuleBook:
 
     def is_canonical(self, url: str) -> bool:
         """True when a page declared ``url`` (w3lib's canonical form) its canonical."""
-        known = self._canonicals.get(url_host(url))
+        if not self._canonicals:
+            return False
+        known = self._canonicals.get(canonical_host(url))
         return known is not None and url in known
 
     def fingerprint(self, decided: RequestForm, make: Callable[[], bytes]) -> bytes:
@@ -163,11 +184,47 @@ class RuleBook:
         given = self._given.get(key)
         if given is None:
             given = self._given[key] = make()
+            self._prints.add(given)
             if decided.mapped:
                 self._mapped.add(hash(decided.form.url))
         return given
 
+    def form_seen(self, url: str, fingerprint: bytes, mapped: bool) -> bool:
+        """True when the form ``url`` (of that ``fingerprint``) will be downloaded for another
+        request. For a request given the form's fingerprint (``mapped``, so the first to have
+        it): the form's URL was fetched under another fingerprint. For one given its own: its
+        form's URL was given a fingerprint, or a variant mapped onto it was given the form's."""
+        key = hash(url)
+        if mapped:
+            return key in self._fetched_forms or self._given.get(key, fingerprint) != fingerprint
+        return key in self._given or fingerprint in self._prints
+
+    def adopt_form(self, form: str, variant: str) -> None:
+        """The form ``form`` is downloaded in place of ``variant``, a request fingerprinted by
+        its own URL (decided before its rule was active): the form's own URL, when linked,
+        gets the variant's fingerprint, seen already (a URL keeps the first one it is given)."""
+        given = self._given.get(hash(variant))
+        if given is not None:
+            self._given.setdefault(hash(form), given)
+
     def took_form(self, decided: RequestForm) -> bool:
         """True when a request a rule mapped took this unmapped request's fingerprint (its
-        URL is the form a variant was mapped to): the scheduler drops it as seen."""
-        return not decided.form.changed and hash(decided.form.url) in self._mapped
+        URL is the form a variant was mapped to) and the form itself was not downloaded in
+        the variant's place: the scheduler drops it as seen."""
+        key = hash(decided.form.url)
+        return not decided.form.changed and key in self._mapped and key not in self._fetched_forms
+
+    def note_form_fetched(self, url: str) -> None:
+        """The form ``url`` is downloaded under its own URL in place of a variant mapped onto
+        it (:mod:`~simhash_filter.crawl.form_first`): a page naming it its canonical needs no
+        fetch of it again."""
+        self._fetched_forms.add(hash(url))  # one set.add: safe beside the reactor's reads
+
+    def form_fetched(self, url: str) -> bool:
+        """True when the form ``url`` was downloaded in place of a variant mapped onto it."""
+        return hash(url) in self._fetched_forms
+
+    def variant_replaced(self, variant: Request, decided: RequestForm | None) -> None:
+        """Tell :attr:`form_taken` listeners that ``variant`` was skipped at the download."""
+        for listener in self.form_taken:
+            listener(variant, decided)

@@ -32,6 +32,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
 from .hints import cluster_votes
+from .keep_evidence import disproved_hints, rule_forms
 from .locks import MAX_KEY_LOCKS, WriteLocks, WriteTransactions, write_locks
 from .records import Match, Supersession, VerdictKind
 from .schema import (
@@ -141,11 +142,17 @@ class Superseder:
     def prefers(
         self, conn: Connection, old: KeptPage, new: RowToCheck, declared: str | None
     ) -> bool:
-        """The keep policy on ``old`` (kept) and ``new`` with the cluster's votes, read in
-        ``conn``'s transaction."""
+        """The keep policy on ``old`` (kept) and ``new`` with the cluster's votes, the hints
+        the store disproves and, on a tie, the URL rules' forms, read in ``conn``'s
+        transaction."""
         votes = cluster_votes(conn, old.page_id, [old.url, new.url], but=new.url)
+        hints = {h for h in (declared, old.canonical_url) if h is not None}
         return prefers_new(
-            ClusterPage(old.url, old.canonical_url), ClusterPage(new.url, declared), votes
+            ClusterPage(old.url, old.canonical_url),
+            ClusterPage(new.url, declared),
+            votes,
+            disproved=disproved_hints(conn, old.page_id, hints - {old.url, new.url}),
+            forms=lambda: rule_forms(conn, old.url, new.url),
         )
 
     def locks(self, old: KeptPage, new: RowToCheck) -> WriteLocks | None:

@@ -8,7 +8,9 @@ only case differs. Pairs that differ in host or scheme, or in both path and quer
 nothing (conservative: one difference at a time). Every rule points from the larger URL to
 the smaller one, whichever of the two was kept, unless the pages' canonical hints name the
 larger one: then the rule points toward it (`` -> /``, the trailing slash), and a rule whose
-reverse is in force is never made active, so rules never cycle.
+reverse is in force is never made active, so rules never cycle. The trailing slash alone is
+learned from hinted pairs only: "shorter" says nothing about it (WordPress keeps the slash,
+many sites drop it), and a wrong first guess, once active, would block the right one.
 
 A candidate becomes a skipping rule only with enough supporting pairs and no
 counterexample; :func:`maps_together` is the test both use. A parameter rule that qualified
@@ -61,10 +63,10 @@ def candidate_rules(first: str, second: str, toward: str | None = None) -> list[
     if hinted not in (a.geturl(), b.geturl()):
         hinted = None
     rules = _unhinted_rules(host, a.path or "/", b.path or "/", a.query, b.query)
-    if hinted is None:
-        return rules
-    kept = [rule for rule in rules if apply_rule(rule, hinted) == hinted]
     slash = UrlRule(host, SUFFIX, f"{ARROW}/")  # `/ -> ` reversed: the hints name `/x/`
+    if hinted is None:  # shorter is no evidence for the slash: sites keep it either way
+        return [rule for rule in rules if rule.reverse != slash]
+    kept = [rule for rule in rules if apply_rule(rule, hinted) == hinted]
     if kept or len(rules) != 1 or rules[0].reverse != slash:
         return kept  # a rule that would map the hinted URL away is not proposed
     other = (b if a.geturl() == hinted else a).path or "/"

@@ -8,7 +8,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.request import RequestFingerprinter
 from scrapy.utils.test import get_crawler
 
@@ -142,6 +144,80 @@ def test_a_canonical_skipped_before_its_hint_was_known_is_fetched_after_all() ->
     assert scheduled[0].dont_filter
     stats = extension.stats.get_stats()
     assert stats[REQUEST_STATS + "refetched"] == 1
+
+
+def test_the_form_of_a_kept_variant_is_fetched_when_no_hint_names_it() -> None:
+    """A variant kept first (its hint names the home page, or nothing) took the form's
+    fingerprint: the form, which the keep policy prefers, is fetched after all."""
+    for declared in (None, f"http://{H}/"):
+        extension, scheduled, _ = _extension()
+        form = _unsampled(f"http://{H}/news/v{{}}/")
+        variant = form + "?sid=0123456789abcdef0123"  # a universal session parameter
+        dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+        seen: set[bytes] = set()
+        for request in (Request(variant), Request(form)):
+            extension.request_scheduled(request)
+            fingerprint = dupefilter.fingerprint(request)
+            if fingerprint in seen:
+                extension.request_dropped(request)
+            seen.add(fingerprint)
+        assert scheduled == []
+        extension._on_result(FilterResult(Outcome.DROPPED, variant, declared=declared))
+        assert scheduled == []  # a copy of no known page: nothing to ask
+        extension._on_result(FilterResult(Outcome.KEPT, variant, declared=declared))
+        assert [r.url for r in scheduled] == [form]
+        extension._on_result(FilterResult(Outcome.KEPT, form, declared=declared))
+        assert len(scheduled) == 1  # the form itself: nothing more to fetch
+
+
+def test_a_copy_of_a_kept_variant_asks_for_the_form_rules_learned_since() -> None:
+    """``/a/index.html`` was kept before ``/index.html -> /`` was known; a later copy of it
+    has the rules ask for ``/a/``, which the scheduler skipped meanwhile."""
+    extension, scheduled, _ = _extension()
+    form = _unsampled(f"http://{H}/news/u{{}}/")
+    variant = form + "index.html"
+    extension._on_result(FilterResult(Outcome.KEPT, variant))
+    assert scheduled == []  # no rule maps it yet
+    extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
+    dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+    copy = variant + "?utm_source=x"  # mapped onto the form: it takes the form's fingerprint
+    seen: set[bytes] = set()
+    for request in (Request(copy), Request(form)):
+        extension.request_scheduled(request)
+        fingerprint = dupefilter.fingerprint(request)
+        if fingerprint in seen:
+            extension.request_dropped(request)
+        seen.add(fingerprint)
+    assert scheduled == []
+    dropped = Verdict(VerdictKind.DUPLICATE, copy, 1, duplicate_of=Match(variant, 1, 0, 1))
+    extension._on_result(FilterResult(Outcome.DROPPED, copy, 1, dropped))
+    assert [r.url for r in scheduled] == [form]
+
+
+def test_an_idle_crawl_fetches_the_forms_rules_learned_late_give_kept_pages() -> None:
+    """Every copy of ``/a/index.html`` came before ``/index.html -> /`` was known: when the
+    crawl runs dry, the form ``/a/`` the scheduler skipped is fetched after all, once."""
+    extension, scheduled, _ = _extension()
+    form = _unsampled(f"http://{H}/news/t{{}}/")
+    variant = form + "index.html"
+    extension._on_result(FilterResult(Outcome.KEPT, variant))
+    extension._on_result(FilterResult(Outcome.KEPT, f"http://{H}/other/"))  # no rule maps it
+    extension.spider_idle()  # nothing learned yet: the crawl may close
+    extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
+    dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
+    seen: set[bytes] = set()
+    for request in (Request(variant + "?utm_source=x"), Request(form)):
+        extension.request_scheduled(request)
+        fingerprint = dupefilter.fingerprint(request)
+        if fingerprint in seen:
+            extension.request_dropped(request)
+        seen.add(fingerprint)
+    assert scheduled == []
+    with pytest.raises(DontCloseSpider):
+        extension.spider_idle()
+    assert [r.url for r in scheduled] == [form]
+    extension.spider_idle()  # the same rules: nothing more to do, the crawl may close
+    assert len(scheduled) == 1
 
 
 def test_confirmed_canonical_pairs_and_superseded_pairs_reach_the_learner() -> None:

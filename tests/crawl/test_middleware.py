@@ -15,8 +15,12 @@ from support.helpers import filter_stats, open_middleware, run
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from crawler.testsite import blog_template, news_template, portal_template
 from simhash_filter import Addon
+from simhash_filter.crawl.detours import CanonicalFirst
+from simhash_filter.crawl.form_first import FormFirstMiddleware
 from simhash_filter.crawl.middleware import NearDuplicateMiddleware
 from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.reports import iter_pages
 
 NEWS = news_template(HARBOUR_BRIDGE, date="12 March 2024").encode()
 BLOG = blog_template(HARBOUR_BRIDGE, date="March 13", comments=True).encode()
@@ -163,8 +167,13 @@ def test_addon_registers_the_middleware_on_request() -> None:
     crawler = get_crawler(
         settings_dict={"ADDONS": {"simhash_filter.Addon": 100}, "SIMHASH_FILTER_MIDDLEWARE": True}
     )
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {NearDuplicateMiddleware: 575}
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {
+        NearDuplicateMiddleware: 575,
+        FormFirstMiddleware: 650,
+    }
     assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
+    off = get_crawler(settings_dict={"ADDONS": {Addon: 100}, "SIMHASH_FILTER_FORM_FIRST": False})
+    assert FormFirstMiddleware not in off.settings.getdict("DOWNLOADER_MIDDLEWARES")
 
 
 def test_addon_keeps_a_priority_the_project_chose() -> None:
@@ -178,3 +187,22 @@ def test_addon_keeps_a_priority_the_project_chose() -> None:
         "simhash_filter.NearDuplicatePipeline": 50,
         "myproject.Store": 300,
     }
+
+
+def test_a_variant_still_waiting_for_its_canonical_at_close_is_checked(
+    crawler: Any, sqlite_url: str
+) -> None:
+    """A close that is not idle (CLOSESPIDER_*, a shutdown) finds a variant held for its
+    canonical: it is checked then, so the page is in the index rather than lost."""
+    scheduled: list[Request] = []
+    crawler.engine = type("Engine", (), {"crawl": staticmethod(scheduled.append)})()
+    middleware = open_middleware(crawler)
+    head = b'<head><link rel="canonical" href="https://news.example/bridge"></head>'
+    variant = html("https://news.example/bridge?print=1", NEWS.replace(b"<head>", head, 1))
+    with pytest.raises(CanonicalFirst):
+        run(middleware.process_response(variant.request, variant))
+    assert [r.url for r in scheduled] == ["https://news.example/bridge"]
+    run(middleware.spider_closed())  # the canonical never answered
+    assert crawler.stats.get_value("simhash_filter/canonical_first_at_close") == 1
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        assert [page.url for page in iter_pages(store)] == ["https://news.example/bridge?print=1"]

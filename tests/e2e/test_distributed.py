@@ -48,7 +48,13 @@ def worker_settings(redis_url: str, keys: RedisKeys, db_url: str) -> dict[str, o
         "CONCURRENT_REQUESTS": 8,
         "DISTRIBUTED_IDLE_TIMEOUT": 5,  # after the last peer stops working
         "LOG_LEVEL": "INFO",
+        **SAME_FETCHES,
     }
+
+
+SAME_FETCHES = {"SIMHASH_FILTER_FORM_FIRST": False}
+"""The reference crawl and the workers fetch the same URLs: no download-time decisions, which
+depend on when each process learned its rules."""
 
 
 def test_wait_for_peers_keeps_an_idle_worker_open_until_the_timeout() -> None:
@@ -131,7 +137,7 @@ def test_three_workers_share_one_frontier_and_one_index(
     single = run_scrapy(
         start,
         cwd=tmp_path / "reference",
-        settings={"SIMHASH_FILTER_DATABASE_URL": reference_db, "DOWNLOAD_DELAY": 0},
+        settings={"SIMHASH_FILTER_DATABASE_URL": reference_db, "DOWNLOAD_DELAY": 0, **SAME_FETCHES},
     )
     assert single.returncode == 0, single.log[-3000:]
     reference_hits = Counter(path for path, _agent in big_site.hits)

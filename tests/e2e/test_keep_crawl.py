@@ -20,7 +20,14 @@ from simhash_filter.store.reports import iter_pages
 
 pytestmark = pytest.mark.slow  # real `scrapy crawl` subprocesses
 
-FAST = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "INFO"}
+FAST = {
+    "DOWNLOAD_DELAY": 0,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "LOG_LEVEL": "INFO",
+    # the keep policy's own choices: form first would fetch /articles/0 in place of its
+    # tracking link (tests/e2e/test_form_first_crawl.py)
+    "SIMHASH_FILTER_FORM_FIRST": False,
+}
 CLUSTERS = 3  # articles 0..2: two variants linked from home, the canonical only from them
 LOST = 3  # article 3: its variants name a canonical that 404s
 WRONG = (4, 5)  # articles 4 and 5 each name the home page as their canonical

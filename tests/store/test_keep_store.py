@@ -19,6 +19,8 @@ from simhash_filter.store import FingerprintStore, PageRow, VerdictKind
 from simhash_filter.store.schema import SCHEMA_VERSION, duplicates_table, pages_table
 from simhash_filter.store.texts import drop_texts, page_texts
 from simhash_filter.store.upgrade import missing_columns
+from simhash_filter.store.url_rules import RuleDelta, UrlRuleStore
+from simhash_filter.urls.rules import UrlRule
 from tests.support.racers import race, spawn
 
 FINGERPRINTER = Fingerprinter()
@@ -171,6 +173,77 @@ def test_wrong_canonicals_lose_nothing(store: FingerprintStore) -> None:
     assert add(store, other).kind is VerdictKind.NEW
     assert store.stats().pages == 6
     assert list(store.canonical_pairs()) == []  # no hint was confirmed by the content
+
+
+def test_a_hint_the_store_disproves_counts_as_none(store: FingerprintStore) -> None:
+    home = f"{SITE}/"
+    assert add(store, row(home, 5, canonical=home)).kind is VerdictKind.NEW
+    first = row(f"{SITE}/article/0?utm_source=rss", 0, canonical=home)  # the template's hint
+    assert add(store, first).kind is VerdictKind.NEW
+    page = row(f"{SITE}/article/0", 0, canonical=home, edit=" Web.")
+    verdict = add(store, page)
+    assert verdict.kind is VerdictKind.DUPLICATE
+    # the home page is stored as another page: the hint names no copy, the universal rule
+    # maps the variant onto the page
+    swap = store.supersede(page, verdict.duplicate_of)
+    assert swap is not None
+    assert (swap.old_url, swap.new_url) == (first.url, page.url)
+    # a hint naming a URL the store has not seen is not disproved: the page stays a variant
+    other = row(f"{SITE}/article/1?utm_source=rss", 1)
+    assert add(store, other).kind is VerdictKind.NEW
+    named = row(f"{SITE}/article/1", 1, canonical=f"{SITE}/unseen", edit=" Web.")
+    verdict = add(store, named)
+    assert store.supersede(named, verdict.duplicate_of) is None
+    # a hint naming a logged copy of the cluster is a member's: not disproved either
+    member = row(f"{SITE}/article/1?fbclid=abc", 1, canonical=other.url, edit=" FB.")
+    verdict = add(store, member)
+    assert store.supersede(member, verdict.duplicate_of) is None
+
+
+def _rule(kind: str, pattern: str, *, support: int = 1) -> RuleDelta:
+    return RuleDelta(UrlRule("site.example", kind, pattern), support=support)
+
+
+def test_a_learned_rule_breaks_a_tie_toward_its_image(store: FingerprintStore) -> None:
+    rules = UrlRuleStore(store)
+    rules.record([_rule("prefix", "/print/ -> /")])  # a candidate: the content check decides
+    first = row(f"{SITE}/print/story", 2)
+    assert add(store, first).kind is VerdictKind.NEW
+    variant = row(f"{SITE}/print/story?utm_source=x", 2, edit=" P.")
+    verdict = add(store, variant)  # two steps from the form: never the reverse
+    assert store.supersede(variant, verdict.duplicate_of) is None
+    page = row(f"{SITE}/story", 2, edit=" Web.")
+    verdict = add(store, page)
+    swap = store.supersede(page, verdict.duplicate_of)
+    assert swap is not None
+    assert swap.new_url == page.url
+    again = row(f"{SITE}/print/story", 2, edit=" Again.")
+    verdict = add(store, again)
+    assert verdict.duplicate_of.url == page.url
+    assert store.supersede(again, verdict.duplicate_of) is None  # the rules never go back
+
+
+def test_rules_that_do_not_hold_break_no_tie(store: FingerprintStore) -> None:
+    rules = UrlRuleStore(store)
+    (amp,) = rules.record([_rule("prefix", "/amp/ -> /")])
+    rules.record([RuleDelta(amp.rule, counterexamples=1)])  # retired
+    rules.record([_rule("suffix", "/ -> ", support=2), _rule("suffix", " -> /", support=2)])
+    for n, (kept, new) in enumerate(
+        [(f"{SITE}/amp/story", f"{SITE}/story"), (f"{SITE}/news/x/", f"{SITE}/news/x")]
+    ):
+        assert add(store, row(kept, n)).kind is VerdictKind.NEW
+        page = row(new, n, edit=" Other.")
+        verdict = add(store, page)
+        assert verdict.kind is VerdictKind.DUPLICATE
+        assert store.supersede(page, verdict.duplicate_of) is None, new
+    # the stronger of a rule and its reverse counts: the trailing slash added
+    rules.record([_rule("suffix", " -> /")])
+    assert add(store, row(f"{SITE}/news/y", 3)).kind is VerdictKind.NEW
+    page = row(f"{SITE}/news/y/", 3, edit=" Other.")
+    verdict = add(store, page)
+    swap = store.supersede(page, verdict.duplicate_of)
+    assert swap is not None
+    assert swap.new_url == f"{SITE}/news/y/"
 
 
 def test_a_schema_4_database_opens_and_is_upgraded(db_url: str) -> None:

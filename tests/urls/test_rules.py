@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simhash_filter.urls.learning import (
@@ -136,17 +136,18 @@ def test_the_fast_split_agrees_with_urlsplit(url: str) -> None:
 
     from w3lib.url import canonicalize_url
 
-    from simhash_filter.urls.ruleset import _split_canonical
+    from simhash_filter.urls.ruleset import _split_canonical, canonical_host, url_host
 
     canonical = canonicalize_url(url)
     parts = urlsplit(canonical)
     origin, host, path, query = _split_canonical(canonical)
     assert origin == f"{parts.scheme}://{parts.netloc}"
     assert host == (parts.hostname or "")
+    assert canonical_host(canonical) == url_host(canonical)
     assert (path, query) == (parts.path or "/", parts.query)
 
 
-_SEGMENTS = ["a", "B", "print", "amp", "news", "index.html", "mirror", ""]
+_SEGMENTS = ["a", "B", "print", "amp", "news", "News", "index.html", "mirror", ""]
 _PARAMS = ["utm_source=x", "replytocom=2", "p=1", "id=7", "sid=4f9a2c7e81b3d5f0a6c2"]
 
 
@@ -155,6 +156,7 @@ _PARAMS = ["utm_source=x", "replytocom=2", "p=1", "id=7", "sid=4f9a2c7e81b3d5f0a
     segments=st.lists(st.sampled_from(_SEGMENTS), max_size=5),
     params=st.lists(st.sampled_from(_PARAMS), max_size=3),
 )
+@example(segments=["print", "news", "a"], params=[])  # a path rule's target, lower-cased after
 def test_a_canonical_form_is_its_own_form(segments: list[str], params: list[str]) -> None:
     """Applying the rules to a canonical form changes nothing more: every variant reaches
     one form in one step, whatever rules are active."""
@@ -162,6 +164,7 @@ def test_a_canonical_form_is_its_own_form(segments: list[str], params: list[str]
         [
             UrlRule(H, PREFIX, "/print/ -> /"),
             UrlRule(H, PREFIX, "/mirror/ -> /news/"),
+            UrlRule(H, PREFIX, "/print/news/ -> /News/"),  # learned from a pair, beside case
             UrlRule(H, SUFFIX, "/amp -> "),
             UrlRule(H, SUFFIX, "/index.html -> /"),
             UrlRule(H, PARAM, "/?replytocom"),
