@@ -66,6 +66,8 @@ class BenchSpider(scrapy.Spider):
         self.mode = mode
 
     def parse(self, response: Any, **kwargs: Any) -> Any:
+        if self.crawler.stats.get_value(STARTUP_STAT) is None:  # the first response
+            self.crawler.stats.set_value(STARTUP_STAT, startup_cpu_seconds())
         if "/hub/" in response.url or "/gen/index-" in response.url:
             yield from response.follow_all(css="a", callback=self.parse)
             return
@@ -74,6 +76,24 @@ class BenchSpider(scrapy.Spider):
             yield {"url": response.url, "text": text}
         else:
             yield {"url": response.url, "html": response.body}
+
+
+STARTUP_STAT = "bench/startup_cpu_seconds"
+"""CPU seconds of the crawl process and its page workers when the first response arrives:
+the start-up (imports, the store's opening, the workers' start), paid once a crawl."""
+
+
+def startup_cpu_seconds() -> float:
+    """CPU seconds so far of this process (all its threads) and of the processes below it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children = 0.0
+    for pid in descendants(os.getpid()):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return time.process_time() + children
 
 
 # -- crawls -----------------------------------------------------------------------------
@@ -316,12 +336,26 @@ def summarize(runs: list[dict[str, Any]], cores: int) -> dict[str, float]:
         / p
         for s, p in zip(runs, pages, strict=True)
     ]
+    steady = [
+        1000 * (float(s["bench/cpu_seconds"]) - float(s.get(STARTUP_STAT, 0))) / p
+        for s, p in zip(runs, pages, strict=True)
+    ]
+    page_work = [
+        float(s.get("simhash_filter/workers/cpu_ms", 0)) / p
+        for s, p in zip(runs, pages, strict=True)
+    ]
     rate = statistics.median(pages_per_second(s) for s in runs)
     cpu = statistics.median(total)
     ideal = cores * 1000 / cpu
     return {
         "pages_per_second": rate,
         "cpu_ms_per_page": cpu,
+        "steady_cpu_ms_per_page": statistics.median(steady),
+        # the crawl process alone: the steady state less the workers' page work
+        "crawler_steady_cpu_ms_per_page": statistics.median(
+            t - w for t, w in zip(steady, page_work, strict=True)
+        ),
+        "startup_cpu_seconds": statistics.median(float(s.get(STARTUP_STAT, 0)) for s in runs),
         "worker_cpu_ms_per_page": statistics.median(workers),
         "crawler_cpu_ms_per_page": statistics.median(
             t - w for t, w in zip(total, workers, strict=True)
@@ -398,6 +432,16 @@ def run_part(
                 row["filter_cpu_ms_per_page"] = (
                     row["cpu_ms_per_page"] - base[OFF]["cpu_ms_per_page"]
                 )
+                row["filter_steady_cpu_ms_per_page"] = (
+                    row["steady_cpu_ms_per_page"] - base[OFF]["steady_cpu_ms_per_page"]
+                )
+                row["filter_crawler_steady_cpu_ms_per_page"] = (
+                    row["crawler_steady_cpu_ms_per_page"]
+                    - base[OFF]["crawler_steady_cpu_ms_per_page"]
+                )
+                row["filter_startup_cpu_seconds"] = (
+                    row["startup_cpu_seconds"] - base[OFF]["startup_cpu_seconds"]
+                )
                 row["wall_vs_off"] = base[OFF]["pages_per_second"] / row["pages_per_second"]
             rows.append(row)
     print(file=sys.stderr)
@@ -463,10 +507,18 @@ def print_cost(rows: list[dict[str, Any]]) -> None:
     costed = [r for r in rows if "filter_cpu_ms_per_page" in r]
     if not costed:
         return
-    print("\n| variant | filter CPU ms/page (on - off) | wall time / filter off |")
-    print("| --- | ---: | ---: |")
+    print(
+        "\n| variant | filter CPU ms/page (on - off) | steady state: without the start-up "
+        "| of it the crawl process | start-up CPU s (on - off) | wall time / filter off |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in costed:
-        print(f"| {r['variant']} | {r['filter_cpu_ms_per_page']:.1f} | {r['wall_vs_off']:.2f}x |")
+        print(
+            f"| {r['variant']} | {r['filter_cpu_ms_per_page']:.1f} "
+            f"| {r['filter_steady_cpu_ms_per_page']:.1f} "
+            f"| {r['filter_crawler_steady_cpu_ms_per_page']:.1f} "
+            f"| {r['filter_startup_cpu_seconds']:.2f} | {r['wall_vs_off']:.2f}x |"
+        )
 
 
 def print_crawls(rows: list[dict[str, Any]]) -> None:
@@ -546,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
         print_cost(rows)
         print(
             "\nCPU ms/page: user+system CPU of the crawl process and its page workers (start-up "
-            "included) per response; the workers' share is their page work plus their start.\n"
+            "included) per response; steady state: the same less their CPU at the first "
+            "response (the start-up, paid once a crawl); the workers' share is their page work "
+            "plus their start.\n"
             "ideal = cores / CPU per page; of ideal = pages/s / ideal; worker wall/CPU: a page's "
             "time in a worker over its CPU there (1.0: a core to itself).\nMedians of the repeats; "
             f"machine load after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}."

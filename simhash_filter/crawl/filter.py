@@ -62,7 +62,8 @@ WORKER_STATS = STATS_PREFIX + "workers/"
 """Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
 in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
 (queued for a free worker), ``restarts`` (workers replaced after a death or timeout), and
-``start_cpu_ms`` (CPU time the workers took to start, set when the pool closes)."""
+``start_cpu_ms`` (CPU time the workers took to start: set when the pool has started, so
+that stats written when the spider closes hold it, and again after a restart)."""
 UNCHECKED_STATS = STATS_PREFIX + "unchecked/"
 """Prefix of the stats of pages that passed unchecked (FAIL_OPEN): ``journaled`` (kept for a
 later check), ``caught_up`` (checked and added once the store was back), ``emitted_duplicates``
@@ -170,6 +171,8 @@ class PageFilter:
                     report_start_failure(exc)
                     raise
                 self._pool = self._start_pool()
+                if self._pool is not None:
+                    self._record_start_cpu(self._pool)
             self._users += 1
 
     def close(self) -> None:
@@ -187,9 +190,6 @@ class PageFilter:
                     if pool is not None:
                         pool.close()
                         self._count_restarts(pool)  # a replacement after the last page too
-                        self.stats.set_value(
-                            WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds)
-                        )
                 finally:
                     store.close()
 
@@ -269,6 +269,10 @@ class PageFilter:
         if new > 0:
             self.stats.inc_value(WORKER_STATS + "restarts", new)
             self._restarts_counted += new
+            self._record_start_cpu(pool)  # the replacements' start
+
+    def _record_start_cpu(self, pool: PagePool) -> None:
+        self.stats.set_value(WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds))
 
     async def work(self, url: str, text: object = None, html: object = None) -> PageWork:
         """The page work of a page (its signature, caps and HTML hints) in the page pool or

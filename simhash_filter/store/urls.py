@@ -10,6 +10,7 @@ named like secrets (``password=``, ``sslpassword=``, ``token=``, ``api_key=`` ..
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from sqlalchemy.engine import URL, make_url
@@ -29,11 +30,24 @@ def database_url(value: str) -> str:
     return f"sqlite:///{value}"
 
 
+CANONICAL_CACHE_SIZE = 4096
+"""URLs whose canonical form is remembered (~1 MB): a crawl canonicalizes a page's URL in
+several places (its hint, the reactor's rule book, the check-and-add, the rule learner)
+within moments: 12 µs a call in w3lib against 0.13 µs remembered."""
+
+
 def canonical_url(url: str) -> str:
     """``url`` canonicalized by w3lib (sorted query, normalized escapes, no fragment)."""
     if not isinstance(url, str) or not url.strip():
         raise ValueError(f"url must be a non-empty string, got {url!r}")
-    return str(canonicalize_url(url.strip()))
+    return _canonical(url.strip())
+
+
+@lru_cache(maxsize=CANONICAL_CACHE_SIZE)
+def _canonical(url: str) -> str:
+    """w3lib's canonical form, remembered for the last :data:`CANONICAL_CACHE_SIZE` URLs
+    (a pure function of the string; a URL it refuses raises again each time)."""
+    return str(canonicalize_url(url))
 
 
 def url_domain(url: str) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from scrapy.settings import Settings
 
@@ -47,3 +50,23 @@ def test_the_setting_reaches_the_fingerprinter() -> None:
     assert config.segmenter == "rjieba"
     assert config.make_fingerprinter().spec == Fingerprinter(segmenter="rjieba").spec
     assert Config().make_fingerprinter().spec == Fingerprinter().spec
+
+
+def test_checking_rjieba_does_not_import_it() -> None:
+    """The crawl process checks the setting but never segments (its page workers do)."""
+    code = (
+        "import sys\n"
+        "from simhash_filter.core.text import Tokenizer\n"
+        "Tokenizer(segmenter='rjieba')\n"
+        "print('rjieba' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "False"
+
+
+def test_rjieba_not_installed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "rjieba", None)  # as an import of a missing package
+    with pytest.raises(ValueError, match="pip install rjieba"):
+        check_segmenter("rjieba")

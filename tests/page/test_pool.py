@@ -128,6 +128,7 @@ def test_pipeline_with_workers_a_killed_worker_is_one_error(
     pipeline = make_pipeline(sqlite_url, WORKERS=1, FAIL_OPEN=fail_open)
     pool = pipeline.filter.pool
     assert pool is not None
+    started = stat(pipeline, "workers/start_cpu_ms")
     first = {"url": "https://news.example/bridge", "html": NEWS}
     assert run(pipeline.process_item(first)) is first
     with pytest.raises(NearDuplicate, match=r"https://news\.example/bridge"):
@@ -157,6 +158,7 @@ def test_pipeline_with_workers_a_killed_worker_is_one_error(
     assert stat(pipeline, "workers/restarts") == 1
     assert stat(pipeline, "workers/pages") == 3
     assert stat(pipeline, "workers/busy_ms") >= stat(pipeline, "workers/cpu_ms") // 2
+    assert stat(pipeline, "workers/start_cpu_ms") > started  # the replacement's start too
     run(pipeline.close_spider())
     assert pipeline.filter.pool is None
     assert gone(pid)
@@ -168,6 +170,9 @@ def test_middleware_with_workers(sqlite_url: str) -> None:
     assert pool is not None
     pids = pool.pids
     assert len(pids) == 2
+    # set at the start: the stats written when the spider closes (before the middleware's
+    # own spider_closed handler has run) hold the workers' start
+    assert stat(middleware, "workers/start_cpu_ms") > 0
 
     def response(url: str, body: bytes) -> HtmlResponse:
         return HtmlResponse(url, body=body, request=Request(url), encoding="utf-8")
