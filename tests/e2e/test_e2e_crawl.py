@@ -74,11 +74,15 @@ def crawl(site: SiteServer, workdir: Path, **settings: object) -> CrawlResult:
 def check_drops(
     db_url: str, kept: set[str], clusters: tuple[frozenset[str], ...] = CLUSTERS
 ) -> dict[str, str]:
-    """Every dropped page, as path → path of the page it duplicates; each cluster checked."""
+    """Every dropped page, as path → path of the page it duplicates; each cluster checked.
+    ``kept``: the pages whose items passed; one kept first and superseded by the copy the keep
+    policy prefers (docs/keep.md) passed too, and names its successor like a drop."""
     with FingerprintStore.open_existing(db_url) as store:
         drops = {path_of(d.url): path_of(d.duplicate_of_url) for d in store.duplicates()}
-        distances = [d.distance for d in store.duplicates()]
+        distances = [d.distance for d in store.duplicates() if not d.superseded]
+        superseded = {path_of(d.url) for d in store.duplicates() if d.superseded}
     assert all(0 <= d <= 3 for d in distances)
+    kept = kept - superseded
     for cluster in clusters:
         (winner,) = cluster & kept
         assert {p: drops[p] for p in cluster - {winner}} == dict.fromkeys(

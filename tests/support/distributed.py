@@ -18,7 +18,7 @@ from crawler.distributed import RedisKeys
 from crawler.testsite import Page, generated_site
 from simhash_filter import hamming_distance
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store.schema import duplicates_table, meta_table, pages_table
+from simhash_filter.store.schema import SUPERSEDED, duplicates_table, meta_table, pages_table
 
 from . import DISTINCT, HARBOUR_CLUSTER, ZH_CLUSTER
 
@@ -56,6 +56,9 @@ class IndexContents:
     exact: dict[str, int] = field(default_factory=dict)
     """Pages of too little text stored under their exact-content key (text length 0):
     only a byte-identical page matches one, so they are no cluster's kept page."""
+    superseded: set[str] = field(default_factory=set)
+    """Pages kept first and replaced by the copy the keep policy prefers (their ``dropped``
+    entry names it): their items passed, they are no longer kept."""
 
 
 def _meta(conn: Connection, key: str) -> str | None:
@@ -84,6 +87,7 @@ def read_index(db_url: str) -> IndexContents:
                     duplicates_table.c.fingerprint,
                     duplicates_table.c.duplicate_of,
                     duplicates_table.c.distance,
+                    duplicates_table.c.kind,
                 )
             ).all()
     finally:
@@ -93,7 +97,8 @@ def read_index(db_url: str) -> IndexContents:
     exact = {path_of(page.url): int(page.fingerprint) for page in pages if not page.text_length}
     assert len(kept) + len(exact) == len(pages), "two pages rows for one path"
     dropped = {}
-    for url, fp, ref, distance in drops:
+    superseded = {path_of(row.url) for row in drops if row.kind == SUPERSEDED}
+    for url, fp, ref, distance, _kind in drops:
         assert ref in url_of, f"{url} is logged as a duplicate of page id {ref}, which is not kept"
         dropped[path_of(url)] = Dropped(int(fp), path_of(url_of[ref]), int(distance))
     return IndexContents(
@@ -104,6 +109,7 @@ def read_index(db_url: str) -> IndexContents:
         MatchRule.parse(rule) if rule else None,
         {path_of(page.url): page.sketch for page in pages},
         exact,
+        superseded,
     )
 
 
