@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from support.crawl import CrawlResult, run_scrapy
+from support.crawl import CrawlResult, crawl_site
 
 from crawler.articles import ENGLISH_ARTICLES
 from crawler.testsite.server import Page, SiteServer
@@ -57,15 +57,7 @@ def site() -> Iterator[SiteServer]:
 
 
 def crawl(site: SiteServer, workdir: Path, **settings: object) -> CrawlResult:
-    db = f"sqlite:///{workdir / 'dedup.db'}"
-    result = run_scrapy(
-        ["crawl", "site", "-a", f"start_url={site.url('/')}"],
-        cwd=workdir,
-        settings={**FAST, "SIMHASH_FILTER_DATABASE_URL": db} | settings,
-    )
-    assert result.returncode == 0, result.log[-3000:]
-    assert result.stats.get("finish_reason") == "finished", result.log[-3000:]
-    return result
+    return crawl_site(site, workdir, {**FAST, **settings})
 
 
 def _targets(result: CrawlResult) -> set[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from crawler.testsite import FORUM_THREADS, HUGE_PAGE_BYTES, Page, SiteServer, build_site
 
-from .crawl import CrawlResult, run_scrapy
+from .crawl import CrawlResult, crawl_site, run_scrapy
 
 __all__ = [
     "BOILERPLATE_TRAPS",
@@ -28,6 +28,7 @@ __all__ = [
     "Page",
     "SiteServer",
     "build_site",
+    "crawl_site",
     "run_scrapy",
 ]
 

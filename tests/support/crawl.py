@@ -8,9 +8,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from crawler.testsite.server import SiteServer
 from crawler.workers import CrawlResult, project_env
 
-__all__ = ["CrawlResult", "run_scrapy"]
+__all__ = ["CrawlResult", "crawl_site", "run_scrapy"]
 
 
 def run_scrapy(
@@ -54,3 +55,17 @@ def run_scrapy(
         else []
     )
     return CrawlResult(proc.returncode, stats, items, proc.stderr)
+
+
+def crawl_site(site: SiteServer, workdir: Path, settings: Mapping[str, object]) -> CrawlResult:
+    """``scrapy crawl site`` from the site's home page, its database ``workdir/dedup.db``
+    (``settings`` may name another), asserted to finish."""
+    db = f"sqlite:///{workdir / 'dedup.db'}"
+    result = run_scrapy(
+        ["crawl", "site", "-a", f"start_url={site.url('/')}"],
+        cwd=workdir,
+        settings={"SIMHASH_FILTER_DATABASE_URL": db, **settings},
+    )
+    assert result.returncode == 0, result.log[-5000:]
+    assert result.stats.get("finish_reason") == "finished", result.log[-5000:]
+    return result
