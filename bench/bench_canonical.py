@@ -233,9 +233,15 @@ def measure(
         unkept_examples=unkept[:20],
         twice_examples=[f"{c}: {kept[c]}" for c in twice[:10]],
         not_canonical_examples=[
-            f"{c}: kept {kept[c]}, canonical {site.canonical(c)}" for c in wrong[:10]
+            f"{c}: kept {kept[c]}, canonical {site.canonical(c)}{_hint(site, c)}" for c in wrong
         ],
     )
+
+
+def _hint(site: BenchSite, content: str) -> str:
+    """The canonical hint a content declares, where the site knows it (the generated one)."""
+    hint = getattr(site, "hint", None)
+    return f", {hint(content)}" if hint is not None else ""
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -430,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
             getattr(site, "close", lambda: None)()
     print(f"\n{machine()}\n")
     print_table(runs)
+    for r in runs:
+        if r.metrics.not_canonical_examples and r.variant != OFF.name:
+            print(f"\n{r.site} / {r.tree} / {r.variant} #{r.repeat}: kept URL not the canonical")
+            for line in r.metrics.not_canonical_examples:
+                print(f"- {line}")
     path = write_results("bench_canonical", [asdict(r) for r in runs])
     print(f"\nraw results: {path}")
     return 0

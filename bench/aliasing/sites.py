@@ -90,6 +90,11 @@ class GeneratedSite:
     def reachable(self) -> set[str] | None:
         return set(self.truth.reachable)
 
+    def hint(self, content: str) -> str:
+        """Where ``content`` declares its canonical, and which (``plan()``'s choice)."""
+        c = self.site.contents.get(content)
+        return "unknown" if c is None else f"hint {c.hint} -> {c.declared}"
+
     def close(self) -> None:
         self.server.stop()
 
