@@ -96,7 +96,7 @@ def prefers_new(
     return rules_prefer_new(*forms())
 
 
-def could_prefer_new(url: str, declared: str | None, kept_url: str | None = None) -> bool:
+def could_prefer_new(url: str, declared: str | None, kept_url: str) -> bool:
     """False when no store read could make the keep policy prefer a page: it declares the
     kept page ``kept_url`` its canonical (a variant the content check confirmed)."""
     return declared is None or declared == url or declared != kept_url

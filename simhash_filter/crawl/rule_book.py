@@ -145,8 +145,7 @@ class RuleBook:
         if any(ruleset.form(source).url == form.url for source in sources):
             why_own = REDIRECT  # its own canonical form was "seen" by the request it ends
         elif DETOUR_META_KEY in request.meta or self.is_canonical(form.own):
-            key = hash(form.url)
-            if form.changed or (key in self._mapped and key not in self._fetched_forms):
+            if form.changed or self._taken_by_variant(form.url):
                 why_own = CANONICAL  # the keep policy must see it: a rule never skips it
         elif form.changed:
             if request.meta.get("verbatim_url"):
@@ -211,8 +210,13 @@ class RuleBook:
         """True when a request a rule mapped took this unmapped request's fingerprint (its
         URL is the form a variant was mapped to) and the form itself was not downloaded in
         the variant's place: the scheduler drops it as seen."""
-        key = hash(decided.form.url)
-        return not decided.form.changed and key in self._mapped and key not in self._fetched_forms
+        return not decided.form.changed and self._taken_by_variant(decided.form.url)
+
+    def _taken_by_variant(self, form: str) -> bool:
+        """A request a rule mapped onto ``form`` was given its fingerprint, and the form was
+        not downloaded in that variant's place (form first)."""
+        key = hash(form)
+        return key in self._mapped and key not in self._fetched_forms
 
     def note_form_fetched(self, url: str) -> None:
         """The form ``url`` is downloaded under its own URL in place of a variant mapped onto

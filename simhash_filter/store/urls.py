@@ -15,7 +15,8 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-from w3lib.url import canonicalize_url
+
+from simhash_filter.urls.canonicalize import canonicalize
 
 DEFAULT_DATABASE_URL = "sqlite:///dedup.db"
 """The database of a crawl and of the command line when none is named."""
@@ -45,9 +46,10 @@ def canonical_url(url: str) -> str:
 
 @lru_cache(maxsize=CANONICAL_CACHE_SIZE)
 def _canonical(url: str) -> str:
-    """w3lib's canonical form, remembered for the last :data:`CANONICAL_CACHE_SIZE` URLs
-    (a pure function of the string; a URL it refuses raises again each time)."""
-    return str(canonicalize_url(url))
+    """w3lib's canonical form (through the request side's fast path for plain URLs, pinned
+    to w3lib by a test), remembered for the last :data:`CANONICAL_CACHE_SIZE` URLs (a pure
+    function of the string; a URL it refuses raises again each time)."""
+    return str(canonicalize(url))
 
 
 def url_domain(url: str) -> str:

@@ -106,8 +106,8 @@ def test_a_url_is_canonicalized_once_while_remembered(monkeypatch: pytest.Monkey
         calls.append(url)
         return real(url)
 
-    real = urls.canonicalize_url
-    monkeypatch.setattr(urls, "canonicalize_url", counted)
+    real = urls.canonicalize
+    monkeypatch.setattr(urls, "canonicalize", counted)
     url = f"http://Example.com/once-{random.random()}?b=2&a=1"  # not remembered yet
     assert [urls.canonical_url(url), urls.canonical_url(f" {url} ")] == [real(url)] * 2
     assert calls == [url]
