@@ -46,6 +46,7 @@ from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS, EXTRACTION
 from simhash_filter.core.text import cap_non_starters
 
+from . import fast_xpath
 from .decode import decode_html
 from .hints import page_hints
 from .limits import DEFAULT_MAX_BYTES
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+fast_xpath.install()  # trafilatura's XPaths as Python walks: the same nodes, a third of the CPU
 
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
