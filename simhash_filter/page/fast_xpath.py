@@ -255,9 +255,12 @@ class _Parser:
             pattern = re.compile(
                 self.literal(arguments[1]), re.UNICODE | (re.IGNORECASE if "i" in flags else 0)
             )
-            return f"({self.constant(pattern)}.search({self.string(arguments[0])}) is not None)", (
-                "bool"
-            )
+            search = f"{self.constant(pattern)}.search"
+            code, kind = arguments[0]
+            if kind == "attrs" and "," not in code:  # an absent attribute reads "": known now
+                value, absent = self.attribute(code), pattern.search("") is not None
+                return f"({absent} if {value} is None else {search}({value}) is not None)", "bool"
+            return f"({search}({self.string(arguments[0])}) is not None)", "bool"
         raise Unsupported(f"function {name}() with {len(arguments)} arguments")
 
     # conversions, as XPath 1.0's boolean() and string()
@@ -279,8 +282,12 @@ class _Parser:
         names = code.split(",")
         if len(names) == 1:
             return f"({self.attribute(names[0])} or '')"
-        values = ", ".join(self.attribute(n) for n in names)
-        return f"_first_written(el, {tuple(names)!r}, ({values},))"
+        values = [self.attribute(n) for n in names]
+        both = f"_first_written(el, {tuple(names)!r}, ({', '.join(values)},))"
+        if len(names) > 2:
+            return both
+        first, second = values
+        return f"(({first} or '') if {second} is None else {second} if {first} is None else {both})"
 
     def literal(self, term: tuple[str, str]) -> str:
         if term[0] not in self.literals:
