@@ -45,7 +45,7 @@ def reinstalled() -> Iterator[None]:
 
 def test_the_reviewed_trafilatura_runs_without_the_copies() -> None:
     """Fails on a trafilatura whose functions changed: review the reasoning in the module's
-    docstring against the new text, then update REVIEWED_SOURCES."""
+    docstring against the new text, then update REVIEWED_CORE."""
     assert tree_copies.installed()
 
 
@@ -79,7 +79,7 @@ def test_an_unreviewed_trafilatura_keeps_its_copies(
     reinstalled: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree_copies.uninstall()
-    monkeypatch.setitem(tree_copies.REVIEWED_SOURCES, "trafilatura_sequence", "0" * 64)
+    monkeypatch.setattr(tree_copies, "REVIEWED_CORE", "0" * 64)
     assert tree_copies.install() is False
     assert not tree_copies.installed()
     assert not isinstance(trafilatura.core._prepare_tree, tree_copies._PrepareTree)
