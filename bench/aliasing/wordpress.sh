@@ -14,7 +14,7 @@ set -eu
 WP_PORT=${WP_PORT:-8081}
 WP_STATE=${WP_STATE:-/var/lib/simhash-bench-wp}
 WP_DB=${WP_DB:-simhash_bench_wp}
-CONFIG_NAME=simhashbench  # /etc/wordpress/config-simhashbench.php, chosen by WORDPRESS_CONFIG
+CONFIG_NAME=${WP_CONFIG:-simhashbench}  # /etc/wordpress/config-$CONFIG_NAME.php, chosen by WORDPRESS_CONFIG
 
 if [ "${1:-start}" = stop ]; then
     [ -f "$WP_STATE/nginx.pid" ] && kill "$(cat "$WP_STATE/nginx.pid")" 2>/dev/null || true

@@ -1,7 +1,11 @@
 <?php
 // Fill bench_canonical's WordPress with posts (bench/aliasing/wordpress.py writes the JSON).
 //
-//   php wp_fill.php posts.json http://127.0.0.1:8081 > truth.json
+//   php wp_fill.php posts.json http://127.0.0.1:8081 [simhashbench] > truth.json
+//
+// The third argument names the site's /etc/wordpress/config-NAME.php (wordpress.sh's WP_CONFIG);
+// the fill stops when that config is not the site at the given address, so that filling a
+// second site never rewrites the first one's database.
 //
 // Installs WordPress if needed (pretty permalinks, the twentytwentyone theme, threaded
 // comments), then replaces every post, page and comment with the JSON's posts (skipped when
@@ -13,10 +17,14 @@ $input = $argv[1];
 $home = $argv[2];
 $parts = parse_url($home);
 $_SERVER['HTTP_HOST'] = $parts['host'] . ':' . $parts['port'];
-$_SERVER['WORDPRESS_CONFIG'] = 'simhashbench';
+$_SERVER['WORDPRESS_CONFIG'] = $argv[3] ?? 'simhashbench';  // the site's /etc/wordpress/config-NAME.php
 $_SERVER['REQUEST_URI'] = '/';
 define('WP_INSTALLING', true);
 require '/usr/share/wordpress/wp-load.php';
+if (!defined('WP_HOME') || WP_HOME !== rtrim($home, '/')) {
+    fwrite(STDERR, "config-{$_SERVER['WORDPRESS_CONFIG']}.php is not the site at $home\n");
+    exit(1);
+}
 require_once ABSPATH . 'wp-admin/includes/upgrade.php';
 require_once ABSPATH . 'wp-admin/includes/post.php';
 
