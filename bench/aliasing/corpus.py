@@ -1,9 +1,10 @@
 """Real article texts for the aliasing benchmark sites, read from ``../shared/data`` at bench time.
 
 Never copied into the repository: English article bodies of ``pages_en`` (their human-extracted
-ground truth), Chinese main texts of ``pages_zh`` (``cleaned/``) and German MDN pages (the
-newest version of each page of ``neardup_mdn_multilingual``, locale ``de``), each turned into
-a :class:`~crawler.testsite.aliasing.Text` (a title and paragraphs).
+ground truth), Chinese main texts of ``pages_zh`` (``cleaned/``), German MDN pages (the
+newest version of each page of ``neardup_mdn_multilingual``, locale ``de``) and Universal
+Dependencies documents of ``haystack_multilingual``, each turned into a
+:class:`~crawler.testsite.aliasing.Text` (a title and paragraphs).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from crawler.testsite.aliasing import AliasingCorpus, Text
 
-__all__ = ["aliasing_corpus", "chinese_texts", "english_texts", "german_texts"]
+__all__ = ["aliasing_corpus", "chinese_texts", "english_texts", "german_texts", "ud_texts"]
 
 
 def _title_from_url(url: str) -> str:
@@ -74,6 +75,36 @@ def german_texts(data: Path, *, min_chars: int = 2000) -> list[Text]:
         )
         if title and sum(map(len, paragraphs)) >= min_chars:
             texts.append(Text(title.group(1).strip().strip("\"'"), paragraphs, "de"))
+    return texts
+
+
+def ud_texts(data: Path, *, min_chars: int = 1500) -> list[Text]:
+    """Universal Dependencies documents of ``haystack_multilingual`` (many languages), in file
+    order: those of at least ``min_chars`` characters and in none of its high-overlap pairs
+    (near duplicates of another document), cut into paragraphs of whole sentences."""
+    root = data / "haystack_multilingual"
+    overlapping = set()
+    for line in (root / "high_overlap_pairs.tsv").read_text().splitlines()[1:]:
+        overlapping.update(line.split("\t")[:2])
+    texts = []
+    with gzip.open(root / "docs.jsonl.gz", "rt") as lines:
+        for line in lines:
+            doc = json.loads(line)
+            text = str(doc["text"])
+            if (
+                not str(doc["source"]).startswith("UniversalDependencies/")
+                or doc["id"] in overlapping
+                or len(text) < min_chars
+            ):
+                continue
+            paragraphs: list[str] = []
+            for sentence in re.split(r"(?<=[.!?。！？])\s+", text):
+                if paragraphs and len(paragraphs[-1]) < 400:
+                    paragraphs[-1] += " " + sentence
+                else:
+                    paragraphs.append(sentence)
+            title = " ".join(text.split()[:8])[:60] if " " in text else text[:24]
+            texts.append(Text(title, tuple(paragraphs), str(doc["lang"])))
     return texts
 
 

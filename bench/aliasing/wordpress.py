@@ -3,6 +3,13 @@
     sh bench/aliasing/wordpress.sh                            # install, configure, start (root)
     .venv/bin/python -m bench.aliasing.wordpress fill         # posts from ../shared/data
 
+A second, larger site (``--posts N``: more posts, the first 120 unchanged)::
+
+    WP_PORT=8082 WP_STATE=/var/lib/simhash-bench-wp-large WP_DB=simhash_bench_wp_large \\
+        WP_CONFIG=simhashbenchlarge sh bench/aliasing/wordpress.sh
+    WP_PORT=8082 WP_STATE=/var/lib/simhash-bench-wp-large \\
+        .venv/bin/python -m bench.aliasing.wordpress fill --posts 480
+
 WordPress makes its own aliases: ``/?p=ID`` (a redirect to the permalink), ``?replytocom=N``
 on every threaded comment, a permalink without its slash (a redirect), paginated home,
 category, tag, date and author archives listing the same posts, query strings it ignores
@@ -27,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 from bench._common import DATA_DIR
-from bench.aliasing.corpus import chinese_texts, english_texts
+from bench.aliasing.corpus import chinese_texts, english_texts, ud_texts
 from crawler.testsite.aliasing import Text
 
 __all__ = ["HOME", "STATE", "classify", "fill", "posts_json"]
@@ -35,6 +42,7 @@ __all__ = ["HOME", "STATE", "classify", "fill", "posts_json"]
 HOME = f"http://127.0.0.1:{os.environ.get('WP_PORT', '8081')}"
 STATE = Path(os.environ.get("WP_STATE", "/var/lib/simhash-bench-wp"))
 FILL_SCRIPT = Path(__file__).with_name("wp_fill.php")
+_NGINX_CONFIG = re.compile(r"fastcgi_param WORDPRESS_CONFIG (\S+);")
 CATEGORIES = ("Business", "Politics", "Technology", "Sport", "Culture", "World")
 LINK_KINDS = ("p", "utm", "noslash", "amp", "print", "fbclid", "upper", "plain")
 """How the "See also" paragraphs link other posts, in turn."""
@@ -68,25 +76,43 @@ def _post(k: int, text: Text, count: int, kind: str = "post") -> dict[str, objec
     }
 
 
-def posts_json(data: Path, *, english: int = 100, chinese: int = 20) -> dict[str, object]:
+def config_name() -> str:
+    """The site's ``/etc/wordpress/config-NAME.php``: ``WP_CONFIG``, else the name
+    ``wordpress.sh`` wrote into ``STATE/nginx.conf``, else the default site's."""
+    nginx = STATE / "nginx.conf"
+    found = _NGINX_CONFIG.search(nginx.read_text()) if nginx.exists() else None
+    return os.environ.get("WP_CONFIG") or (found.group(1) if found else "simhashbench")
+
+
+def posts_json(
+    data: Path, *, english: int = 100, chinese: int = 20, posts: int = 120
+) -> dict[str, object]:
     """The site's posts: ``english`` articles of ``pages_en`` (from its end, so that they are
-    not the generated site's), ``chinese`` of ``pages_zh``, and two pages."""
+    not the generated site's), ``chinese`` of ``pages_zh``, and a page. Beyond
+    ``english + chinese``, up to ``posts`` posts: the rest of ``pages_en`` (but the page's
+    article), the rest of ``pages_zh``, then Universal Dependencies documents."""
     en = english_texts(data)
-    texts = en[-english:] + chinese_texts(data)[:chinese]
-    posts = [_post(k, text, len(texts)) for k, text in enumerate(texts)]
+    zh = chinese_texts(data)
+    texts = en[-english:] + zh[:chinese]
+    if posts > len(texts):
+        extra = en[1:-english] + zh[chinese:]
+        if posts - len(texts) > len(extra):
+            extra += ud_texts(data)
+        texts += extra[: posts - len(texts)]
+    entries = [_post(k, text, len(texts)) for k, text in enumerate(texts)]
     about = Text("About the Harbour Herald", en[0].paragraphs[:4])
-    posts.append(_post(len(posts), about, len(texts), kind="page"))
-    return {"posts": posts}
+    entries.append(_post(len(entries), about, len(texts), kind="page"))
+    return {"posts": entries}
 
 
-def fill(data: Path, home: str = HOME) -> dict[str, object]:
+def fill(data: Path, home: str = HOME, *, posts: int = 120) -> dict[str, object]:
     """Load the posts into WordPress (``wp_fill.php``; skipped when already loaded) and save
     its ground truth (post ids and permalinks) as ``STATE/truth.json``."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(posts_json(data), handle)
+        json.dump(posts_json(data, posts=posts), handle)
     try:
         out = subprocess.run(
-            ["php", str(FILL_SCRIPT), handle.name, home],
+            ["php", str(FILL_SCRIPT), handle.name, home, config_name()],
             capture_output=True,
             text=True,
             check=True,
@@ -124,11 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["fill", "posts"])
     parser.add_argument("--data", type=Path, default=DATA_DIR)
+    parser.add_argument("--posts", type=int, default=120, help="posts (beyond 120: more texts)")
     args = parser.parse_args(argv)
     if args.command == "posts":
-        print(json.dumps(posts_json(args.data), indent=2, ensure_ascii=False))
+        print(json.dumps(posts_json(args.data, posts=args.posts), indent=2, ensure_ascii=False))
         return 0
-    truth = fill(args.data)
+    truth = fill(args.data, posts=args.posts)
     posts = truth["posts"]
     assert isinstance(posts, list)
     print(f"{len(posts)} posts and pages at {truth['home']} ({STATE / 'truth.json'})")
