@@ -168,22 +168,20 @@ class _Parser:
 
     # predicates: (python expression, type) with type "bool", "str" or "attrs"
     def or_expression(self) -> tuple[str, str]:
-        terms = [self.and_expression()]
-        while self.at("or"):
-            self.take("or")
-            terms.append(self.and_expression())
-        if len(terms) == 1:
-            return terms[0]
-        return "(" + " or ".join(self.boolean(term) for term in terms) + ")", "bool"
+        return self.joined("or", self.and_expression)
 
     def and_expression(self) -> tuple[str, str]:
-        terms = [self.comparison()]
-        while self.at("and"):
-            self.take("and")
-            terms.append(self.comparison())
+        return self.joined("and", self.comparison)
+
+    def joined(self, operator: str, term: Callable[[], tuple[str, str]]) -> tuple[str, str]:
+        """``term`` (``operator`` ``term``)*: one term as it is, more as a boolean of them."""
+        terms = [term()]
+        while self.at(operator):
+            self.take(operator)
+            terms.append(term())
         if len(terms) == 1:
             return terms[0]
-        return "(" + " and ".join(self.boolean(term) for term in terms) + ")", "bool"
+        return "(" + f" {operator} ".join(self.boolean(t) for t in terms) + ")", "bool"
 
     def comparison(self) -> tuple[str, str]:
         left = self.primary()
