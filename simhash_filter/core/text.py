@@ -33,7 +33,9 @@ __all__ = [
     "fold",
     "jieba_tokenizer",  # re-exported from simhash_filter.core.segment, where it lives
     "long_runs",
+    "may_hold_non_starter_run",
     "non_starter_run_re",
+    "non_starters",
     "normalize",
     "strip_machine_text",
 ]
@@ -85,7 +87,6 @@ _TOKEN_RE = re.compile(
 )
 _CJK_RE = re.compile(f"[{HAN}{KANA_HANGUL}]")
 _WORD_RE = re.compile(_word(_LETTER))  # the fast path, for text with no CJK
-_SPACE_RE = re.compile(r"\s+")
 
 
 _URL_CHARS = r"[^\s<>()\[\]{}\"'`]"
@@ -153,19 +154,41 @@ MAX_HAN_RUN = 2_000
 
 
 @cache
-def non_starter_run_re() -> re.Pattern[str]:
-    """A run of more than :data:`MAX_NON_STARTERS` non-starters: characters of a non-zero
-    canonical combining class, or whose decomposition starts with one (U+0F73, U+FF9E, ...).
-    Built on first use (a scan of every code point, ~0.1 s); a memo of a constant."""
+def non_starters() -> tuple[int, ...]:
+    """The non-starters: code points of a non-zero canonical combining class, or whose
+    decomposition starts with one (U+0F73, U+FF9E, ...). Found on first use (a scan of every
+    code point, ~0.1 s); a memo of a constant."""
     combining, decomposition = unicodedata.combining, unicodedata.decomposition
-    codes = [
+    return tuple(
         c
         for c in range(0x110000)
         if combining(ch := chr(c))
         or (decomposition(ch) and combining(unicodedata.normalize("NFKD", ch)[0]))
-    ]
-    ranges = _class_ranges(codes, "\\U{:08x}")
+    )
+
+
+@cache
+def non_starter_run_re() -> re.Pattern[str]:
+    """A run of more than :data:`MAX_NON_STARTERS` non-starters (:func:`non_starters`)."""
+    ranges = _class_ranges(list(non_starters()), "\\U{:08x}")
     return re.compile(f"[{ranges}]{{{MAX_NON_STARTERS + 1},}}")
+
+
+@cache
+def possible_non_starter_run_re() -> re.Pattern[str]:
+    """A run as long of the BMP's non-starters or any character beyond the BMP: a superset
+    of :func:`non_starter_run_re`'s runs that ``re`` scans ~10x faster (a class of BMP
+    ranges is one table lookup a character; the astral ranges are a list walked at each
+    one), so a text without such a run is known to hold no run of marks."""
+    bmp = [c for c in non_starters() if c <= 0xFFFF]
+    ranges = _class_ranges(bmp, "\\u{:04x}")
+    return re.compile(f"[{ranges}\\U00010000-\\U0010ffff]{{{MAX_NON_STARTERS + 1},}}")
+
+
+def may_hold_non_starter_run(text: str) -> bool:
+    """False when ``text`` surely holds no run of more than :data:`MAX_NON_STARTERS`
+    non-starters (:func:`possible_non_starter_run_re`); True when it may."""
+    return possible_non_starter_run_re().search(text) is not None
 
 
 def cap_non_starters(text: str, form: Literal["NFC", "NFKC"] = "NFKC") -> str:
@@ -174,6 +197,8 @@ def cap_non_starters(text: str, form: Literal["NFC", "NFKC"] = "NFKC") -> str:
     stays linear. A text already in ``form`` is returned as it is, without a scan: its runs are
     in order and cost no reordering (``is_normalized`` is ~30x faster than the scan)."""
     if text.isascii() or unicodedata.is_normalized(form, text):
+        return text
+    if not may_hold_non_starter_run(text):
         return text
     return non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
 
@@ -208,8 +233,9 @@ def normalize(text: str) -> str:
 
 def collapse_white_space(text: str) -> str:
     """Runs of white space as one space, none at the ends (:func:`normalize` after
-    :func:`fold`, for a caller that has the folded text already)."""
-    return _SPACE_RE.sub(" ", text).strip()
+    :func:`fold`, for a caller that has the folded text already). White space is
+    ``str.isspace``, which is ``re``'s ``\\s`` (a test pins it); ``split`` is ~3x faster."""
+    return " ".join(text.split())
 
 
 class Tokenizer:

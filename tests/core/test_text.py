@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import tempfile
 import threading
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,14 @@ from simhash_filter.core import stopwords
 from simhash_filter.core.text import (
     HAN,
     KANA_HANGUL,
+    MAX_NON_STARTERS,
     Tokenizer,
+    cap_non_starters,
+    collapse_white_space,
     jieba_tokenizer,
+    may_hold_non_starter_run,
+    non_starter_run_re,
+    non_starters,
     normalize,
     strip_machine_text,
 )
@@ -313,3 +320,40 @@ def test_text_without_machine_text_markers_is_left_alone(text: str) -> None:
         assert strip_machine_text(text) == text
     once = strip_machine_text(text)
     assert len(once) <= len(text)
+
+
+# -- the mark-run cap's fast prefilter -------------------------------------------------------
+
+
+def test_the_prefilter_admits_every_run_the_cap_cuts() -> None:
+    """Its class holds every non-starter: a text it passes over holds no run to cut."""
+    long = MAX_NON_STARTERS + 1
+    for code in non_starters():
+        assert may_hold_non_starter_run("x" + chr(code) * long + "y"), hex(code)
+    assert not may_hold_non_starter_run("\u0301" * MAX_NON_STARTERS + "a" + "\u0301")
+
+
+_MARK_ALPHABET = st.sampled_from(
+    ["a", " ", "é", "\u0301", "\u0323", "\U0001d165", "\U0001d167", "\U0001f600", "丂", "，"]
+)
+
+
+@DETERMINISTIC
+@given(st.lists(st.tuples(_MARK_ALPHABET, st.integers(1, 40)), max_size=12))
+def test_the_cap_equals_the_exact_runs_cut(pieces: list[tuple[str, int]]) -> None:
+    """With the prefilter, the cap is still what it was without it: a text in ``form`` as it
+    is (its runs are in order), else every exact run (astral marks such as U+1D165
+    included) cut to the bound, and nothing else."""
+    text = "".join(ch * n for ch, n in pieces)
+    exact = non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
+    for form in ("NFC", "NFKC"):
+        expected = text if unicodedata.is_normalized(form, text) else exact
+        assert cap_non_starters(text, form) == expected  # type: ignore[arg-type]
+
+
+def test_white_space_is_what_re_calls_white_space() -> None:
+    """``collapse_white_space`` splits on ``str.isspace``: the same runs as ``\\s+``."""
+    spaces = [chr(c) for c in range(0x110000) if re.fullmatch(r"\s", chr(c))]
+    assert spaces == [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    text = "".join(f"{s}w{s}{s}" for s in spaces) + "\u200b\u00a0x\u3000 y "
+    assert collapse_white_space(text) == re.sub(r"\s+", " ", text).strip()

@@ -315,3 +315,17 @@ def test_the_parse_is_trafilaturas_tree(html: str) -> None:
     assert etree.tostring(ours, encoding="unicode") == etree.tostring(theirs, encoding="unicode")
     assert all(isinstance(e, HtmlElement) for e in ours.iter(etree.Element))
     assert ours.text_content() == theirs.text_content()
+
+
+@pytest.mark.parametrize("before", ["", "\U0001f600", "丂，"])
+def test_a_long_run_of_marks_in_one_node_is_cut_in_the_tree(before: str) -> None:
+    """A run in one text node (after an astral or a CJK character too) is cut in the tree,
+    where trafilatura would see it (the text scans' prefilter admits it)."""
+    run = "\u0301\u0323" * 100
+    paragraphs = [*HARBOUR_BRIDGE.paragraphs, f"{before}a{run} tail"]
+    html = news_template(HARBOUR_BRIDGE, date="12 March 2024", paragraphs=paragraphs).encode()
+    page = extract_page(html, max_bytes=2_000_000)
+    assert "marks" in page.capped
+    assert page.visible is not None
+    assert "\u0301\u0323" * 15 in page.visible
+    assert "\u0301\u0323" * 16 not in page.visible

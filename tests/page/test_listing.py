@@ -224,3 +224,31 @@ def test_the_mark_reaches_the_sketch_through_the_page_work() -> None:
     given = work_page(fp, "http://h.example/x", prose(1, 300), wordpress_archive(), max_bytes=10**7)
     assert given.signature is not None
     assert not decode_sketch(given.signature.sketch).listing
+
+
+_EVERY_ELEMENT = "//article | //*[contains(@class, 'post') or contains(@class, 'entry')]"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        wordpress_archive(),
+        drupal_view(),
+        old_theme_loop(),
+        single_post(comments()),
+        "<html class='post-root'><body class='entry'><article class='x'><p>a</p></article>"
+        "<div class='Post'>b</div><div id='post'>c</div><p class='repost entryway'>d</p>"
+        "<span class=''>e</span><article>f<div class='post'>g</div></article></body></html>",
+    ],
+)
+def test_the_candidates_are_those_of_a_test_of_every_element(html: str) -> None:
+    """``_CANDIDATES`` tests the ``class`` attributes only: the same nodes, in the same
+    order, as the test of every element it replaced."""
+    from lxml import etree
+
+    from simhash_filter.page.listing import _CANDIDATES
+
+    tree = parse_bounded(html)
+    expected = etree.XPath(_EVERY_ELEMENT)(tree)
+    assert expected
+    assert _CANDIDATES(tree) == expected
