@@ -40,7 +40,7 @@ from lxml.html import (
     HtmlProcessingInstruction,
     fromstring,
 )
-from trafilatura.utils import decode_file, is_dubious_html, repair_faulty_html
+from trafilatura.utils import DOCTYPE_TAG, decode_file, is_dubious_html, repair_faulty_html
 
 from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS, EXTRACTION
@@ -261,7 +261,7 @@ def load_html(text: str) -> Any:
     :data:`_PARSER`: the same tree, or None."""
     beginning = text[:50].lower()
     dubious = is_dubious_html(beginning)
-    text = repair_faulty_html(text, beginning)
+    text = _repair(text, beginning)
     tree, from_bytes = None, False
     try:
         tree = fromstring(text, parser=_PARSER)
@@ -274,6 +274,28 @@ def load_html(text: str) -> Any:
     if tree is not None and dubious and len(tree) < 2:  # not HTML after all
         return None
     return tree
+
+
+_XML_FORBIDDEN_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13))
+"""The C0 controls ``INVALID_XML_CHARS`` removes, as UTF-8 bytes (each its own byte)."""
+
+
+def _repair(text: str, beginning: str) -> str:
+    """:func:`trafilatura.utils.repair_faulty_html` of ``text``, or ``text`` itself when that
+    would return it unchanged: no character XML forbids (a ``bytes.translate`` over the
+    UTF-8, ~3x faster than the function's regex over the page), no doctype it rewrites, no
+    self-closing ``<html/>`` in the first lines. A test pins the two alike."""
+    if "\ufffe" in text or "\uffff" in text:
+        return repair_faulty_html(text, beginning)
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw.translate(None, _XML_FORBIDDEN_BYTES)) != len(raw):
+        return repair_faulty_html(text, beginning)
+    if "doctype" in beginning and ("\n" not in text or DOCTYPE_TAG.match(text)):
+        return repair_faulty_html(text, beginning)
+    for line in text[:4096].splitlines()[:4]:
+        if "<html" in line and line.endswith("/>"):
+            return repair_faulty_html(text, beginning)
+    return text
 
 
 def _from_bytes(text: str) -> Any:

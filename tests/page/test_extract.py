@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawler.articles import HARBOUR_BRIDGE, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template, portal_template, zh_news_template
@@ -329,3 +331,45 @@ def test_a_long_run_of_marks_in_one_node_is_cut_in_the_tree(before: str) -> None
     assert page.visible is not None
     assert "\u0301\u0323" * 15 in page.visible
     assert "\u0301\u0323" * 16 not in page.visible
+
+
+_REPAIR_PIECES = st.sampled_from(
+    [
+        "<!DOCTYPE html>",
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/x.dtd">',
+        '<!doctype html PUBLIC "-//W3C//DTD XHTML 1.0//EN"\n "http://www.w3.org/TR/x.dtd">',
+        "< ! DOCTYPE html/>",
+        "<html/>",
+        '<HTML lang="en" />',
+        "<html lang='en'><link href=x />",
+        "<html>",
+        "<body><p>text</p></body></html>",
+        "\n",
+        "\r\n",
+        "\r",
+        "\x0b",
+        "\x00",
+        "\x1f",
+        "\t",
+        "\ufffe",
+        "\uffff",
+        "é",
+        "丂",
+        "\U0001f600",
+        "x" * 5000,
+    ]
+)
+
+
+@settings(derandomize=True, deadline=None, max_examples=400)
+@given(st.lists(_REPAIR_PIECES, max_size=8))
+def test_the_repair_is_trafilaturas(pieces: list[str]) -> None:
+    """``_repair`` returns the page as it is only when trafilatura's ``repair_faulty_html``
+    would: the same string on doctypes, ``<html/>`` lines, forbidden characters, newlines."""
+    from trafilatura.utils import repair_faulty_html
+
+    from simhash_filter.page.extract import _repair
+
+    text = "".join(pieces)
+    beginning = text[:50].lower()
+    assert _repair(text, beginning) == repair_faulty_html(text, beginning)
