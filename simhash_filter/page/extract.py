@@ -333,12 +333,14 @@ def _cap_mark_runs(tree: Any) -> bool:
     :data:`~simhash_filter.core.text.MAX_NON_STARTERS` (trafilatura runs NFC on the text it
     extracts, whose canonical reordering is quadratic in a run); True when one was cut."""
     capped = False
-    for node in tree.iter():
-        if node.text and (text := cap_non_starters(node.text, "NFC")) != node.text:
-            node.text = text
+    for node in tree.iter():  # each read of .text/.tail makes a new str: read once
+        text = node.text
+        if text and not text.isascii() and (cut := cap_non_starters(text, "NFC")) != text:
+            node.text = cut
             capped = True
-        if node.tail and (tail := cap_non_starters(node.tail, "NFC")) != node.tail:
-            node.tail = tail
+        tail = node.tail
+        if tail and not tail.isascii() and (cut := cap_non_starters(tail, "NFC")) != tail:
+            node.tail = cut
             capped = True
     return capped
 
