@@ -122,7 +122,7 @@ def cap_text(text: str) -> str:
 
 
 _SNIFF = 4096
-_CONTROL = frozenset(range(32)) - {9, 10, 12, 13}  # C0 controls but tab, LF, FF, CR
+_CONTROL = bytes(sorted(set(range(32)) - {9, 10, 12, 13}))  # C0 controls but tab, LF, FF, CR
 
 
 def _looks_binary(body: bytes | str) -> bool:
@@ -132,7 +132,7 @@ def _looks_binary(body: bytes | str) -> bool:
     codes = head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass")
     if b"\x00" in codes:
         return True
-    controls = sum(1 for byte in codes if byte in _CONTROL)
+    controls = len(codes) - len(codes.translate(None, _CONTROL))  # counted in C
     replacement = head.count("\ufffd") if isinstance(head, str) else 0
     return (controls + replacement) * 10 > len(head)
 

@@ -373,3 +373,25 @@ def test_the_repair_is_trafilaturas(pieces: list[str]) -> None:
     text = "".join(pieces)
     beginning = text[:50].lower()
     assert _repair(text, beginning) == repair_faulty_html(text, beginning)
+
+
+@settings(derandomize=True, deadline=None, max_examples=300)
+@given(st.one_of(st.binary(max_size=5000), st.text(max_size=3000)))
+def test_binary_content_is_told_by_its_control_characters(body: bytes | str) -> None:
+    """``_looks_binary`` counts the C0 controls (but tab, LF, FF, CR) of the first 4,096
+    bytes or characters in C: the count a byte-by-byte test gives."""
+    from simhash_filter.page.extract import _looks_binary
+
+    head = body[:4096]
+    codes = head if isinstance(head, bytes) else head.encode("utf-8", "surrogatepass")
+    controls = sum(1 for byte in codes if byte < 32 and byte not in (9, 10, 12, 13))
+    replacement = head.count("\ufffd") if isinstance(head, str) else 0
+    expected = b"\x00" in codes or (controls + replacement) * 10 > len(head)
+    assert _looks_binary(body) == expected
+
+
+def test_a_page_of_control_bytes_is_binary_and_prose_is_not() -> None:
+    from simhash_filter.page.extract import _looks_binary
+
+    assert _looks_binary(b"\x01\x02\x03" * 200 + b"<p>text</p>" * 10)
+    assert not _looks_binary(b"<p>line one\tand\r\nline two\x0c</p>" * 100)
