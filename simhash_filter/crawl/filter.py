@@ -39,7 +39,7 @@ from simhash_filter.store.records import (
 
 from .config import Config, unknown_settings
 from .error_log import RepeatedErrors
-from .group_commit import MAX_BATCH, GroupCommit, StoreFactory, StoreLike
+from .group_commit import LINGER, MAX_BATCH, GroupCommit, StoreFactory, StoreLike
 from .handoff import Handoff
 from .hints import declared_hint
 from .journal import UncheckedJournal
@@ -113,7 +113,10 @@ class PageFilter:
         self._store: StoreLike | None = None
         self._users = 0
         self._lock = threading.Lock()
-        self._commits = GroupCommit(self._open_store_or_raise)
+        self._in_work = 0  # pages in the page work: their check-and-add comes next
+        self._commits = GroupCommit(
+            self._open_store_or_raise, linger=LINGER, more_coming=lambda: self._in_work > 0
+        )
         self._pool: PagePool | None = None
         self._restarts_counted = 0
         self._logged_first_drop = False
@@ -278,9 +281,15 @@ class PageFilter:
         """The page work of a page (its signature, caps and HTML hints) in the page pool or
         a worker thread; raises when a worker died or timed out."""
         pool = self._pool
-        if pool is None:
-            return await run_in_thread(self.sign, url, text, html)
-        return await self._sign_in_pool(pool, url, text, html)
+        self._in_work += 1
+        try:
+            if pool is None:
+                return await run_in_thread(self.sign, url, text, html)
+            return await self._sign_in_pool(pool, url, text, html)
+        finally:
+            self._in_work -= 1
+            if not self._in_work:
+                self._commits.wake()
 
     async def check(
         self, url: str, text: object = None, html: object = None, *, canonical: object = None
