@@ -196,9 +196,11 @@ def cap_non_starters(text: str, form: Literal["NFC", "NFKC"] = "NFKC") -> str:
     normalizing it to ``form`` (whose canonical reordering is quadratic in a run out of order)
     stays linear. A text already in ``form`` is returned as it is, without a scan: its runs are
     in order and cost no reordering (``is_normalized`` is ~30x faster than the scan)."""
-    if text.isascii() or unicodedata.is_normalized(form, text):
-        return text
-    if not may_hold_non_starter_run(text):
+    if (
+        text.isascii()
+        or unicodedata.is_normalized(form, text)
+        or not may_hold_non_starter_run(text)
+    ):
         return text
     return non_starter_run_re().sub(lambda m: m.group()[:MAX_NON_STARTERS], text)
 

@@ -276,8 +276,9 @@ def load_html(text: str) -> Any:
     return tree
 
 
-_XML_FORBIDDEN_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13))
-"""The C0 controls ``INVALID_XML_CHARS`` removes, as UTF-8 bytes (each its own byte)."""
+_XML_FORBIDDEN_BYTES = _CONTROL + b"\x0c"
+"""The C0 controls ``INVALID_XML_CHARS`` removes (:data:`_CONTROL` and form feed), as UTF-8
+bytes (each its own byte)."""
 
 
 def _repair(text: str, beginning: str) -> str:
