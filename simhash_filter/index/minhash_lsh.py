@@ -129,17 +129,28 @@ class MinHashLshScheme(TableScheme):
 
     def index_items(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
         """The band keys of a page with a sketch, else its fallback keys."""
+        return self._index_items(fingerprint, self.band_keys(sketch))
+
+    def probe_keys(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
+        """The band keys (with a sketch) and the fallback keys: a query finds the pages
+        that share a band with it and the sketchless pages within 3 bits."""
+        return self._probe_keys(fingerprint, self.band_keys(sketch))
+
+    def page_keys(
+        self, fingerprint: int, sketch: bytes | None = None
+    ) -> tuple[list[TableKey], list[TableKey]]:
+        """:meth:`index_items` and :meth:`probe_keys` of a page, its band keys made once."""
         keys = self.band_keys(sketch)
+        return self._index_items(fingerprint, keys), self._probe_keys(fingerprint, keys)
+
+    def _index_items(self, fingerprint: int, keys: list[int] | None) -> list[TableKey]:
         if keys is None:
             return self.fallback_items(fingerprint)
         if not 0 <= fingerprint < (1 << self.bits):
             raise ValueError(f"fingerprint must be an unsigned 64-bit int, got {fingerprint!r}")
         return list(enumerate(keys))
 
-    def probe_keys(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
-        """The band keys (with a sketch) and the fallback keys: a query finds the pages
-        that share a band with it and the sketchless pages within 3 bits."""
-        keys = self.band_keys(sketch)
+    def _probe_keys(self, fingerprint: int, keys: list[int] | None) -> list[TableKey]:
         fallback = self.fallback_items(fingerprint)
         return fallback if keys is None else list(enumerate(keys)) + fallback
 

@@ -113,6 +113,15 @@ class _BlockScheme(TableScheme):
         """The (table_no, key) pairs stored for a page: its key in every table."""
         return list(enumerate(self.index_keys(fingerprint)))
 
+    def probe_keys(self, fingerprint: int, sketch: bytes | None = None) -> list[TableKey]:
+        raise NotImplementedError
+
+    def page_keys(
+        self, fingerprint: int, sketch: bytes | None = None
+    ) -> tuple[list[TableKey], list[TableKey]]:
+        """:meth:`index_items` and :meth:`probe_keys` of a page."""
+        return self.index_items(fingerprint, sketch), self.probe_keys(fingerprint, sketch)
+
 
 @dataclass(frozen=True, slots=True)
 class PermutedScheme(_BlockScheme):

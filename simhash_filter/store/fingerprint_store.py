@@ -298,15 +298,11 @@ class FingerprintStore:
                 decode_sketch(sketch)
             except ValueError as exc:
                 raise ValueError(f"not a sketch (for {canonical}): {exc}") from None
+        index_keys, probe_keys = self.scheme.page_keys(fingerprint, sketch)
         return RowToCheck(
-            canonical,
-            url_domain(canonical),
-            fingerprint,
-            int(text_length),
-            self.scheme.index_items(fingerprint, sketch),
-            self.scheme.probe_keys(fingerprint, sketch),
-            sketch,
-        )
+            canonical, url_domain(canonical), fingerprint, int(text_length), index_keys,
+            probe_keys, sketch,
+        )  # fmt: skip
 
     def _check_rows(
         self,

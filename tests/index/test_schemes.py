@@ -210,3 +210,30 @@ def test_default_multi_index_blocks_keep_the_probe_within_the_lock_bound() -> No
         assert scheme.n_probes <= MAX_DEFAULT_PROBES
     assert MultiIndexScheme(max_distance=8).n_blocks == 3  # 718 probes: the fewest rows read
     assert MultiIndexScheme(max_distance=9).n_blocks == 4  # 3 blocks would probe 2,258 keys
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    fp=U64,
+    kind=st.sampled_from(["permuted", "multi-index", "minhash-lsh"]),
+    slots=st.none() | st.sampled_from([64, 256]),
+    seed=st.integers(0, 1000),
+)
+def test_page_keys_are_index_items_and_probe_keys(
+    fp: int, kind: str, slots: int | None, seed: int
+) -> None:
+    # the store makes a page's keys with page_keys (band keys once): the same as asked apart
+    import numpy as np
+
+    from simhash_filter.core.signature import encode_sketch
+    from simhash_filter.index.schemes import make_scheme
+
+    scheme = make_scheme(kind, max_distance=64 if kind == "minhash-lsh" else 3)
+    sketch = None
+    if slots is not None:  # 64 slots: too few for the bands, the fallback keys
+        rng = np.random.default_rng(seed)
+        sketch = encode_sketch(rng.integers(0, 1 << 16, slots, dtype=np.uint16))
+    assert scheme.page_keys(fp, sketch) == (
+        scheme.index_items(fp, sketch),
+        scheme.probe_keys(fp, sketch),
+    )
