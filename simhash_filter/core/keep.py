@@ -34,6 +34,7 @@ __all__ = [
     "ClusterPage",
     "UrlForm",
     "could_prefer_new",
+    "defers",
     "prefers_new",
     "rules_prefer_new",
     "support",
@@ -88,12 +89,19 @@ def prefers_new(
     (None: no rules)."""
     if new.url == kept.url:
         return False
-    if new.declared is not None and new.declared != new.url and new.declared not in disproved:
+    if defers(new) and new.declared not in disproved:
         return False
     ahead = support(new.url, kept, new, votes) - support(kept.url, kept, new, votes)
     if ahead != 0 or forms is None:
         return ahead > 0
     return rules_prefer_new(*forms())
+
+
+def defers(new: ClusterPage) -> bool:
+    """True when ``new`` declares another URL its canonical: :func:`prefers_new` keeps it
+    a copy whatever the votes and the rules say, unless that hint is disproved (so the
+    store asks only whether it is, before reading the cluster)."""
+    return new.declared is not None and new.declared != new.url
 
 
 def could_prefer_new(url: str, declared: str | None, kept_url: str) -> bool:

@@ -404,10 +404,16 @@ class FingerprintStore:
         """Keep ``page`` in place of ``kept``, the stored page its check-and-add called it a
         copy of, when the keep policy prefers it (core/keep.py: its canonical hints); None
         when it does not, or when the swap was called off (store/supersede.py)."""
+        declared = hint_key(page.canonical)
+        with self._cursors.cursor() as cursor:  # most copies stay copies: one statement
+            if self._superseder.stays_a_copy(
+                cursor_execute(cursor), canonical_url(page.url), declared, kept
+            ):
+                return None
         row, text = self._row(*page[:4]), _checked_text(page.text)
         with self._errors():
             return self._superseder.supersede(
-                self._read, row, hint_key(page.canonical), text, kept, datetime.now(UTC)
+                self._read, row, declared, text, kept, datetime.now(UTC)
             )
 
     def canonical_pairs(

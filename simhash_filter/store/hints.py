@@ -39,13 +39,37 @@ def hint_key(canonical: str | None) -> str | None:
         return None
 
 
+_p, _d = pages_table.c, duplicates_table.c
+_PAGE_HINT = (  # built once, as the others below: every batch with a hint runs them
+    update(pages_table)
+    .where(
+        _p.url == bindparam("u"),
+        or_(_p.canonical_url.is_(None), _p.canonical_url != bindparam("c")),
+    )
+    .values(canonical_url=bindparam("c"))
+)
+_DROP_HINT = (
+    update(duplicates_table)
+    .where(_d.url == bindparam("u"), _d.seen_at == bindparam("now"), _d.canonical_url.is_(None))
+    .values(canonical_url=bindparam("c"))
+)
+_VOTES = (  # a keep decision reads it on every copy that may be preferred
+    select(_d.canonical_url, func.count())
+    .where(
+        _d.duplicate_of == bindparam("p"),
+        _d.canonical_url.in_(bindparam("urls", expanding=True)),
+        _d.url != bindparam("but"),
+    )
+    .group_by(_d.canonical_url)
+)
+
+
 def write_hints(
     conn: Connection, verdicts: Sequence[Verdict], hints: Sequence[str | None], now: datetime
 ) -> None:
     """Store ``hints[i]`` (None: nothing) with what ``verdicts[i]`` did, in the caller's
     transaction: on the page row of an admitted page (when it differs), on the drop logged
     at ``now`` for a duplicate."""
-    p, d = pages_table.c, duplicates_table.c
     pages = []
     drops = []
     for verdict, hint in zip(verdicts, hints, strict=True):
@@ -56,22 +80,9 @@ def write_hints(
         else:
             pages.append({"u": verdict.url, "c": hint})
     if pages:
-        conn.execute(
-            update(pages_table)
-            .where(
-                p.url == bindparam("u"),
-                or_(p.canonical_url.is_(None), p.canonical_url != bindparam("c")),
-            )
-            .values(canonical_url=bindparam("c")),
-            pages,
-        )
+        conn.execute(_PAGE_HINT, pages)
     if drops:
-        conn.execute(
-            update(duplicates_table)
-            .where(d.url == bindparam("u"), d.seen_at == now, d.canonical_url.is_(None))
-            .values(canonical_url=bindparam("c")),
-            drops,
-        )
+        conn.execute(_DROP_HINT, [{**drop, "now": now} for drop in drops])
 
 
 def write_hints_after(
@@ -88,13 +99,8 @@ def cluster_votes(
 ) -> dict[str, int]:
     """How many logged copies of the kept page ``page_id`` (other than those of URL ``but``)
     declare each of ``urls`` their canonical."""
-    d = duplicates_table.c
-    stmt = (
-        select(d.canonical_url, func.count())
-        .where(d.duplicate_of == page_id, d.canonical_url.in_(list(urls)), d.url != but)
-        .group_by(d.canonical_url)
-    )
-    return {url: int(count) for url, count in conn.execute(stmt)}
+    found = conn.execute(_VOTES, {"p": page_id, "urls": list(urls), "but": but})
+    return {url: int(count) for url, count in found}
 
 
 def was_seen(conn: Connection, url: str) -> bool:

@@ -15,34 +15,44 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import Connection, inspect, select
+from sqlalchemy import Connection, bindparam, inspect, select
 
 from simhash_filter.core.keep import UrlForm
 from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
-from .schema import duplicates_table, pages_table, url_rules_table
+from .schema import url_rules_table
+from .statements import Execute, Statements
 
 __all__ = ["disproved_hints", "keep_ruleset", "rule_forms"]
 
 _RANK = {RuleState.PINNED: 3, RuleState.ACTIVE: 2, RuleState.CANDIDATE: 1}
 """Learned rules a keep decision uses, strongest first (retired and banned: none)."""
 _EXEMPTING = (RuleState.RETIRED.value, RuleState.BANNED.value)
+_HAS_RULES = "simhash_filter.has_url_rules"
+"""``Connection.info`` key: the database has the ``url_rules`` table (a table once made
+stays, so only a True is remembered, by the pooled connection)."""
+
+_r = url_rules_table.c
+_HOST_RULES = (
+    select(_r.host, _r.kind, _r.pattern, _r.state, _r.support)
+    .where(_r.host == bindparam("host"))
+    .order_by(_r.id)
+)
 
 
-def disproved_hints(conn: Connection, page_id: int, hints: Collection[str]) -> set[str]:
+def disproved_hints(
+    execute: Execute, statements: Statements, page_id: int, hints: Collection[str]
+) -> set[str]:
     """The ``hints`` (canonical URLs) stored as a page other than the kept page ``page_id``
-    and its logged copies (see the module doc)."""
-    if not hints:
-        return set()
-    p, d = pages_table.c, duplicates_table.c
-    urls = sorted(hints)
+    and its logged copies (see the module doc); ``execute`` runs SQL in the caller's
+    transaction or on a cursor of its own."""
     members: set[str] = set()
     elsewhere: set[str] = set()
-    kept = select(p.url, p.id).where(p.url.in_(urls), p.dropped_at.is_(None))
-    logged = select(d.url, d.duplicate_of).where(d.url.in_(urls))
-    for url, owner in [*conn.execute(kept), *conn.execute(logged)]:
-        (members if owner == page_id else elsewhere).add(url)
+    compiled = statements.stored_as
+    for url in sorted(hints):  # (one or two)
+        for stored, owner in execute(compiled.sql, compiled.bind([url, url])):
+            (members if owner == page_id else elsewhere).add(stored)
     return elsewhere - members
 
 
@@ -68,12 +78,20 @@ def keep_ruleset(rows: Sequence[tuple[str, str, str, str, int]]) -> RuleSet:
 
 def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
     """The forms of the kept and the new URL under the rules of the kept URL's host."""
-    r = url_rules_table.c
     rows: list[tuple[str, str, str, str, int]] = []
-    if inspect(conn).has_table(url_rules_table.name):  # a database made before schema 5
-        query = select(r.host, r.kind, r.pattern, r.state, r.support)
-        found = conn.execute(query.where(r.host == url_host(kept)).order_by(r.id))
+    if _has_rules(conn):  # not on a database made before schema 5
+        found = conn.execute(_HOST_RULES, {"host": url_host(kept)})
         rows = [(h, k, p, s, int(n)) for h, k, p, s, n in found]
     ruleset = keep_ruleset(rows)
     kept_form, new_form = ruleset.form(kept), ruleset.form(new)
     return UrlForm(kept_form.url, len(kept_form.rules)), UrlForm(new_form.url, len(new_form.rules))
+
+
+def _has_rules(conn: Connection) -> bool:
+    """Whether the database has the ``url_rules`` table (asked once a pooled connection)."""
+    if conn.info.get(_HAS_RULES):
+        return True
+    found = inspect(conn).has_table(url_rules_table.name)
+    if found:
+        conn.info[_HAS_RULES] = True
+    return found

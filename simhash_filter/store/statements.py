@@ -234,6 +234,22 @@ class Statements:
             select(*_stored_page_columns()).where(p.url == bindparam("u")), dialect, ["u"]
         )
         self.url_by_id = Compiled(select(p.url).where(p.id == bindparam("p")), dialect, ["p"])
+        d = duplicates_table.c
+        self.stored_as = Compiled(  # the keep policy's disproof of a hint (keep_evidence.py)
+            union_all(
+                select(p.url, p.id).where(p.url == bindparam("u"), p.dropped_at.is_(None)),
+                select(d.url, d.duplicate_of).where(d.url == bindparam("v")),
+            ),
+            dialect,
+            ["u", "v"],
+        )
+        # built once (their IN lists expand at each execution): a batch reads both
+        self.pages_by_urls = select(*_stored_page_columns()).where(
+            p.url.in_(bindparam("urls", expanding=True))
+        )
+        self.pages_by_ids = select(*_stored_page_columns()).where(
+            p.id.in_(bindparam("ids", expanding=True))
+        )
         key_fields = ["table_no", "key", "page_id", "fingerprint"]
         self.key_insert = Compiled(
             insert(keys_table).values({name: bindparam(name) for name in key_fields}),
@@ -255,12 +271,11 @@ class SqlBatchIO(BatchIO):
             compiled = self._statements.page_by_url
             rows: Iterable[Any] = self._execute(compiled.sql, compiled.bind(urls))
         else:
+            stmt = self._statements.pages_by_urls
             rows = (
                 row
                 for chunk in chunked(urls, IN_CHUNK)
-                for row in self._conn.execute(
-                    select(*_stored_page_columns()).where(pages_table.c.url.in_(chunk))
-                )
+                for row in self._conn.execute(stmt, {"urls": chunk})
             )
         return [stored_page(row) for row in rows]
 
@@ -269,9 +284,9 @@ class SqlBatchIO(BatchIO):
 
     def pages_by_id(self, page_ids: Sequence[int]) -> list[StoredPage]:
         found: list[StoredPage] = []
+        stmt = self._statements.pages_by_ids
         for chunk in chunked(page_ids, IN_CHUNK):
-            stmt = select(*_stored_page_columns()).where(pages_table.c.id.in_(chunk))
-            found.extend(stored_page(row) for row in self._conn.execute(stmt))
+            found.extend(stored_page(row) for row in self._conn.execute(stmt, {"ids": chunk}))
         return found
 
     def write(self, changes: Changes) -> dict[int, int]:

@@ -25,9 +25,18 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import BigInteger, Connection, delete, insert, literal, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    bindparam,
+    delete,
+    insert,
+    literal,
+    select,
+    update,
+)
 
-from simhash_filter.core.keep import ClusterPage, prefers_new
+from simhash_filter.core.keep import ClusterPage, defers, prefers_new
 from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
@@ -44,7 +53,7 @@ from .schema import (
     page_texts_table,
     pages_table,
 )
-from .statements import SqlBatchIO, Statements
+from .statements import Execute, SqlBatchIO, Statements, connection_execute
 from .texts import has_text_tables, write_texts
 
 __all__ = ["KeptPage", "NotSuperseded", "Superseder", "read_kept"]
@@ -65,14 +74,15 @@ class KeptPage(NamedTuple):
     canonical_url: str | None
 
 
+_p = pages_table.c
+_KEPT = select(_p.id, _p.url, _p.domain, _p.fingerprint, _p.sketch, _p.canonical_url).where(
+    _p.id == bindparam("p"), _p.dropped_at.is_(None)
+)  # built once: read on every copy that may be preferred
+
+
 def read_kept(conn: Connection, page_id: int) -> KeptPage | None:
     """The kept page ``page_id``, or None (also when it left the index: ``dropped_at``)."""
-    p = pages_table.c
-    row = conn.execute(
-        select(p.id, p.url, p.domain, p.fingerprint, p.sketch, p.canonical_url).where(
-            p.id == page_id, p.dropped_at.is_(None)
-        )
-    ).first()
+    row = conn.execute(_KEPT, {"p": page_id}).first()
     if row is None:
         return None
     page_id, url, domain, fingerprint, sketch, declared = row
@@ -139,6 +149,17 @@ class Superseder:
                 return None
         return self.run(old, new, declared=declared, text=text, kept=kept, now=now)
 
+    def stays_a_copy(self, execute: Execute, url: str, declared: str | None, kept: Match) -> bool:
+        """True when the page of canonical ``url``, a copy of ``kept``, names another URL
+        its canonical (``declared``) and the store does not disprove that hint: the keep
+        policy keeps it a copy whatever the kept page, the votes and the rules say
+        (core/keep.py: :func:`defers`), so :meth:`supersede` need not run. One statement
+        a hint, on ``execute`` (a cursor: no transaction, no lock)."""
+        if declared is None or not defers(ClusterPage(url, declared)):
+            return False
+        others = {declared} - {kept.url, url}
+        return declared not in disproved_hints(execute, self._statements, kept.page_id, others)
+
     def prefers(
         self, conn: Connection, old: KeptPage, new: RowToCheck, declared: str | None
     ) -> bool:
@@ -151,7 +172,9 @@ class Superseder:
             ClusterPage(old.url, old.canonical_url),
             ClusterPage(new.url, declared),
             votes,
-            disproved=disproved_hints(conn, old.page_id, hints - {old.url, new.url}),
+            disproved=disproved_hints(
+                connection_execute(conn), self._statements, old.page_id, hints - {old.url, new.url}
+            ),
             forms=lambda: rule_forms(conn, old.url, new.url),
         )
 

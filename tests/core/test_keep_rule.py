@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from simhash_filter.core.keep import (
     ClusterPage,
     UrlForm,
     could_prefer_new,
+    defers,
     prefers_new,
     rules_prefer_new,
     support,
@@ -96,3 +100,32 @@ def test_the_rules_never_choose_the_variant() -> None:
     # an echo of every URL as its own canonical is a tie the rules break
     echo = ClusterPage(A + "?sid=1", A + "?sid=1")
     assert prefers_new(echo, ClusterPage(A, A), {}, forms=lambda: (UrlForm(A, 1), UrlForm(A, 0)))
+
+
+_URLS = st.sampled_from([A, B, C, HOME])
+_PAGES = st.builds(ClusterPage, _URLS, st.none() | _URLS)
+_FORMS = st.builds(UrlForm, _URLS, st.integers(0, 3))
+
+
+@given(
+    kept=_PAGES,
+    new=_PAGES,
+    votes=st.dictionaries(_URLS, st.integers(0, 5)),
+    disproved=st.frozensets(_URLS),
+    forms=st.none() | st.tuples(_FORMS, _FORMS),
+)
+def test_a_page_that_defers_stays_a_copy_unless_its_hint_is_disproved(
+    kept: ClusterPage,
+    new: ClusterPage,
+    votes: dict[str, int],
+    disproved: frozenset[str],
+    forms: tuple[UrlForm, UrlForm] | None,
+) -> None:
+    # the store decides such a page on whether its hint is disproved alone, before it reads
+    # the kept page, the votes or the rules (store/supersede.py): nothing else may matter
+    prefers = prefers_new(
+        kept, new, votes, disproved=disproved, forms=None if forms is None else lambda: forms
+    )
+    if defers(new) and new.declared not in disproved:
+        assert not prefers
+    assert defers(new) == (new.declared not in (None, new.url))

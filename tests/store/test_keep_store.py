@@ -200,6 +200,42 @@ def test_a_hint_the_store_disproves_counts_as_none(store: FingerprintStore) -> N
     assert store.supersede(member, verdict.duplicate_of) is None
 
 
+def test_the_one_statement_answer_agrees_with_the_whole_read(store: FingerprintStore) -> None:
+    # supersede answers a copy that names another URL its canonical on whether the store
+    # disproves that hint alone (Superseder.stays_a_copy); the whole read (the kept page,
+    # the votes, the rules) must say the same wherever it does
+    from datetime import UTC, datetime
+
+    from simhash_filter.store.hints import hint_key
+    from simhash_filter.store.statements import cursor_execute
+
+    home = f"{SITE}/"
+    add(store, row(home, 5, canonical=home))
+    kept = row(f"{SITE}/article/0?utm_source=rss", 0, canonical=home)
+    add(store, kept)
+    logged = row(f"{SITE}/article/0?fbclid=x", 0, canonical=f"{SITE}/article/0", edit=" X.")
+    add(store, logged)
+    superseder = store._superseder
+    cases = {  # the hint a copy names: is the one-statement answer "a copy"?
+        f"{SITE}/unseen": True,  # not stored: not disproved
+        kept.url: True,  # the kept page itself
+        logged.url: True,  # a logged copy of the cluster: a member's
+        home: False,  # stored as another page: disproved, the whole read decides
+        None: False,  # no hint: the whole read decides
+    }
+    for hint, stays in cases.items():
+        page = row(f"{SITE}/article/0?ref={len(str(hint))}", 0, canonical=hint, edit=" Y.")
+        match = store.near(page.fingerprint, sketch=page.sketch)[0]
+        with store._cursors.cursor() as cursor:
+            early = superseder.stays_a_copy(cursor_execute(cursor), page.url, hint_key(hint), match)
+        assert early is stays, hint
+        if early:  # the whole read (it swaps nothing here: it answers None)
+            new = store._row(*page[:4])
+            now = datetime.now(UTC)
+            whole = superseder.supersede(store._read, new, hint_key(hint), None, match, now)
+            assert whole is None, hint
+
+
 def _rule(kind: str, pattern: str, *, support: int = 1) -> RuleDelta:
     return RuleDelta(UrlRule("site.example", kind, pattern), support=support)
 
