@@ -12,8 +12,9 @@ Every recorded page (:class:`~simhash_filter.crawl.outcomes.FilterResult`) is ev
 
 A candidate with ``RULE_MIN_SUPPORT`` supporting pairs is checked against the host's stored
 pages (two stored pages it maps together are a counterexample) and then becomes active (a
-parameter rule active in sibling scopes proposes the rule of their parent scope,
-:func:`~simhash_filter.urls.learning.generalized_rules`, checked the same way); one
+parameter's rules in sibling scopes, active or with enough witnesses together, propose the
+rule of their parent scope, :func:`~simhash_filter.urls.learning.generalized_rules`,
+checked the same way); one
 counterexample retires an active rule at once, and the requests it skipped are handed back
 to be fetched. The evidence goes to the store
 (:class:`~simhash_filter.store.url_rules.UrlRuleStore`), where crawlers sharing a database
@@ -272,7 +273,7 @@ class RuleLearner:
         ]
         retired: list[RetiredRule] = []
         changed = False
-        widen: set[str] = set()  # hosts where a parameter rule became active
+        widen: set[tuple[str, str]] = set()  # (host, parameter) with new support or in force
         for stored in self.store.record(changes):
             before = self._rules.get(stored.rule)
             if stored.state is RuleState.CANDIDATE and self._ready(stored):
@@ -281,25 +282,44 @@ class RuleLearner:
             if before is None or before.state is not stored.state:
                 changed = True
                 retired.extend(self._announce(before, stored))
-                if stored.state.skips and stored.rule.kind == PARAM:
-                    widen.add(stored.rule.host)
-        for host in sorted(widen):
-            self._generalize(host)
+            grew = before is None or before.support != stored.support
+            if stored.rule.kind == PARAM and (stored.state.skips or grew):
+                widen.add((stored.rule.host, stored.rule.parameter))
+        for host, parameter in sorted(widen):
+            self._generalize(host, parameter)
         if changed:
             self._publish()
         return retired
 
-    def _generalize(self, host: str) -> None:
-        """Activate the parameter rules one step up the pattern tree from the host's skipping
-        ones (:func:`generalized_rules`; witnesses: the sibling scopes), each checked
-        against the stored pages first; again from those, up to the host's root."""
+    def _generalize(self, host: str, parameter: str) -> None:
+        """Activate the rules of ``parameter`` one step up the pattern tree from the host's
+        skipping ones and the support of its candidates (:func:`generalized_rules`;
+        witnesses: the sibling scopes), each checked against the stored pages first; again
+        from those, up to the host's root."""
         for _ in range(_MAX_GENERALIZE):
-            rules = [rule for rule in self._by_host.get(host, ()) if rule.kind == PARAM]
+            rules = [
+                rule
+                for rule in self._by_host.get(host, ())
+                if rule.kind == PARAM and rule.parameter == parameter
+            ]
             skipping = [rule for rule in rules if self._rules[rule].state.skips]
             doubted = [rule for rule in rules if self._doubted(self._rules[rule])]
+            candidates = {
+                rule: self._rules[rule].support
+                for rule in rules
+                if self._rules[rule].state is RuleState.CANDIDATE
+                and not self._rules[rule].counterexamples
+            }
+            proposed = generalized_rules(
+                skipping,
+                doubted,
+                candidates=candidates,
+                witnesses_of=self.store.witnesses,
+                min_support=self.config.rule_min_support,
+            )
             fresh = [
                 (rule, scopes)
-                for rule, scopes in generalized_rules(skipping, doubted).items()
+                for rule, scopes in proposed.items()
                 if rule not in self._rules or self._rules[rule].state is RuleState.CANDIDATE
             ]
             if not fresh:

@@ -45,6 +45,7 @@ __all__ = ["RuleDelta", "SkippedRequest", "StoredRule", "UrlRuleStore", "ensure_
 
 _UNIVERSAL_KINDS = (TRACKING, SESSION)
 _RETIRABLE = (RuleState.CANDIDATE.value, RuleState.ACTIVE.value)
+_CHUNK = 500  # patterns an IN list of one query
 
 
 def ensure_rule_tables(engine: Engine) -> None:
@@ -153,6 +154,26 @@ class UrlRuleStore:
                 .first()
             )
         return None if row is None else _stored(row)
+
+    def witnesses(self, rules: Sequence[UrlRule]) -> dict[UrlRule, set[str]]:
+        """What each rule's supporting pairs showed (a parent scope pools its children's)."""
+        r, w = url_rules_table.c, rule_witnesses_table.c
+        found: dict[UrlRule, set[str]] = {rule: set() for rule in rules}
+        by_key = {(rule.host, rule.kind, rule.pattern): rule for rule in rules}
+        with self._connection(write=False) as conn:
+            for host in sorted({rule.host for rule in rules}):
+                patterns = sorted(rule.pattern for rule in rules if rule.host == host)
+                for start in range(0, len(patterns), _CHUNK):
+                    query = (
+                        select(r.host, r.kind, r.pattern, w.witness)
+                        .join(rule_witnesses_table, w.rule_id == r.id)
+                        .where(r.host == host, r.pattern.in_(patterns[start : start + _CHUNK]))
+                    )
+                    for row_host, kind, pattern, witness in conn.execute(query):
+                        rule = by_key.get((row_host, kind, pattern))
+                        if rule is not None:
+                            found[rule].add(witness)
+        return found
 
     def kept_urls(self, host: str, limit: int) -> list[str]:
         """Up to ``limit`` URLs of kept pages of ``host`` (a candidate's history check)."""

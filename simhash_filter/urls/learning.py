@@ -14,14 +14,15 @@ many sites drop it), and a wrong first guess, once active, would block the right
 
 A candidate becomes a skipping rule only with enough supporting pairs and no
 counterexample; :func:`maps_together` is the test both use. A parameter rule that qualified
-in sibling scopes is proposed one step up the pattern tree (:func:`generalized_rules`), so a
-site whose posts live in ``/2024/MM/`` learns ``?replytocom`` once, not once a month.
+in sibling scopes, or whose sibling candidates have enough distinct witnesses together, is
+proposed one step up the pattern tree (:func:`generalized_rules`), so a site whose posts
+live in ``/2024/MM/`` learns ``?replytocom`` once, not once a month.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -32,6 +33,7 @@ from .universal import SESSION, TRACKING
 __all__ = [
     "MIN_SIBLINGS",
     "LearnedRule",
+    "Witnesses",
     "apply_rule",
     "candidate_rules",
     "generalized_rules",
@@ -121,41 +123,84 @@ def parent_scope(scope: str) -> str | None:
     return scope[: scope.rstrip("/").rfind("/") + 1] or "/"
 
 
+Witnesses = Callable[[Sequence[UrlRule]], Mapping[UrlRule, Collection[str]]]
+"""The stored witnesses of some rules (:func:`generalized_rules` pools its candidates')."""
+
+
 def generalized_rules(
     qualified: Iterable[UrlRule],
     doubted: Iterable[UrlRule] = (),
     *,
     min_siblings: int = MIN_SIBLINGS,
+    candidates: Mapping[UrlRule, int] | None = None,
+    witnesses_of: Witnesses | None = None,
+    min_support: int = 1,
 ) -> dict[UrlRule, tuple[str, ...]]:
     """Parameter rules one step up the pattern tree (Lei et al., WWW 2010): ``A?name`` (or
-    ``A?name=value``) when a ``qualified`` rule of that parameter and value holds in at least
+    ``A?name=value``) when rules of that parameter and value hold in at least
     ``min_siblings`` scopes directly under ``A`` (``/2024/04/?replytocom`` and
-    ``/2024/07/?replytocom`` → ``/2024/?replytocom``), each with support of its own, and no
-    ``doubted`` rule of that parameter (a counterexample, retired, banned) has a scope inside
-    ``A`` or around it: the parameter selects content somewhere there. Value: the sibling
-    scopes (the new rule's witnesses). A proposal is a candidate like any other: checked
-    against the stored pages, sampled, retired by one counterexample."""
+    ``/2024/07/?replytocom`` → ``/2024/?replytocom``), and no ``doubted`` rule of that
+    parameter (a counterexample, retired, banned) has a scope inside ``A`` or around it: the
+    parameter selects content somewhere there. Each sibling is a ``qualified`` rule, or else
+    a rule of ``candidates`` (rule → support) when their witnesses (``witnesses_of``) come to
+    ``min_support`` distinct ones together, and ``A``'s rule is not a candidate already (its
+    own pairs count it): a month with one reply pair and a month with two make the year's
+    rule, where neither month alone would qualify. Value: the sibling scopes (the new rule's
+    witnesses). A proposal is a candidate like any other: checked against the stored pages,
+    sampled, retired by one counterexample."""
     known = set(qualified)
-    siblings: dict[tuple[str, str, str | None, str], set[str]] = defaultdict(set)
-    for rule in known:
+    pooled = {
+        rule: support
+        for rule, support in (candidates or {}).items()
+        if support > 0 and rule not in known and witnesses_of is not None
+    }
+    groups: dict[tuple[str, str, str | None, str], list[UrlRule]] = defaultdict(list)
+    for rule in [*known, *pooled]:
         parent = parent_scope(rule.scope) if rule.kind == PARAM else None
         if parent is not None:
-            siblings[(rule.host, rule.parameter, rule.value, parent)].add(rule.scope)
+            groups[(rule.host, rule.parameter, rule.value, parent)].append(rule)
     against: dict[tuple[str, str], list[str]] = defaultdict(list)
     for rule in doubted:
         if rule.kind == PARAM:
             against[(rule.host, rule.parameter)].append(rule.scope)
     proposed: dict[UrlRule, tuple[str, ...]] = {}
-    for (host, name, value, parent), scopes in sorted(siblings.items(), key=str):
+    for (host, name, value, parent), members in sorted(groups.items(), key=str):
+        scopes = {rule.scope for rule in members}
         if len(scopes) < min_siblings:
             continue
         doubts = against.get((host, name), ())
         if any(s.startswith(parent) or parent.startswith(s) for s in doubts):
             continue
         rule = UrlRule(host, PARAM, f"{parent}?{name}" + ("" if value is None else f"={value}"))
-        if rule not in known:
-            proposed[rule] = tuple(sorted(scopes))
+        if rule in known:
+            continue
+        enough = len({r.scope for r in members if r in known}) >= min_siblings
+        if not enough and (
+            rule in pooled or not _pooled_support(members, known, pooled, witnesses_of, min_support)
+        ):
+            continue
+        proposed[rule] = tuple(sorted(scopes))
     return proposed
+
+
+def _pooled_support(
+    members: Sequence[UrlRule],
+    known: set[UrlRule],
+    pooled: Mapping[UrlRule, int],
+    witnesses_of: Witnesses | None,
+    min_support: int,
+) -> bool:
+    """Whether siblings that are not all qualified have the support of one rule together:
+    any qualified one carries it; else their distinct witnesses (asked only when their
+    supports could add up to it)."""
+    if any(rule in known for rule in members):
+        return True
+    if witnesses_of is None or sum(pooled[rule] for rule in members) < min_support:
+        return False
+    seen: set[str] = set()
+    for found in witnesses_of(members).values():
+        seen.update(found)
+    return len(seen) >= min_support
 
 
 def witness(rule: UrlRule, first: str, second: str) -> str | None:
@@ -281,7 +326,7 @@ def learn_from_pairs(
             ready = found[r].support >= min_support and not found[r].counterexamples
             if ready and r.reverse not in qualified and r.reverse not in more:
                 more.append(r)
-        more += _generalize(found, [*qualified, *more], kept_urls)
+        more += _generalize(found, [*qualified, *more], kept_urls, min_support, witnesses)
         if not more:
             break
         qualified.extend(more)
@@ -294,13 +339,25 @@ def _generalize(
     found: dict[UrlRule, LearnedRule],
     qualified: Sequence[UrlRule],
     kept_urls: Callable[[str], Sequence[str]],
+    min_support: int,
+    witnesses: Mapping[UrlRule, Collection[str]],
 ) -> list[UrlRule]:
-    """The rules :func:`generalized_rules` proposes from ``qualified`` (into ``found``, support
-    the sibling scopes), checked against the stored pages: those with no collision qualify."""
+    """The rules :func:`generalized_rules` proposes from ``qualified`` and the candidates of
+    ``found`` (into ``found``, support the sibling scopes), checked against the stored pages:
+    those with no collision qualify."""
     doubted = [learned.rule for learned in found.values() if learned.counterexamples]
+    candidates = {
+        learned.rule: learned.support for learned in found.values() if not learned.counterexamples
+    }
     more: list[UrlRule] = []
     while True:
-        proposed = generalized_rules([*qualified, *more], doubted)
+        proposed = generalized_rules(
+            [*qualified, *more],
+            doubted,
+            candidates=candidates,
+            witnesses_of=lambda rules: {rule: witnesses.get(rule, ()) for rule in rules},
+            min_support=min_support,
+        )
         fresh = {rule: scopes for rule, scopes in proposed.items() if rule not in more}
         if not fresh:
             return more

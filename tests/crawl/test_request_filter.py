@@ -304,6 +304,35 @@ def test_a_parameter_that_selects_content_never_becomes_a_rule(
     assert stored.counterexamples >= 1
 
 
+def test_sibling_months_pool_their_pairs_into_the_years_rule(crawl: Crawl) -> None:
+    """WordPress's ``/YYYY/MM/`` permalinks: one reply pair in April, two in July; the
+    witnesses pooled from the store make ``/2024/?replytocom`` skip, checked first."""
+    pairs = [("04", "a", 1), ("07", "b", 2), ("07", "c", 3)]
+    year = UrlRule(H, PARAM, "/2024/?replytocom")
+    for month, slug, reply in pairs:
+        assert year not in crawl.active()
+        page = f"http://{H}/2024/{month}/{slug}/"
+        crawl.keep(page)
+        crawl.drop(f"{page}?replytocom={reply}", page)
+    assert year in crawl.active()
+    assert UrlRule(H, PARAM, "/2024/07/?replytocom") not in crawl.active()  # two values
+    form = crawl.learner.book.ruleset.form(f"http://{H}/2024/10/d/?replytocom=9")
+    assert form.url == f"http://{H}/2024/10/d/"
+
+
+def test_a_pooled_rule_that_maps_stored_pages_together_never_skips(crawl: Crawl) -> None:
+    """``?page`` changes nothing on two months' posts, but October's listing pages are
+    stored under it: the year's rule pooled from the posts is stopped by the history."""
+    crawl.keep(f"http://{H}/2024/10/list/")
+    crawl.keep(f"http://{H}/2024/10/list/?page=2")
+    for month, slug, value in [("04", "a", 1), ("07", "b", 2), ("07", "c", 3)]:
+        page = f"http://{H}/2024/{month}/{slug}/"
+        crawl.keep(page)
+        crawl.drop(f"{page}?page={value}", page)
+    assert not [rule for rule in crawl.active() if rule.pattern.startswith("/2024/?page")]
+    assert _stored(crawl, UrlRule(H, PARAM, "/2024/?page")).counterexamples == 1
+
+
 def test_a_default_value_is_learned_and_the_other_values_still_fetched(crawl: Crawl) -> None:
     """``?lang=en`` is the page itself on every article, ``?lang=de`` another text: the rule
     learned is for ``en`` alone, whatever order the pages come in."""

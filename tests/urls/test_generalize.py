@@ -98,3 +98,62 @@ def test_generalization_climbs_while_siblings_agree() -> None:
     learned = _learned(pairs)
     assert learned[UrlRule(H, PARAM, "/2023/?replytocom")].qualified
     assert learned[UrlRule(H, PARAM, "/?replytocom")].qualified
+
+
+def test_sibling_candidates_pool_their_distinct_witnesses() -> None:
+    """A month with one reply pair and a month with two: neither qualifies alone, the year
+    does (three distinct values in two sibling scopes)."""
+    pairs = _replies("04", posts=1)[:1] + _replies("07", posts=1)
+    learned = _learned(pairs)
+    assert not learned[UrlRule(H, PARAM, "/2024/04/?replytocom")].qualified
+    assert not learned[UrlRule(H, PARAM, "/2024/07/?replytocom")].qualified
+    assert learned[UrlRule(H, PARAM, "/2024/?replytocom")].qualified
+    assert UrlRule(H, PARAM, "/2024/?replytocom") not in _learned(pairs[1:])  # one month
+
+
+def test_pooling_counts_a_value_seen_in_several_scopes_once() -> None:
+    """``?amp=1`` on one post in each of three months: three pages (the value's rule pools),
+    but one value (the any-value rule must not)."""
+    months = ("04", "07", "10")
+    pairs = [(f"http://{H}/2024/{m}/p/?amp=1", f"http://{H}/2024/{m}/p/") for m in months]
+    learned = _learned(pairs)
+    assert learned[UrlRule(H, PARAM, "/2024/?amp=1")].qualified
+    assert UrlRule(H, PARAM, "/2024/?amp") not in learned
+
+
+def test_a_parent_with_pairs_of_its_own_is_not_pooled_again() -> None:
+    """``/2024/04/`` is a scope of the pairs themselves: its support is its own witnesses,
+    never the sum of the posts under it."""
+    candidates = {
+        UrlRule(H, PARAM, "/2024/04/a/?amp"): 1,
+        UrlRule(H, PARAM, "/2024/04/b/?amp"): 1,
+        UrlRule(H, PARAM, "/2024/04/c/?amp"): 1,
+        UrlRule(H, PARAM, "/2024/04/?amp"): 1,
+    }
+    asked: list[list[UrlRule]] = []
+
+    def witnesses_of(rules: object) -> dict[UrlRule, set[str]]:
+        asked.append(list(rules))  # type: ignore[call-overload]
+        return {rule: {"amp=1"} for rule in rules}  # type: ignore[attr-defined]
+
+    found = generalized_rules([], candidates=candidates, witnesses_of=witnesses_of, min_support=3)
+    assert found == {}
+    assert asked == []  # the parent is a candidate: no witnesses read
+
+
+def test_pooled_support_below_the_threshold_reads_no_witnesses() -> None:
+    candidates = {UrlRule(H, PARAM, "/2024/04/?x"): 1, UrlRule(H, PARAM, "/2024/07/?x"): 1}
+
+    def witnesses_of(rules: object) -> dict[UrlRule, set[str]]:
+        raise AssertionError("supports add up to 2 < 3: nothing to read")
+
+    found = generalized_rules([], candidates=candidates, witnesses_of=witnesses_of, min_support=3)
+    assert found == {}
+    three = {**candidates, UrlRule(H, PARAM, "/2024/10/?x"): 1}
+    found = generalized_rules(
+        [],
+        candidates=three,
+        witnesses_of=lambda rules: {rule: {f"x={rule.scope}"} for rule in rules},
+        min_support=3,
+    )
+    assert set(found) == {UrlRule(H, PARAM, "/2024/?x")}
