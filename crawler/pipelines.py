@@ -34,6 +34,7 @@ class KeptPagesFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.items: dict[str, dict[str, Any]] = {}
+        self.replaced: set[str] = set()  # superseded URLs: an item of theirs is not stored
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -47,13 +48,18 @@ class KeptPagesFile:
 
     def superseded(self, old_url: str, new_url: str, item: Any) -> None:
         """The page at ``old_url`` is now a copy of ``new_url``: forget its item (``item``,
-        the new page's, comes through :meth:`process_item` next)."""
+        the new page's, comes through :meth:`process_item` next). The old item may not have
+        got here yet (its callback or an earlier pipeline still busy with it): remembered, it
+        is not stored when it comes."""
         self.items.pop(old_url, None)  # canonical form: canonical_url(item URL)
+        self.replaced.add(old_url)
 
     def process_item(self, item: Any) -> Any:
         data = asdict(item) if is_dataclass(item) else ItemAdapter(item).asdict()
         data.pop("html", None)  # the file keeps what a store would index, not the page
-        self.items[canonical_url(str(data["url"]))] = data
+        url = canonical_url(str(data["url"]))
+        if url not in self.replaced:
+            self.items[url] = data
         return item
 
     def close(self) -> None:

@@ -10,7 +10,10 @@ the crawler process. ``simhash-filter import --jobs N`` uses the same pool.
   start method starts them, never a ``fork`` of a process running the Twisted reactor and
   its threads, and without re-running the crawler's main script as ``multiprocessing``
   would). Each loads trafilatura and jieba's dictionary once, then signs one page at a
-  time sent over its own socket.
+  time sent over its own socket. On Linux the pool starts one such interpreter first, the
+  zygote (:mod:`~simhash_filter.page.zygote`), which loads them once and forks every
+  worker (replacements too): the workers' start-up is paid once, not once a worker. When
+  the zygote cannot start or fork, workers start as fresh interpreters of their own.
 - Each worker has a thread in the crawler process that hands it pages from one queue and
   waits for its answer, so the pool knows which page each worker holds: a worker that
   dies, or holds a page past ``page_timeout`` seconds (then it is killed), fails that page
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from .work import PageJob
 from .worker import WorkerReply
+from .zygote import ForkedProcess, Zygote, ZygoteError, can_fork
 
 if TYPE_CHECKING:
     from simhash_filter.core.canonical import PageHints
@@ -138,7 +142,9 @@ class PageResult:
 class _Worker:
     """One worker process and the crawler's end of its socket."""
 
-    def __init__(self, process: subprocess.Popen[bytes], conn: Connection, lifeline: int) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes] | ForkedProcess, conn: Connection, lifeline: int
+    ) -> None:
         self.process = process
         self.conn = conn
         self.lifeline = lifeline
@@ -169,24 +175,36 @@ class _Worker:
             theirs.close()
             os.close(lifeline_in)
         worker = cls(process, Connection(ours.detach()), lifeline)
+        worker._wait_ready(fingerprinter, (sys.path, (fingerprinter, max_bytes, page_budget)))
+        return worker
+
+    @classmethod
+    def fork(cls, zygote: Zygote, fingerprinter: Fingerprinter) -> _Worker:
+        """A worker forked by the zygote, once ready (ZygoteError when the zygote did not
+        fork, WorkerDied when the fork did not answer)."""
+        worker = cls(*zygote.fork())
+        worker._wait_ready(fingerprinter, ())
+        return worker
+
+    def _wait_ready(self, fingerprinter: Fingerprinter, setup: tuple[object, ...]) -> None:
+        """Send the set-up messages, wait for the worker's ready answer (WorkerDied)."""
         try:
-            worker.conn.send(sys.path)
-            worker.conn.send((fingerprinter, max_bytes, page_budget))
-            if not wait([worker.conn], timeout=READY_TIMEOUT):
+            for message in setup:
+                self.conn.send(message)
+            if not wait([self.conn], timeout=READY_TIMEOUT):
                 raise WorkerDied(f"no answer in {READY_TIMEOUT:g} s")
-            spec, worker.start_cpu_seconds = worker.conn.recv()
+            spec, self.start_cpu_seconds = self.conn.recv()
         except (EOFError, OSError, WorkerDied) as exc:
-            worker.kill()
+            self.kill()
             raise WorkerDied(
-                f"a page worker did not start (exit code {process.returncode}): {exc!r}"
+                f"a page worker did not start (exit code {self.process.returncode}): {exc!r}"
             ) from exc
         except BaseException:
-            worker.kill()
+            self.kill()
             raise
         if spec != fingerprinter.spec:
-            worker.kill()
+            self.kill()
             raise WorkerDied(f"a page worker signs under another spec: {spec!r}")
-        return worker
 
     @property
     def pid(self) -> int:
@@ -244,7 +262,9 @@ class PagePool:
         *,
         max_bytes: int,
         page_timeout: float,
+        fork_workers: bool | None = None,
     ) -> None:
+        """``fork_workers``: fork the workers from a zygote (default: where it can be)."""
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if not 0 < page_timeout < float("inf"):
@@ -261,7 +281,10 @@ class PagePool:
         self.restarts = 0
         """Workers replaced after a death or a timeout."""
         self.start_cpu_seconds = 0.0
-        """CPU seconds the workers took to start (imports, jieba's dictionary)."""
+        """CPU seconds the workers (and their zygote) took to start (imports, jieba's
+        dictionary)."""
+        self._fork_workers = can_fork() if fork_workers is None else fork_workers
+        self._zygote: Zygote | None = None
         self._in_work = 0
 
     # -- lifecycle
@@ -271,6 +294,8 @@ class PagePool:
         if self._started:
             raise RuntimeError("the pool is already started")
         self._started = True
+        if self._fork_workers:
+            self._start_zygote()
         starters = [
             threading.Thread(target=self._start_worker, args=(slot,), daemon=True)
             for slot in self._slots
@@ -291,9 +316,40 @@ class PagePool:
             )
             slot.thread.start()
 
+    def _start_zygote(self) -> None:
+        try:
+            zygote = Zygote.start(
+                self._fingerprinter, self._max_bytes, self.page_timeout, READY_TIMEOUT
+            )
+        except Exception:
+            logger.warning(
+                "Could not start the page workers' zygote: each worker starts on its own",
+                exc_info=True,
+            )
+            return
+        self._zygote = zygote
+        self.start_cpu_seconds += zygote.start_cpu_seconds
+
+    @property
+    def zygote_pid(self) -> int | None:
+        """The process id of the zygote the workers are forked from, or None."""
+        return self._zygote.process.pid if self._zygote is not None else None
+
+    def _new_worker(self) -> _Worker:
+        zygote = self._zygote
+        if zygote is not None and zygote.alive:
+            try:
+                return _Worker.fork(zygote, self._fingerprinter)
+            except ZygoteError:
+                logger.warning(
+                    "The page workers' zygote did not fork a worker: it starts on its own",
+                    exc_info=True,
+                )
+        return _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout)
+
     def _start_worker(self, slot: _Slot) -> None:
         try:
-            slot.worker = _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout)
+            slot.worker = self._new_worker()
             with self._lock:
                 self.start_cpu_seconds += slot.worker.start_cpu_seconds
         except Exception:
@@ -326,6 +382,9 @@ class PagePool:
             worker.ask_to_stop()
         for worker in workers:
             worker.stop()
+        zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            zygote.close()
 
     @property
     def in_work(self) -> int:

@@ -3,7 +3,9 @@ LIFELINE``).
 
 Started by :class:`~simhash_filter.page.pool.PagePool` as a fresh interpreter (never a fork of
 the crawler, whose Twisted reactor and threads a fork would copy; nor a re-import of the
-crawler's main script, as ``multiprocessing`` start methods do). The protocol, over the
+crawler's main script, as ``multiprocessing`` start methods do), or forked, set up, by the
+zygote (:mod:`~simhash_filter.page.zygote`), which skips steps 1 and 2 but the answer. The
+protocol, over the
 inherited socket ``FD`` wrapped in a ``multiprocessing`` connection:
 
 1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget)``;
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
     from simhash_filter.core.fingerprint import Fingerprinter
     from simhash_filter.core.signature import PageSignature
 
-__all__ = ["WorkerReply", "serve"]
+__all__ = ["Setup", "WorkerReply", "answer_ready", "serve", "serve_pages", "set_up"]
 
 _WARM_UP_TEXT = "Warm up the tokenizer and the sketch. 预热结巴分词的词典。" * 4
 _WARM_UP_HTML = "<html><body><article><p>" + "Warm up trafilatura. " * 20 + "</p></article>"
@@ -115,22 +117,51 @@ def _no_core_dumps() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def serve(conn: Connection) -> None:
-    """The worker's loop: set up from the first messages, then sign pages until told to end."""
+class Setup(NamedTuple):
+    """What a worker signs pages with, as the crawler sent it (protocol step 1)."""
+
+    fingerprinter: Fingerprinter
+    max_bytes: int
+    page_budget: float
+
+
+def set_up(conn: Connection) -> Setup | None:
+    """Protocol steps 1 and 2: read the set-up, load the page work, answer the spec and the
+    CPU seconds the start took; None when the crawler process is gone. Ignores SIGINT and
+    turns core dumps off (what a forked worker inherits too)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _no_core_dumps()
     try:
         sys.path[:] = conn.recv()
-        fingerprinter, max_bytes, page_budget = conn.recv()
+        setup = Setup(*conn.recv())
     except (EOFError, OSError):
-        return
+        return None
+    _warm_up(setup.fingerprinter, setup.max_bytes)
+    return setup if answer_ready(conn, setup) else None
+
+
+def answer_ready(conn: Connection, setup: Setup) -> bool:
+    """Tell the crawler this worker is ready (its spec and CPU seconds so far); False when
+    the crawler process is gone."""
+    try:
+        conn.send((setup.fingerprinter.spec, time.process_time()))
+    except OSError:
+        return False
+    return True
+
+
+def serve(conn: Connection) -> None:
+    """The worker's loop: set up from the first messages, then sign pages until told to end."""
+    setup = set_up(conn)
+    if setup is not None:
+        serve_pages(conn, setup)
+
+
+def serve_pages(conn: Connection, setup: Setup) -> None:
+    """Protocol step 3: sign pages until told to end (or the crawler process is gone)."""
     from .work import work_job
 
-    _warm_up(fingerprinter, max_bytes)
-    try:
-        conn.send((fingerprinter.spec, time.process_time()))
-    except OSError:  # the crawler process is gone
-        return
+    fingerprinter, max_bytes, page_budget = setup
     while True:
         try:
             job = conn.recv()

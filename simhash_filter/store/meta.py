@@ -42,10 +42,10 @@ from .schema import (
     ADDITIVE_SINCE,
     SCHEMA_VERSION,
     SQLITE_SAME_AS,
-    Base,
     duplicates_table,
     keys_table,
     meta_table,
+    metadata,
     pages_table,
     tables_of,
 )
@@ -127,7 +127,7 @@ def init_schema(
                         )
                     assert settings is not None
                     dialect = engine.dialect.name
-                    Base.metadata.create_all(conn, tables=tables_of(dialect), checkfirst=True)
+                    metadata.create_all(conn, tables=tables_of(dialect), checkfirst=True)
                     if dialect == "postgresql":
                         key_columns.add_columns(conn, settings.scheme.n_tables)
                         key_columns.add_indexes(conn, settings.scheme.n_tables)

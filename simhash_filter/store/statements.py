@@ -38,7 +38,6 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
@@ -143,6 +142,8 @@ class Probe:
         b = keys_table.c
         parts = []
         if self._arrays:
+            from sqlalchemy.dialects.postgresql import ARRAY  # here: SQLite never loads it
+
             keyed = key_columns.pages_with_keys(n_tables).c
             for t in range(n_tables):
                 column = keyed[key_columns.column_name(t)]

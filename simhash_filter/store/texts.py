@@ -33,7 +33,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from .engine import WRITE_OPTION
@@ -42,9 +41,9 @@ from .reading import ReadableStore, reading
 from .records import StoreError, Verdict, VerdictKind
 from .schema import (
     TEXT_TABLES,
-    Base,
     drop_texts_table,
     duplicates_table,
+    metadata,
     page_texts_table,
     pages_table,
 )
@@ -64,7 +63,7 @@ def ensure_text_tables(engine: Engine) -> None:
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            Base.metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
+            metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
 
 
 def has_text_tables(conn: Connection) -> bool:
@@ -100,6 +99,8 @@ def _ids_by_url(dialect: Dialect) -> Compiled:
     p = pages_table.c
     condition: ColumnElement[bool]
     if dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import ARRAY  # here: SQLite never loads it
+
         condition = p.url == func.any(cast(bindparam("u"), ARRAY(Text)))
     else:
         listed: Select[Any] = select(literal_column("value")).select_from(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_the_crawl_side_does_not_import_the_extraction() -> None:
@@ -31,3 +32,23 @@ def test_the_thread_path_imports_the_extraction_when_it_extracts() -> None:
     work = work_page(Fingerprinter(), "https://a.example/", None, html, max_bytes=DEFAULT_MAX_BYTES)
     assert work.signature is not None
     assert "simhash_filter.page.extract" in sys.modules
+
+
+def test_a_sqlite_store_loads_neither_the_orm_nor_postgresqls_dialect(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from simhash_filter import Fingerprinter\n"
+        "from simhash_filter.store import FingerprintStore\n"
+        "import simhash_filter.crawl.filter, simhash_filter.crawl.request_filter\n"
+        "fp = Fingerprinter()\n"
+        "signature = fp.sign('words of a page to check and add here ' * 10)\n"
+        f"store = FingerprintStore.open('sqlite:///{tmp_path / 'dedup.db'}', spec=fp.spec)\n"
+        "store.check_and_add('https://a.example/', signature.fingerprint)\n"
+        "store.close()\n"
+        "print(' '.join(m for m in sys.modules"
+        " if m.startswith(('sqlalchemy.orm', 'sqlalchemy.dialects.postgresql'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == ""

@@ -152,3 +152,24 @@ def test_the_middleware_reads_the_link_header(sqlite_url: str) -> None:
         page = store.lookup(url)
         assert page is not None
         assert page.canonical_url == f"{SITE}/bridge"
+
+
+def test_the_example_storage_pipeline_never_stores_an_item_superseded_before_it_came(
+    tmp_path: Any,
+) -> None:
+    """The variant's item may reach the storage pipeline after the canonical replaced it (its
+    callback or an earlier pipeline still busy): it is not stored then."""
+    import json
+
+    from crawler.pipelines import KeptPagesFile
+
+    path = tmp_path / "kept.jsonl"
+    pipeline = KeptPagesFile(path)
+    variant, canonical = "http://site.example/a/?amp=1", "http://site.example/a/"
+    pipeline.process_item({"url": "http://site.example/b/"})
+    pipeline.superseded(variant, canonical, {"url": canonical})
+    pipeline.process_item({"url": canonical})
+    pipeline.process_item({"url": variant})  # late: its page was superseded already
+    pipeline.close()
+    urls = [json.loads(line)["url"] for line in path.read_text().splitlines()]
+    assert urls == ["http://site.example/b/", canonical]
