@@ -32,7 +32,6 @@ import logging
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,9 +39,9 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .spawn import spawn
 from .work import PageJob
 from .worker import WorkerReply
 from .zygote import ForkedProcess, Zygote, ZygoteError, can_fork
@@ -78,7 +77,6 @@ READY_TIMEOUT = 120.0
 """Seconds a new worker may take to import trafilatura and load jieba's dictionary."""
 STOP_TIMEOUT = 10.0
 """Seconds a worker asked to stop may take before it is killed."""
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
 def usable_cpus() -> int:
@@ -154,27 +152,8 @@ class _Worker:
     @classmethod
     def start(cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float) -> _Worker:
         """Start a worker and wait until it is ready (WorkerDied when it cannot start)."""
-        ours, theirs = socket.socketpair()
-        lifeline_in, lifeline = os.pipe()  # not inheritable: only this process holds the end
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
-        )
-        fds = (theirs.fileno(), lifeline_in)
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "simhash_filter.page.worker", *map(str, fds)],
-                pass_fds=fds,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        except BaseException:
-            os.close(lifeline)
-            raise
-        finally:
-            theirs.close()
-            os.close(lifeline_in)
-        worker = cls(process, Connection(ours.detach()), lifeline)
+        spawned = spawn("simhash_filter.page.worker")
+        worker = cls(*spawned)
         worker._wait_ready(fingerprinter, (sys.path, (fingerprinter, max_bytes, page_budget)))
         return worker
 

@@ -43,9 +43,9 @@ import sys
 import threading
 import traceback
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .spawn import spawn
 from .worker import Setup, answer_ready, die_with_parent, serve_pages, set_up
 
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ ANSWER_TIMEOUT = 30.0
 """Seconds the zygote may take to answer a fork or a reap."""
 UNKNOWN_EXIT = 255
 """The exit code of a forked worker whose status was lost with its zygote."""
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
 class ZygoteError(Exception):
@@ -195,27 +194,8 @@ class Zygote:
         cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float, timeout: float
     ) -> Zygote:
         """Start a zygote and wait until it has loaded the page work (ZygoteError)."""
-        ours, theirs = socket.socketpair()
-        lifeline_in, lifeline = os.pipe()
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
-        )
-        fds = (theirs.fileno(), lifeline_in)
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "simhash_filter.page.zygote", *map(str, fds)],
-                pass_fds=fds,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        except BaseException:
-            os.close(lifeline)
-            raise
-        finally:
-            theirs.close()
-            os.close(lifeline_in)
-        zygote = cls(process, Connection(ours.detach()), lifeline)
+        spawned = spawn("simhash_filter.page.zygote", OPENBLAS_NUM_THREADS="1")
+        zygote = cls(*spawned)
         try:
             zygote.conn.send(sys.path)
             zygote.conn.send((fingerprinter, max_bytes, page_budget))
