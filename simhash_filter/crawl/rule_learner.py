@@ -38,6 +38,7 @@ from simhash_filter.urls.learning import (
     candidate_rules,
     generalized_rules,
     maps_together,
+    may_change,
     witness,
 )
 from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule
@@ -211,7 +212,7 @@ class RuleLearner:
         self._pair_support(page, other, deltas, declared if declared in (page, other) else None)
         replaced: list[str | None] = []  # what superseded `other`, asked once when needed
         for rule in self._rules_of(page):
-            if deltas[rule].witnesses:
+            if deltas[rule].witnesses or not may_change(rule, page):
                 continue
             image = apply_rule(rule, page)
             if (
@@ -242,6 +243,8 @@ class RuleLearner:
 
     def _kept_evidence(self, page: str, deltas: dict[UrlRule, Evidence]) -> None:
         for rule in self._rules_of(page):
+            if not may_change(rule, page):
+                continue
             image = apply_rule(rule, page)
             if image == page:
                 continue
@@ -353,6 +356,8 @@ class RuleLearner:
         known = set(kept)
         images = self._images[rule]
         for url in kept:
+            if not may_change(rule, url):
+                continue
             image = apply_rule(rule, url)
             if image == url:
                 continue

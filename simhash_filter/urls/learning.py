@@ -39,6 +39,7 @@ __all__ = [
     "generalized_rules",
     "learn_from_pairs",
     "maps_together",
+    "may_change",
     "parent_scope",
     "witness",
 ]
@@ -261,10 +262,22 @@ def apply_rule(rule: UrlRule, url: str) -> str:
     return RuleSet([rule], universal=False).form(url).url
 
 
+def may_change(rule: UrlRule, url: str) -> bool:
+    """False only when ``rule`` certainly leaves ``url`` as it is: a learned parameter rule
+    whose parameter's name is nowhere in the URL (no rule in force ever adds a parameter).
+    A cheap test before :func:`apply_rule` and :func:`maps_together`, which build rule sets:
+    the learner asks it for every rule of a host, on every page."""
+    if rule.kind != PARAM or "%" in url or "+" in url:
+        return True  # an escaped name is decoded before it is compared: the full test decides
+    return rule.parameter in url
+
+
 def maps_together(rule: UrlRule, first: str, second: str, base: Sequence[UrlRule] = ()) -> bool:
     """True when ``rule`` (with the universal rules and the ``base`` rules already in force)
     gives both URLs one form and changes at least one of them: the pair is evidence about
     this rule."""
+    if not (may_change(rule, first) or may_change(rule, second)):
+        return False
     before = RuleSet(base, exempt=[rule] if rule.kind in (TRACKING, SESSION) else [])
     if before.form(first).url == before.form(second).url:
         return False  # the rules in force map the pair together already: nothing about this one

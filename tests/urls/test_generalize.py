@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from simhash_filter.urls.learning import generalized_rules, learn_from_pairs, parent_scope
 from simhash_filter.urls.rules import PARAM, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
@@ -157,3 +160,36 @@ def test_pooled_support_below_the_threshold_reads_no_witnesses() -> None:
         min_support=3,
     )
     assert set(found) == {UrlRule(H, PARAM, "/2024/?x")}
+
+
+_NAME = st.sampled_from(["p", "page", "replytocom", "amp", "lang", "id", "ref", "sid", "q"])
+_VALUE = st.text(alphabet="ab1%2 +=&é", max_size=4)
+
+
+@settings(deadline=None)
+@given(
+    path=st.sampled_from(["/", "/news/a/", "/2024/04/x/", "/view.php", "/News/A/index.html"]),
+    query=st.lists(st.tuples(_NAME, _VALUE), max_size=4),
+    name=_NAME,
+    value=st.one_of(st.none(), _VALUE.filter(lambda v: "=" not in v and "&" not in v)),
+    raw=st.booleans(),
+)
+def test_a_rule_that_may_not_change_a_url_leaves_it_as_it_is(
+    path: str, query: list[tuple[str, str]], name: str, value: str | None, raw: bool
+) -> None:
+    """The learner skips the rule sets of a parameter rule whose name is not in the URL: the
+    full test must agree, for escaped and raw queries alike."""
+    from urllib.parse import urlencode
+
+    from simhash_filter.store.urls import canonical_url
+    from simhash_filter.urls.learning import apply_rule, maps_together, may_change
+
+    escaped = [(f"%{ord(k[0]):02X}{k[1:]}", v) for k, v in query]  # `%72eplytocom`
+    text = "&".join(f"{k}={v}" for k, v in (escaped if raw else [])) or urlencode(query)
+    url = f"http://{H}{path}" + (f"?{text}" if text else "")
+    page = canonical_url(url)
+    rule = UrlRule(H, PARAM, f"/?{name}" + ("" if value is None else f"={value}"))
+    for target in (url, page):
+        if not may_change(rule, target):
+            assert apply_rule(rule, target) == apply_rule(rule, page) == page
+            assert not maps_together(rule, target, f"http://{H}/other/")
