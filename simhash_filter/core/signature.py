@@ -26,7 +26,14 @@ import numpy.typing as npt
 
 from . import sketch as _sketch
 
-__all__ = ["MatchRule", "PageSignature", "Verification", "decode_sketch", "encode_sketch"]
+__all__ = [
+    "MatchRule",
+    "PageSignature",
+    "Verification",
+    "decode_sketch",
+    "encode_sketch",
+    "marks_listing",
+]
 
 SKETCH_FORMAT = 1
 _HEADER = struct.Struct("<BBBBB")
@@ -95,6 +102,11 @@ def encode_sketch(
     if page is not None:
         body += page.astype("<u2").tobytes()
     return header + body
+
+
+def marks_listing(data: bytes) -> bool:
+    """Whether a sketch marks its page a listing (its flags byte; the slots are not read)."""
+    return len(data) >= _HEADER.size and data[0] == SKETCH_FORMAT and bool(data[1] & _LISTING)
 
 
 def decode_sketch(data: bytes) -> DecodedSketch:

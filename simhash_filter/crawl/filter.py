@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
+from simhash_filter.core.signature import marks_listing
 from simhash_filter.page.pool import PageJob, PagePool, PageResult
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
@@ -341,6 +342,7 @@ class PageFilter:
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
+            listing=marks_listing(signature.sketch),
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:

@@ -104,6 +104,9 @@ class FilterResult:
     in the store's canonical form, or None."""
     superseded: Supersession | None = None
     """Set when the page was kept in place of a copy kept before (the keep policy)."""
+    listing: bool = False
+    """The page is a listing (an archive or home page of several entries,
+    ``page/listing.py``): its URL pairs teach no URL rule (see the rule learner)."""
 
     @property
     def canonical_confirmed(self) -> bool:

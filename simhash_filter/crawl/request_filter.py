@@ -203,7 +203,16 @@ class RequestFilter:
             return
         match = check.verdict.duplicate_of if check.verdict is not None else None
         duplicate_of = match.url if match else None
-        self._submit(self.learner.observe, check.outcome, check.url, duplicate_of, check.declared)
+        self._submit(
+            self.learner.observe,
+            check.outcome,
+            check.url,
+            duplicate_of,
+            check.declared,
+            check.listing,
+        )
+        if check.listing:
+            return  # a listing's pairs teach no rule (RuleLearner.observe)
         if check.canonical_confirmed and check.declared is not None:
             self._submit(self.learner.observe_pair, check.url, check.declared)
         if check.superseded is not None:  # the variant kept first, its canonical now

@@ -137,15 +137,24 @@ class RuleLearner:
         url: str,
         duplicate_of: str | None,
         declared: str | None = None,
+        listing: bool = False,
     ) -> list[RetiredRule]:
         """Learn from one page's verdict (``declared``: the canonical the page declared);
         returns the rules it retired, each with the URLs they had skipped (to fetch after
-        all)."""
+        all). A ``listing`` (an archive, a home page) dropped as a copy supports no rule: two
+        archives show the same entries by coincidence (one author's posts, one month's), and
+        a skipped archive page is often the only way to the next one (its pagination), where
+        the coincidence ends and no sampled fetch can reach; it still disproves rules."""
         self.flush()
         page = canonical_url(url)
         deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
         if outcome is Outcome.DROPPED and duplicate_of:
-            self._drop_evidence(page, canonical_url(duplicate_of), deltas, declared)
+            other = canonical_url(duplicate_of)
+            if not listing:
+                self._pair_support(
+                    page, other, deltas, declared if declared in (page, other) else None
+                )
+            self._counter_evidence(page, other, deltas)
         elif outcome is Outcome.KEPT:
             self._kept_evidence(page, deltas)
         if outcome in (Outcome.KEPT, Outcome.DROPPED):
@@ -206,10 +215,9 @@ class RuleLearner:
         reverse = self._rules.get(rule.reverse) if rule.reverse is not None else None
         return reverse is not None and reverse.state.skips
 
-    def _drop_evidence(
-        self, page: str, other: str, deltas: dict[UrlRule, Evidence], declared: str | None = None
-    ) -> None:
-        self._pair_support(page, other, deltas, declared if declared in (page, other) else None)
+    def _counter_evidence(self, page: str, other: str, deltas: dict[UrlRule, Evidence]) -> None:
+        """Counterexamples from ``page``, dropped as a copy of ``other``: a rule that maps it
+        onto a third stored page says the copy is that page's."""
         replaced: list[str | None] = []  # what superseded `other`, asked once when needed
         for rule in self._rules_of(page):
             if deltas[rule].witnesses or not may_change(rule, page):

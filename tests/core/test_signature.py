@@ -19,6 +19,7 @@ from simhash_filter.core.signature import (
     Verification,
     decode_sketch,
     encode_sketch,
+    marks_listing,
 )
 from simhash_filter.core.sketch import agreement, shingle_hashes, sketch_of
 from simhash_filter.core.text import normalize
@@ -328,3 +329,14 @@ def test_a_boilerplate_pair_is_boilerplate_whatever_the_listing_flags() -> None:
     assert verdict.confirmed
     assert verdict.boilerplate
     assert not verdict.listing
+
+
+@pytest.mark.parametrize("listing", [False, True])
+@pytest.mark.parametrize("with_page", [False, True])
+def test_marks_listing_reads_the_flag_decode_sketch_reads(listing: bool, with_page: bool) -> None:
+    text = np.arange(256, dtype=np.uint16)
+    page = np.arange(64, dtype=np.uint16) if with_page else None
+    data = encode_sketch(text, page, 0.5, listing=listing)
+    assert marks_listing(data) is decode_sketch(data).listing is listing
+    assert not marks_listing(b"")
+    assert not marks_listing(bytes([9, 2, 8, 0, 0]))

@@ -100,7 +100,12 @@ class _Learner:
         self.observed: list[str] = []
 
     def observe(
-        self, outcome: Outcome, url: str, duplicate_of: str | None, declared: str | None = None
+        self,
+        outcome: Outcome,
+        url: str,
+        duplicate_of: str | None,
+        declared: str | None = None,
+        listing: bool = False,
     ) -> list[object]:
         self.observed.append(url)
         return []

@@ -204,8 +204,8 @@ class Crawl:
         assert self.store.check_and_add(url, self._fingerprints.getrandbits(64)).admitted
         return list(self.learner.observe(Outcome.KEPT, url, None))
 
-    def drop(self, url: str, copy_of: str) -> list[object]:
-        return list(self.learner.observe(Outcome.DROPPED, url, copy_of))
+    def drop(self, url: str, copy_of: str, *, listing: bool = False) -> list[object]:
+        return list(self.learner.observe(Outcome.DROPPED, url, copy_of, listing=listing))
 
     def active(self) -> set[UrlRule]:
         return set(self.learner.book.ruleset.rules)
@@ -331,6 +331,35 @@ def test_a_pooled_rule_that_maps_stored_pages_together_never_skips(crawl: Crawl)
         crawl.drop(f"{page}?page={value}", page)
     assert not [rule for rule in crawl.active() if rule.pattern.startswith("/2024/?page")]
     assert _stored(crawl, UrlRule(H, PARAM, "/2024/?page")).counterexamples == 1
+
+
+def test_listings_equal_by_coincidence_teach_no_rule(crawl: Crawl) -> None:
+    """An author's archive equals the home page's while the blog has one author (and the
+    posts' order agrees): its pages are dropped as copies, yet no mirror rule is learned,
+    since its skipped pages would hide the next ones where the coincidence ends."""
+    mirror = UrlRule(H, PREFIX, "/author/editor/ -> /")
+    for k in range(2, 8):
+        crawl.keep(f"http://{H}/page/{k}/")
+        crawl.drop(f"http://{H}/author/editor/page/{k}/", f"http://{H}/page/{k}/", listing=True)
+    assert crawl.active() == set()
+    assert mirror not in {stored.rule for stored in crawl.learner.store.rules(host=H)}
+    for k in range(2, 5):  # the same pairs of articles teach it
+        crawl.keep(f"http://{H}/a{k}/")
+        crawl.drop(f"http://{H}/author/editor/a{k}/", f"http://{H}/a{k}/")
+    assert mirror in crawl.active()
+
+
+def test_a_listing_still_disproves_a_rule(crawl: Crawl) -> None:
+    rule = UrlRule(H, PREFIX, "/print/ -> /")
+    for k in range(3):
+        crawl.keep(f"http://{H}/news/{k}")
+        crawl.drop(f"http://{H}/print/news/{k}", f"http://{H}/news/{k}")
+    assert rule in crawl.active()
+    crawl.keep(f"http://{H}/archive/")
+    crawl.keep(f"http://{H}/list/")
+    # a listing kept as new though the rule maps it onto a stored page: a counterexample
+    assert crawl.learner.observe(Outcome.KEPT, f"http://{H}/print/list/", None, listing=True)
+    assert rule not in crawl.active()
 
 
 def test_a_default_value_is_learned_and_the_other_values_still_fetched(crawl: Crawl) -> None:
