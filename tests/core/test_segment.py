@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 from scrapy.settings import Settings
+from support.helpers import python_prints
 
 from crawler.articles import HIGH_SPEED_RAIL_ZH, WASTE_SORTING_ZH
 from simhash_filter import Fingerprinter
@@ -60,10 +60,7 @@ def test_checking_rjieba_does_not_import_it() -> None:
         "Tokenizer(segmenter='rjieba')\n"
         "print('rjieba' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "False"
+    assert python_prints(code) == "False"
 
 
 def test_rjieba_not_installed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
+
+from support.helpers import python_prints
 
 
 def test_the_crawl_side_does_not_import_the_extraction() -> None:
@@ -17,10 +18,7 @@ def test_the_crawl_side_does_not_import_the_extraction() -> None:
         "print(' '.join(m for m in ('trafilatura', 'simhash_filter.page.extract')"
         " if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == ""
+    assert python_prints(code) == ""
 
 
 def test_the_thread_path_imports_the_extraction_when_it_extracts() -> None:
@@ -48,7 +46,4 @@ def test_a_sqlite_store_loads_neither_the_orm_nor_postgresqls_dialect(tmp_path: 
         "print(' '.join(m for m in sys.modules"
         " if m.startswith(('sqlalchemy.orm', 'sqlalchemy.dialects.postgresql'))))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == ""
+    assert python_prints(code) == ""

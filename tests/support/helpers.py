@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
@@ -97,3 +99,12 @@ def flip(fingerprint: int, positions: Iterable[int]) -> int:
 def flip_n(rng: random.Random, fingerprint: int, n: int) -> int:
     """``fingerprint`` with ``n`` distinct bits, drawn by ``rng``, flipped."""
     return flip(fingerprint, rng.sample(range(64), n))
+
+
+def python_prints(code: str) -> str:
+    """What a fresh interpreter running ``code`` prints (stripped): what a new process
+    imports is only seen in one."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.strip()
