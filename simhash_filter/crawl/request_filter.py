@@ -211,13 +211,11 @@ class RequestFilter:
             check.declared,
             check.listing,
         )
-        if check.listing:
-            return  # a listing's pairs teach no rule (RuleLearner.observe)
         if check.canonical_confirmed and check.declared is not None:
-            self._submit(self.learner.observe_pair, check.url, check.declared)
+            self._submit(self.learner.observe_pair, check.url, check.declared, check.listing)
         if check.superseded is not None:  # the variant kept first, its canonical now
             old, new = check.superseded.old_url, check.superseded.new_url
-            self._submit(self.learner.observe_pair, old, new)
+            self._submit(self.learner.observe_pair, old, new, check.listing)
 
     def _note_canonical(self, check: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule

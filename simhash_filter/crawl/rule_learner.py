@@ -164,9 +164,12 @@ class RuleLearner:
         self.reload_if_due()
         return retired
 
-    def observe_pair(self, first: str, second: str) -> list[RetiredRule]:
+    def observe_pair(self, first: str, second: str, listing: bool = False) -> list[RetiredRule]:
         """Learn from two URLs known to show the same content, ``second`` the canonical
-        (a confirmed canonical hint, or a page and the canonical that superseded it)."""
+        (a confirmed canonical hint, or a page and the canonical that superseded it); a pair
+        of listings teaches nothing (:meth:`observe`)."""
+        if listing:
+            return []
         self.flush()
         deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
         canonical = canonical_url(second)

@@ -157,22 +157,18 @@ class UrlRuleStore:
 
     def witnesses(self, rules: Sequence[UrlRule]) -> dict[UrlRule, set[str]]:
         """What each rule's supporting pairs showed (a parent scope pools its children's)."""
-        r, w = url_rules_table.c, rule_witnesses_table.c
+        w = rule_witnesses_table.c
         found: dict[UrlRule, set[str]] = {rule: set() for rule in rules}
-        by_key = {(rule.host, rule.kind, rule.pattern): rule for rule in rules}
         with self._connection(write=False) as conn:
-            for host in sorted({rule.host for rule in rules}):
-                patterns = sorted(rule.pattern for rule in rules if rule.host == host)
-                for start in range(0, len(patterns), _CHUNK):
-                    query = (
-                        select(r.host, r.kind, r.pattern, w.witness)
-                        .join(rule_witnesses_table, w.rule_id == r.id)
-                        .where(r.host == host, r.pattern.in_(patterns[start : start + _CHUNK]))
-                    )
-                    for row_host, kind, pattern, witness in conn.execute(query):
-                        rule = by_key.get((row_host, kind, pattern))
-                        if rule is not None:
-                            found[rule].add(witness)
+            ids = self._ids(conn, list(found))  # a rule not stored has none
+            by_id = {rule_id: rule for rule, rule_id in ids.items()}
+            wanted = sorted(by_id)
+            for start in range(0, len(wanted), _CHUNK):
+                query = select(w.rule_id, w.witness).where(
+                    w.rule_id.in_(wanted[start : start + _CHUNK])
+                )
+                for rule_id, seen in conn.execute(query):
+                    found[by_id[int(rule_id)]].add(seen)
         return found
 
     def kept_urls(self, host: str, limit: int) -> list[str]:
@@ -296,7 +292,7 @@ class UrlRuleStore:
         return [stored[ids[delta.rule]] for delta in deltas]
 
     def _ids(self, conn: Connection, rules: Sequence[UrlRule]) -> dict[UrlRule, int]:
-        """The stored ids of ``rules`` (all stored)."""
+        """The stored ids of those of ``rules`` that are stored."""
         r = url_rules_table.c
         wanted = set(rules)
         ids: dict[UrlRule, int] = {}

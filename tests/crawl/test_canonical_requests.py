@@ -110,7 +110,7 @@ class _Learner:
         self.observed.append(url)
         return []
 
-    def observe_pair(self, first: str, second: str) -> list[object]:
+    def observe_pair(self, first: str, second: str, listing: bool = False) -> list[object]:
         self.pairs.append((first, second))
         return []
 
