@@ -15,12 +15,17 @@ and the ratios to the crawl without the filter and to the thread path
 - ``text``: the spider puts the page text in the item (``//body//p//text()``, as a spider
   with selectors for the article would), the filter fingerprints it;
 - ``html``: the spider puts the raw page bytes in the item; the filter extracts the main
-  text with trafilatura first.
+  text with trafilatura first;
+- ``site``: the spider does a page's work as this project's generic ``site`` spider does
+  (its item, ``crawler.items.page_item``; Scrapy's ``LinkExtractor`` over every page) and
+  the items go to a JSON lines feed, as ``scrapy crawl site -O pages.jsonl`` writes them:
+  the crawl a user runs, whose own CPU a page the filter's is weighed against.
 
 ``memory``: one raw-HTML crawl of ~10,000 generated pages (``--clusters``) with the default
 workers, the RSS of the crawl process and of its workers sampled every second.
 Parts: ``html`` (loopback, CPU-bound: off, threads, 1 and 2 page workers), ``text`` (off,
-threads, the default), ``storetext`` (raw HTML, the default with and without
+threads, the default), ``cost`` (raw HTML: off, the default, ``--base``'s default),
+``sitecost`` (the same with ``site`` items), ``storetext`` (raw HTML, the default with and without
 ``SIMHASH_FILTER_STORE_TEXT``), ``latency`` (a server answering in ``--latency`` s: off and the
 default, both item kinds). CPU per page counts the crawl process and its page workers;
 the ideal pages/s is cores / CPU per page. ``stages``: one page at a time in this process,
@@ -39,6 +44,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -49,6 +55,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import scrapy
+from scrapy.linkextractors import LinkExtractor
 
 from bench._common import DATA_DIR, ROOT, descendants, machine, write_results
 from bench.crawl_site import build_bench_site, hub_pages, load_corpus, variants
@@ -64,10 +71,14 @@ class BenchSpider(scrapy.Spider):
         super().__init__(**kwargs)
         self.start_urls = [start]
         self.mode = mode
+        self.link_extractor = LinkExtractor()
 
     def parse(self, response: Any, **kwargs: Any) -> Any:
         if self.crawler.stats.get_value(STARTUP_STAT) is None:  # the first response
             self.crawler.stats.set_value(STARTUP_STAT, startup_cpu_seconds())
+        if self.mode == "site":
+            yield from self.parse_as_site_spider(response)
+            return
         if "/hub/" in response.url or "/gen/index-" in response.url:
             yield from response.follow_all(css="a", callback=self.parse)
             return
@@ -77,6 +88,23 @@ class BenchSpider(scrapy.Spider):
         else:
             yield {"url": response.url, "html": response.body}
 
+    def parse_as_site_spider(self, response: Any) -> Any:
+        """``crawler/spiders/site.py``'s work on a page: its item (not for hubs) and every
+        link extracted; followed are the links to the bench site's own pages (the real pages'
+        relative links would reach paths the loopback site does not serve)."""
+        from crawler.items import page_item
+
+        if "/hub/" not in response.url:
+            yield page_item(response)
+        for link in self.link_extractor.extract_links(response):
+            if link.url.startswith(self.start_urls[0].split("/hub/")[0]) and SITE_PATH.match(
+                link.url.split("/", 3)[3]
+            ):
+                yield response.follow(link, callback=self.parse)
+
+
+SITE_PATH = re.compile(r"(?:hub/\d+|(?:en|zh)/[^/?#]+/(?:original|copy\d)\.html)\Z")
+"""The bench site's own paths (``bench.crawl_site``), after the host's slash."""
 
 STARTUP_STAT = "bench/startup_cpu_seconds"
 """CPU seconds of the crawl process and its page workers when the first response arrives:
@@ -139,6 +167,9 @@ def crawl(
         if store_text:
             settings["SIMHASH_FILTER_STORE_TEXT"] = True
         settings.update(extra or {})
+    if mode == "site":  # the items to a feed, as `scrapy crawl site -O pages.jsonl` does
+        feed = workdir / "items.jsonl"
+        settings["FEEDS"] = json.dumps({str(feed): {"format": "jsonlines", "overwrite": True}})
     command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
     command += ["-a", f"start={base_url}/hub/0", "-a", f"mode={mode}"]
     for key, value in settings.items():
@@ -297,6 +328,9 @@ def scenarios(part: str, latency: float, base: Path | None = None) -> list[Scena
     """The crawls of one ``--part`` (``cost``: with the ``--base`` checkout's filter too)."""
     pools = tuple(Variant(f"pool, {n} worker{'s' * (n > 1)}", True, n) for n in (1, 2))
     loopback = "loopback, CPU-bound"
+    with_base = (OFF, DEFAULT) + (
+        (Variant("base (WORKERS unset)", True, None, False, base),) if base else ()
+    )
     parts = {
         "html": [Scenario(loopback, 0.0, 32, "html", (OFF, THREADS, *pools))],
         "text": [Scenario(loopback, 0.0, 32, "text", (OFF, THREADS, DEFAULT))],
@@ -304,16 +338,8 @@ def scenarios(part: str, latency: float, base: Path | None = None) -> list[Scena
             Scenario(f"{latency:g} s latency", latency, 4, mode, (OFF, DEFAULT))
             for mode in ("html", "text")
         ],
-        "cost": [
-            Scenario(
-                loopback,
-                0.0,
-                32,
-                "html",
-                (OFF, DEFAULT)
-                + ((Variant("base (WORKERS unset)", True, None, False, base),) if base else ()),
-            )
-        ],
+        "cost": [Scenario(loopback, 0.0, 32, "html", with_base)],
+        "sitecost": [Scenario(loopback, 0.0, 32, "site", with_base)],
         "storetext": [
             Scenario(
                 loopback, 0.0, 32, "html", (DEFAULT, Variant("STORE_TEXT on", True, None, True))
@@ -551,7 +577,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
         "--part",
-        choices=("html", "text", "latency", "stages", "memory", "storetext", "cost", "profile"),
+        choices=(
+            "html",
+            "text",
+            "latency",
+            "stages",
+            "memory",
+            "storetext",
+            "cost",
+            "sitecost",
+            "profile",
+        ),
         default="html",
         help="which crawls to run (each part is one run of a few minutes)",
     )
