@@ -15,8 +15,9 @@ non-starters. A character ``c`` whose decomposition holds no non-starter, and th
 ``NFKC(c)`` (whose decomposition is the same), give the same decomposed sequence in any
 context, and no reordering crosses a starter, so ``NFKD(x + c + y) == NFKD(x + NFKC(c) + y)``
 for every ``x`` and ``y``, and so NFKC too. The characters replaced are starters themselves
-and become starters, so runs of combining marks (:func:`.text.cap_non_starters`) are the same
-before and after. Only the Basic Multilingual Plane's characters are replaced (the table is
+and become starters, so the runs of combining marks are the same before and after; but the
+replacement may turn a text in NFKC, and :func:`.text.cap_non_starters` leaves a text in NFKC
+as it is, so the cap runs first (:func:`.text.fold`). Only the Basic Multilingual Plane's characters are replaced (the table is
 made on first use from ``unicodedata``, ~15 ms); the rest are left to NFKC itself.
 """
 
@@ -60,7 +61,7 @@ def compatibility_replacements() -> tuple[re.Pattern[str], dict[str, str]]:
 def replace_compatibility(text: str) -> str:
     """``text`` with every character of :func:`compatibility_replacements` in its NFKC form:
     another text of the same NFKC form (see the module doc), and of the same runs of
-    combining marks."""
+    combining marks (cap them first: it leaves a text in NFKC as it is)."""
     pattern, table = compatibility_replacements()
     parts = pattern.split(text)
     if len(parts) == 1:

@@ -226,7 +226,7 @@ def fold(text: str) -> str:
     if not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
         # the compatibility characters first: the same NFKC form, whose quick check then
         # passes (a tenth of NFKC's cost on Chinese text; core/nfkc.py says why it is exact)
-        text = unicodedata.normalize("NFKC", cap_non_starters(replace_compatibility(text)))
+        text = unicodedata.normalize("NFKC", replace_compatibility(cap_non_starters(text)))
     text = text.casefold()  # a normalized text: no cap, and NFKC would return it as it is
     if "\u2019" in text or "\u02bc" in text:  # NFKC already maps the full-width one
         return text.replace("\u2019", "'").replace("\u02bc", "'")
