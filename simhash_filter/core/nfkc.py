@@ -17,8 +17,9 @@ context, and no reordering crosses a starter, so ``NFKD(x + c + y) == NFKD(x + N
 for every ``x`` and ``y``, and so NFKC too. The characters replaced are starters themselves
 and become starters, so the runs of combining marks are the same before and after; but the
 replacement may turn a text in NFKC, and :func:`.text.cap_non_starters` leaves a text in NFKC
-as it is, so the cap runs first (:func:`.text.fold`). Only the Basic Multilingual Plane's characters are replaced (the table is
-made on first use from ``unicodedata``, ~15 ms); the rest are left to NFKC itself.
+as it is, so the cap runs first (:func:`.text.fold`). Only the Basic Multilingual Plane's
+characters are replaced (the table is made on first use from ``unicodedata``, ~10 ms); the
+rest are left to NFKC itself.
 """
 
 from __future__ import annotations
