@@ -21,14 +21,16 @@ MASK64 = (1 << 64) - 1
 
 def mmh3_64(feature: str, seed: int = DEFAULT_SEED) -> int:
     """The low 64 bits of MurmurHash3 x64-128 of the UTF-8 feature, unsigned."""
-    return int(mmh3.hash64(feature, seed, signed=False)[0])
+    # encoded here: mmh3's own str path crashes the interpreter on a lone surrogate
+    return int(mmh3.hash64(feature.encode("utf-8"), seed, signed=False)[0])
 
 
 def mmh3_64_many(features: Iterable[str], seed: int = DEFAULT_SEED) -> npt.NDArray[np.uint64]:
     """:func:`mmh3_64` of many features at once, as a NumPy array (the fast path): the
-    128-bit digests of the UTF-8 features (``hash_bytes`` encodes a str as UTF-8) joined,
-    with no Python frame a feature, and their low halves."""
-    joined = b"".join(map(mmh3.hash_bytes, features, repeat(seed)))
+    128-bit digests of the UTF-8 features joined, with no Python frame a feature, and their
+    low halves. (``mmh3.hash_bytes`` would take the str itself, but it crashes the
+    interpreter on a lone surrogate, where ``str.encode`` raises.)"""
+    joined = b"".join(map(mmh3.mmh3_x64_128_digest, map(str.encode, features), repeat(seed)))
     return np.frombuffer(joined, dtype="<u8")[::2]
 
 

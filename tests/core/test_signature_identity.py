@@ -191,6 +191,14 @@ def test_the_features_hashed_at_once_are_each_ones_hash(features: list[str]) -> 
     assert mmh3_64_many(features).tolist() == [mmh3_64(f) for f in features]
 
 
+def test_a_feature_with_a_lone_surrogate_raises_as_its_encoding_does() -> None:
+    """``str.encode`` refuses it (mmh3's own str path would crash the interpreter)."""
+    with pytest.raises(UnicodeEncodeError):
+        mmh3_64_many(["ok", "\ud800"])
+    with pytest.raises(UnicodeEncodeError):
+        mmh3_64("\ud800")
+
+
 @settings(max_examples=300)
 @given(st.text(max_size=400), st.sampled_from([1, 2, 16, 64, 256]))
 def test_the_text_sketch_is_the_sketch_of_the_sorted_hashes(text: str, slots: int) -> None:
