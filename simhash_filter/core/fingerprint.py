@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 
 from . import sketch as _sketch
 from . import stopwords as _stopwords
@@ -147,6 +148,13 @@ class Fingerprinter:
             top_n=self.top_n,
         )
 
+    def _simhash(self, tokens: list[str]) -> int:
+        if self.weighting == "tf" and self.top_n is None:  # the weights are the counts
+            weights: Mapping[str, float] = Counter(shingles(tokens, self.shingle_size))
+        else:
+            weights = self._weigh(tokens)
+        return simhash(weights, hash_function=self.hash_function, seed=self.seed)
+
     def features(self, text: str) -> dict[str, float]:
         """The weighted features the fingerprint is built from, heaviest first."""
         weights = self._weigh(self.tokens(text))
@@ -158,7 +166,7 @@ class Fingerprinter:
         tokens = self.tokens(text)
         if len(tokens) < self.min_tokens:
             return None
-        return simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)
+        return self._simhash(tokens)
 
     def sketch(self, text: str, *, page_text: str | None = None, listing: bool = False) -> bytes:
         """The MinHash sketch of ``text`` (and of ``page_text``, the page's whole visible
@@ -186,7 +194,7 @@ class Fingerprinter:
         tokens, folded = self._tokens_and_folded(text)
         if len(tokens) < self.min_tokens:
             return None
-        fingerprint = simhash(self._weigh(tokens), hash_function=self.hash_function, seed=self.seed)
+        fingerprint = self._simhash(tokens)
         content = (
             collapse_white_space(folded)
             if folded is not None

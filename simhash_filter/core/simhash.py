@@ -7,7 +7,8 @@ column i's sum is positive. The accumulation is one NumPy matrix product.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 
 import mmh3
 import numpy as np
@@ -20,19 +21,22 @@ MASK64 = (1 << 64) - 1
 
 def mmh3_64(feature: str, seed: int = DEFAULT_SEED) -> int:
     """The low 64 bits of MurmurHash3 x64-128 of the UTF-8 feature, unsigned."""
-    return int(mmh3.hash64(feature, seed, signed=False)[0])
+    # encoded here: mmh3's own str path crashes the interpreter on a lone surrogate
+    return int(mmh3.hash64(feature.encode("utf-8"), seed, signed=False)[0])
 
 
-def mmh3_64_many(features: Sequence[str], seed: int = DEFAULT_SEED) -> npt.NDArray[np.uint64]:
-    """:func:`mmh3_64` of many features at once, as a NumPy array (the fast path)."""
-    digest = mmh3.mmh3_x64_128_digest
-    joined = b"".join([digest(f.encode("utf-8"), seed) for f in features])
+def mmh3_64_many(features: Iterable[str], seed: int = DEFAULT_SEED) -> npt.NDArray[np.uint64]:
+    """:func:`mmh3_64` of many features at once, as a NumPy array (the fast path): the
+    128-bit digests of the UTF-8 features joined, with no Python frame a feature, and their
+    low halves. (``mmh3.hash_bytes`` would take the str itself, but it crashes the
+    interpreter on a lone surrogate, where ``str.encode`` raises.)"""
+    joined = b"".join(map(mmh3.mmh3_x64_128_digest, map(str.encode, features), repeat(seed)))
     return np.frombuffer(joined, dtype="<u8")[::2]
 
 
 def column_sums(
     hashes: Sequence[int] | npt.NDArray[np.uint64],
-    weights: Sequence[float],
+    weights: Sequence[float] | npt.NDArray[np.float64],
     bits: int = BITS,
 ) -> npt.NDArray[np.float64]:
     """The signed weight sum of every bit column (bit 0 = least significant bit)."""
@@ -60,22 +64,23 @@ def fingerprint_from_sums(sums: npt.NDArray[np.float64]) -> int:
 
 
 def simhash(
-    features: dict[str, float],
+    features: Mapping[str, float],
     *,
     hash_function: Callable[[str], int] | None = None,
     seed: int = DEFAULT_SEED,
     bits: int = BITS,
 ) -> int:
-    """The ``bits``-bit Charikar simhash of weighted features.
+    """The ``bits``-bit Charikar simhash of weighted features (a ``Counter`` of features
+    is their term-frequency weights).
 
     Features are hashed with :func:`mmh3_64` under ``seed``, or with ``hash_function``
     when one is given (tests inject small hashes this way).
     """
-    names = list(features)
-    weights = list(features.values())
+    weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
     if hash_function is None:
-        return fingerprint_from_sums(column_sums(mmh3_64_many(names, seed), weights, bits))
-    return fingerprint_from_sums(column_sums([hash_function(n) for n in names], weights, bits))
+        return fingerprint_from_sums(column_sums(mmh3_64_many(features, seed), weights, bits))
+    hashes = [hash_function(n) for n in features]
+    return fingerprint_from_sums(column_sums(hashes, weights, bits))
 
 
 def hamming_distance(a: int, b: int) -> int:

@@ -49,52 +49,44 @@ def shingle_hashes(text: str, *, seed: int = SKETCH_SEED) -> npt.NDArray[np.uint
 
 
 def text_sketch(text: str, slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
-    """``sketch_of(shingle_hashes(text), slots)``, without sorting every hash: only those
-    that may be their bin's smallest (:func:`_bin_candidates`) are sorted."""
-    return sketch_of(np.sort(_bin_candidates(_all_hashes(text, SKETCH_SEED), slots)), slots)
-
-
-_CANDIDATES_PER_BIN = 32
-"""Hashes a bin keeps as candidates for its smallest, on average (:func:`_bin_candidates`)."""
-
-
-def _bin_candidates(hashes: npt.NDArray[np.uint64], slots: int) -> npt.NDArray[np.uint64]:
-    """A subset of ``hashes`` holding every bin's smallest: those whose bits below the bin's
-    are under a threshold that leaves ~:data:`_CANDIDATES_PER_BIN` a bin. Within a bin the
-    order is that of those low bits, so a bin with one candidate has its smallest among them;
-    when a bin has none (odds ~e^-32 a bin), all of ``hashes``."""
-    keep = _CANDIDATES_PER_BIN * slots
-    if slots < 2 or len(hashes) <= 2 * keep:
-        return hashes
-    low_bits = 64 - (slots.bit_length() - 1)
-    threshold = _U64(int(keep / len(hashes) * float(1 << low_bits)))
-    candidates = hashes[(hashes & _U64((1 << low_bits) - 1)) < threshold]
-    bins = (candidates >> _U64(low_bits)).astype(np.intp)
-    if np.count_nonzero(np.bincount(bins, minlength=slots)) < slots:
-        return hashes
-    return candidates
+    """``sketch_of(shingle_hashes(text), slots)``, without sorting the hashes (each bin's
+    smallest by :func:`_bin_minima`, in one pass)."""
+    return _low_bits(wide_sketch(_all_hashes(text, SKETCH_SEED), slots))
 
 
 def _all_hashes(text: str, seed: int) -> npt.NDArray[np.uint64]:
-    """The 64-bit hash of every character 5-gram of ``text``, in text order (repeats too)."""
+    """The 64-bit hash of every character 5-gram of ``text``, in text order (repeats too).
+    In place: one array for the hashes, one for the finalizer's shifts (a page's text is
+    ~10,000 shingles, and a new array an operation was most of the cost)."""
     if not text:
         return np.empty(0, dtype=np.uint64)
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(_U64)
     if len(codes) < SHINGLE:
         codes = np.concatenate([codes, np.zeros(SHINGLE - len(codes), dtype=_U64)])
     n = len(codes) - SHINGLE + 1
-    with np.errstate(over="ignore"):
-        h = codes[:n] + _U64(seed)
-        for j in range(1, SHINGLE):  # a polynomial in the code points, then one finalizer
-            h = h * _GOLDEN + codes[j : j + n]
-        return _mix(h)
+    h = codes[:n] + _U64(seed)
+    for j in range(1, SHINGLE):  # a polynomial in the code points (wrapping), then one finalizer
+        h *= _GOLDEN
+        h += codes[j : j + n]
+    shifted = np.empty_like(h)
+    for shift, factor in ((_U64(30), _M1), (_U64(27), _M2)):  # _mix, in place
+        np.right_shift(h, shift, out=shifted)
+        h ^= shifted
+        h *= factor
+    np.right_shift(h, _U64(31), out=shifted)
+    h ^= shifted
+    return h
 
 
 def sketch_of(hashes: npt.NDArray[np.uint64], slots: int = DEFAULT_SLOTS) -> npt.NDArray[np.uint16]:
     """The densified one-permutation MinHash of sorted hashes (repeats change nothing):
     ``slots`` 16-bit values (the low 16 bits of :func:`wide_sketch`'s). An empty input gives
     all-zero slots (the caller does not sketch empty texts)."""
-    return (wide_sketch(hashes, slots) & _U64(0xFFFF)).astype(np.uint16)
+    return _low_bits(wide_sketch(hashes, slots))
+
+
+def _low_bits(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint16]:
+    return (values & _U64(0xFFFF)).astype(np.uint16)
 
 
 def wide_sketch(
@@ -104,20 +96,14 @@ def wide_sketch(
 
     A bin's value is its smallest hash; an empty bin borrows the value of the next non-empty
     bin to its right (circularly), mixed with the distance it borrowed over, so two texts
-    agree on a borrowed bin only as often as on a real one. An empty input gives zeros.
+    agree on a borrowed bin only as often as on a real one. An empty input gives zeros. The
+    hashes need not be sorted, and repeats change nothing.
     """
     if slots < 1 or slots & (slots - 1) or slots > 1 << 16:
         raise ValueError(f"slots must be a power of two between 1 and 65536, got {slots}")
     if not len(hashes):
         return np.zeros(slots, dtype=_U64)
-    shift = _U64(64 - slots.bit_length() + 1)
-    bins = (hashes >> shift).astype(np.int64) if slots > 1 else np.zeros(len(hashes), np.int64)
-    # hashes are sorted, so the first hash of each bin is its smallest
-    first = np.searchsorted(bins, np.arange(slots), side="left")
-    filled = np.zeros(slots, dtype=bool)
-    filled[bins] = True
-    values = np.full(slots, _EMPTY, dtype=_U64)
-    values[filled] = hashes[first[filled]]
+    values, filled = _bin_minima(hashes, slots)
     if not filled.all():
         idx = np.nonzero(filled)[0]
         pos = np.arange(slots)
@@ -130,6 +116,23 @@ def wide_sketch(
             borrowed = _mix(values[donor] ^ (distance * _GOLDEN))
         values = np.where(filled, values, borrowed)
     return values
+
+
+def _bin_minima(
+    hashes: npt.NDArray[np.uint64], slots: int
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Each bin's smallest hash (:data:`_EMPTY` for an empty bin; the bin is a hash's top
+    bits), and which bins hold one: an unbuffered ``minimum.at``, one pass and no sort."""
+    values = np.full(slots, _EMPTY, dtype=_U64)
+    filled = np.zeros(slots, dtype=bool)
+    if slots == 1:
+        values[0] = hashes.min()
+        filled[0] = True
+        return values, filled
+    bins = (hashes >> _U64(64 - slots.bit_length() + 1)).astype(np.intp)
+    np.minimum.at(values, bins, hashes)
+    filled[bins] = True
+    return values, filled
 
 
 def passage_hashes(text: str) -> npt.NDArray[np.uint64]:

@@ -18,8 +18,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from functools import cache
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
+from .nfkc import replace_compatibility
 from .segment import check_segmenter, jieba_tokenizer, segment_function
 
 __all__ = [
@@ -222,7 +223,11 @@ def long_runs(text: str) -> tuple[str, ...]:
 def fold(text: str) -> str:
     """Unicode NFKC (runs of combining marks capped first: :func:`cap_non_starters`),
     case-folded, apostrophes unified (what tokenization needs)."""
-    text = unicodedata.normalize("NFKC", cap_non_starters(text)).casefold()
+    if not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
+        # the compatibility characters first: the same NFKC form, whose quick check then
+        # passes (a tenth of NFKC's cost on Chinese text; core/nfkc.py says why it is exact)
+        text = unicodedata.normalize("NFKC", replace_compatibility(cap_non_starters(text)))
+    text = text.casefold()  # a normalized text: no cap, and NFKC would return it as it is
     if "\u2019" in text or "\u02bc" in text:  # NFKC already maps the full-width one
         return text.replace("\u2019", "'").replace("\u02bc", "'")
     return text
@@ -262,6 +267,7 @@ class Tokenizer:
         self.drop_numbers = drop_numbers
         self.jieba_dictionary = jieba_dictionary
         self.segmenter = segmenter  # see simhash_filter.core.segment
+        self._han_stopwords = self.stopwords - {"\n"}  # a line feed parts the Han runs' words
 
     def tokenize(self, text: str) -> list[str]:
         """Tokens of already-normalized text, stopwords removed, in order."""
@@ -271,23 +277,41 @@ class Tokenizer:
             if self.drop_numbers:
                 return [w for w in words if w not in stop and not w.isdigit()]
             return [w for w in words if w not in stop]
-        out: list[str] = []
-        segment = None
-        for match in _TOKEN_RE.finditer(text):
-            kind = match.lastgroup
-            run = match.group()
-            if kind == "word":
-                if run in stop or (self.drop_numbers and run.isdigit()):
-                    continue
-                out.append(run)
-            elif kind == "han":
-                if segment is None:
-                    segment = segment_function(self.segmenter, self.jieba_dictionary, self.hmm)
-                for at in range(0, len(run), MAX_HAN_RUN):  # jieba's HMM: quadratic in a run
-                    out.extend(w for w in segment(run[at : at + MAX_HAN_RUN]) if w not in stop)
-            else:  # kana / hangul: character bigrams (a lone character stands alone)
-                if len(run) == 1:
-                    out.append(run)
-                else:
-                    out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        return out
+        out: list[str | None] = []  # None: where the words of the next Han run go
+        han: list[str] = []
+        for han_run, kana_hangul, word in _TOKEN_RE.findall(text):  # one group matched
+            if word:
+                if word not in stop and not (self.drop_numbers and word.isdigit()):
+                    out.append(word)
+            elif han_run:
+                for at in range(0, len(han_run), MAX_HAN_RUN):  # jieba's HMM: quadratic in a run
+                    han.append(han_run[at : at + MAX_HAN_RUN])
+                    out.append(None)
+            elif len(kana_hangul) == 1:  # kana / hangul: character bigrams (a lone one alone)
+                out.append(kana_hangul)
+            else:
+                out.extend(kana_hangul[i : i + 2] for i in range(len(kana_hangul) - 1))
+        return self._han_words_in(out, han)
+
+    def _han_words_in(self, out: list[str | None], han: list[str]) -> list[str]:
+        """``out`` with each None replaced by the words of the Han run of its rank, stopwords
+        removed. The runs are segmented in one call, joined by a line feed: both segmenters
+        split their input at white space first, yield it as a token, and segment the pieces
+        between one by one, so each run's words are those it has alone (a test pins it), and
+        one call a page costs less than one a run (there are hundreds)."""
+        if not han:
+            return cast("list[str]", out)  # no None in it
+        segment = segment_function(self.segmenter, self.jieba_dictionary, self.hmm)
+        stop = self._han_stopwords
+        words = [w for w in segment("\n".join(han)) if w not in stop]
+        if len(han) == len(out):  # Han runs only, as much Chinese text
+            return [w for w in words if w != "\n"]
+        words.append("\n")
+        next_word = iter(words).__next__
+        tokens: list[str] = []
+        for token in out:
+            if token is None:
+                tokens.extend(iter(next_word, "\n"))  # the run's words, up to its line feed
+            else:
+                tokens.append(token)
+        return tokens

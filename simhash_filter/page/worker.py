@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Setup", "WorkerReply", "answer_ready", "serve", "serve_pages", "set_up"]
 
-_WARM_UP_TEXT = "Warm up the tokenizer and the sketch. 预热结巴分词的词典。" * 4
+_WARM_UP_TEXT = "Warm up the tokenizer and the sketch. 预热结巴分词的词典，全角标点。" * 4
+"""Chinese with a full-width comma: it loads the segmenter and the NFKC table (core/nfkc.py)."""
 _WARM_UP_HTML = "<html><body><article><p>" + "Warm up trafilatura. " * 20 + "</p></article>"
 
 
