@@ -253,12 +253,12 @@ class _Parser:
             pattern = re.compile(
                 self.literal(arguments[1]), re.UNICODE | (re.IGNORECASE if "i" in flags else 0)
             )
-            search = f"{self.constant(pattern)}.search"
+            matches = self.constant(_matches(pattern))  # matches[value]: pattern.search(value)
             code, kind = arguments[0]
             if kind == "attrs" and "," not in code:  # an absent attribute reads "": known now
                 value, absent = self.attribute(code), pattern.search("") is not None
-                return f"({absent} if {value} is None else {search}({value}) is not None)", "bool"
-            return f"({search}({self.string(arguments[0])}) is not None)", "bool"
+                return f"({absent} if {value} is None else {matches}[{value}])", "bool"
+            return f"{matches}[{self.string(arguments[0])}]", "bool"
         raise Unsupported(f"function {name}() with {len(arguments)} arguments")
 
     # conversions, as XPath 1.0's boolean() and string()
@@ -291,6 +291,45 @@ class _Parser:
         if term[0] not in self.literals:
             raise Unsupported("a non-literal argument where a literal is expected")
         return self.literals[term[0]]
+
+
+MEMO_ENTRIES = 4096
+"""Values whose match :class:`Matches` keeps a pattern at most (then it starts afresh)."""
+MEMO_CHARS = 256
+"""Values longer than this are searched each time, not kept (a hostile page's megabyte-long
+class must not stay in memory)."""
+
+
+class Matches(dict[str, bool]):
+    """``pattern.search(value) is not None`` by value, each value searched once: the class
+    and id strings a page repeats (a template's ``class="item"`` on every entry), read by
+    every expression and every pass, are most of the ``re:test`` calls, and the searches of
+    trafilatura's long alternations are most of a selection's CPU. A hit is one dict lookup
+    in C; a miss searches (``__missing__``). Bounded by :data:`MEMO_ENTRIES` and
+    :data:`MEMO_CHARS`; the answer is the search's, whatever the cache holds."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        super().__init__()
+        self.pattern = pattern
+
+    def __missing__(self, value: str) -> bool:
+        found = self.pattern.search(value) is not None
+        if len(value) <= MEMO_CHARS:
+            if len(self) >= MEMO_ENTRIES:
+                self.clear()
+            self[value] = found
+        return found
+
+
+_MATCHES: dict[tuple[str, int], Matches] = {}
+"""One :class:`Matches` a regular expression (pattern and flags), shared by the expressions
+that test it."""
+
+
+def _matches(pattern: re.Pattern[str]) -> Matches:
+    return _MATCHES.setdefault((pattern.pattern, pattern.flags), Matches(pattern))
 
 
 def _translation(source: str, target: str) -> dict[int, int | None]:

@@ -310,3 +310,58 @@ def test_extraction_is_the_same_with_and_without_the_translations() -> None:
         fast_xpath.install()
     assert fast == slow
     assert all(text for text in fast[:2])
+
+
+_PATTERNS = [re.compile(rx, re.UNICODE) for rx in REGEXES] + [re.compile("BOTTOM|Link", re.I)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(_PATTERNS),
+    st.lists(st.one_of(_VALUES, st.text(max_size=8)), min_size=1, max_size=12),
+)
+def test_a_memo_answers_as_the_search_does(pattern: re.Pattern[str], values: list[str]) -> None:
+    """Each value asked twice (a miss, then a hit), and once more after the memo started
+    afresh: always the search's answer."""
+    matches = fast_xpath.Matches(pattern)
+    for value in values + values:
+        assert matches[value] is (pattern.search(value) is not None)
+    matches.clear()
+    assert [matches[v] for v in values] == [pattern.search(v) is not None for v in values]
+
+
+def test_a_memo_is_bounded_and_keeps_no_long_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_xpath, "MEMO_ENTRIES", 8)
+    matches = fast_xpath.Matches(re.compile("menu"))
+    long = "x " * fast_xpath.MEMO_CHARS + "menu"
+    assert matches[long] is True
+    assert long not in matches
+    for n in range(20):
+        assert matches[f"menu-{n}" if n % 2 else f"item-{n}"] is bool(n % 2)
+        assert len(matches) <= 8
+
+
+def test_expressions_testing_one_regex_share_its_memo() -> None:
+    memos = {
+        id(v) for _, x in TRANSLATED for v in _constants(x) if isinstance(v, fast_xpath.Matches)
+    }
+    patterns = {
+        (v.pattern.pattern, v.pattern.flags)
+        for _, x in TRANSLATED
+        for v in _constants(x)
+        if isinstance(v, fast_xpath.Matches)
+    }
+    assert len(memos) == len(patterns) > 1
+
+
+def _constants(expression: FastXPath) -> list[Any]:
+    """The constants the translation's functions read (``_c0``...)."""
+    select = expression._select
+    functions = [select, *(c.cell_contents for c in select.__closure__ or ())]
+    found = []
+    for function in functions:
+        if isinstance(function, list):
+            functions.extend(function)
+        elif isinstance(function, types.FunctionType):
+            found += [v for k, v in function.__globals__.items() if k.startswith("_c")]
+    return found
