@@ -7,8 +7,10 @@ ElementPath module (``lxml/_elementpath.py``: the path tokenized, a cached selec
 of generators), whose ``.//tag`` step is by definition ``iterdescendants(tag)`` from the
 element (``prepare_descendant``). The tests run for every ``div``, ``list``, ``p``, ``head``
 and ``quote`` of the tree, several times a pass (``delete_by_link_density``); the step
-called directly is the same list of the same nodes, ~2.5x cheaper a call. Everything else
-is trafilatura's text, line by line.
+called directly is the same list of the same nodes, ~2.5x cheaper a call. Their
+``collect_link_info`` reads each link's ``text_content()`` (an XPath ``string()`` a link);
+a link with no child node but its text reads it as ``.text`` (:func:`text_content`).
+Everything else is trafilatura's text, line by line.
 
 That holds for one text of trafilatura: :func:`install` replaces nothing unless
 ``trafilatura/htmlprocessing.py`` hashes as reviewed (:data:`REVIEWED_HTMLPROCESSING`); a
@@ -22,22 +24,27 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from lxml.html import HtmlElement
+
 __all__ = [
     "REVIEWED_HTMLPROCESSING",
+    "collect_link_info",
     "install",
     "installed",
     "is_paragraph_listing",
     "link_density_test",
     "link_density_test_tables",
+    "text_content",
     "uninstall",
 ]
 
 logger = logging.getLogger(__name__)
 
 REVIEWED_HTMLPROCESSING = "321b9f064ef0f27e2a1d6601fe7f150f54a69ad059f016def843d7886e19f100"
-"""sha256 of ``trafilatura/htmlprocessing.py`` as reviewed (trafilatura 2.3.1): the three
-functions below are its ``link_density_test``, ``link_density_test_tables`` and
-``is_paragraph_listing`` with the ElementPath calls replaced."""
+"""sha256 of ``trafilatura/htmlprocessing.py`` as reviewed (trafilatura 2.3.1): the four
+functions below are its ``collect_link_info``, ``link_density_test``,
+``link_density_test_tables`` and ``is_paragraph_listing`` with the ElementPath calls and the
+links' ``text_content()`` replaced."""
 
 
 def _htmlprocessing() -> Any:
@@ -58,6 +65,25 @@ _hp = _htmlprocessing()
 def _links(element: Any) -> list[Any]:
     """``element.findall(".//ref")``: the ``ref`` descendants in document order."""
     return list(element.iterdescendants("ref"))
+
+
+def text_content(element: Any) -> str:
+    """``element.text_content()`` (XPath ``string()``: all the text below it), read as
+    ``element.text`` when it has no child node but its text: a link's text, most of the time,
+    without an XPath evaluation. Any other element (children, or not an ``HtmlElement``,
+    whose ``text_content`` raises) goes to the method."""
+    if len(element) == 0 and isinstance(element, HtmlElement):
+        return element.text or ""
+    return element.text_content()  # type: ignore[no-any-return]
+
+
+def collect_link_info(links_xpath: list[Any]) -> tuple[int, int, int, list[str]]:
+    """trafilatura's ``collect_link_info``: (characters, non-empty links, short ones, texts)."""
+    mylist = [e for e in (_hp.trim(text_content(elem)) for elem in links_xpath) if e]
+    lengths = list(map(len, mylist))
+    # longer strings impact recall in favor of precision
+    shortelems = sum(1 for length in lengths if length < 10)
+    return sum(lengths), len(mylist), shortelems, mylist
 
 
 def is_paragraph_listing(links_xpath: list[Any]) -> bool:
@@ -81,7 +107,7 @@ def link_density_test(element: Any, favor_precision: bool = False) -> tuple[bool
     # shortcut
     if len(links_xpath) == 1:
         len_threshold = 10 if favor_precision else 100
-        link_text = _hp.trim(links_xpath[0].text_content())
+        link_text = _hp.trim(text_content(links_xpath[0]))
         if len(link_text) > len_threshold and len(link_text) > len(text) * 0.9:
             return True, False
     if element.tag == "p":
@@ -92,7 +118,7 @@ def link_density_test(element: Any, favor_precision: bool = False) -> tuple[bool
         limitlen = 100
     elemlen = len(text)
     if elemlen < limitlen:
-        linklen, elemnum, shortelems, _ = _hp.collect_link_info(links_xpath)
+        linklen, elemnum, shortelems, _ = collect_link_info(links_xpath)
         if elemnum == 0:
             return True, False
         _hp.LOGGER.debug(
@@ -104,7 +130,7 @@ def link_density_test(element: Any, favor_precision: bool = False) -> tuple[bool
         )
         return linklen > elemlen * 0.8 or (elemnum > 1 and shortelems / elemnum > 0.8), True
     if len(links_xpath) > 4:
-        linklen, elemnum, _, _ = _hp.collect_link_info(links_xpath)
+        linklen, elemnum, _, _ = collect_link_info(links_xpath)
         if (
             linklen > len(text) * _hp.LINK_FARM_RATIO
             and linklen < 100 * elemnum
@@ -122,12 +148,13 @@ def link_density_test_tables(element: Any) -> bool:
     elemlen = len(_hp.trim(element.text_content()))
     if elemlen < 200:
         return False
-    linklen, _, _, _ = _hp.collect_link_info(links_xpath)
+    linklen, _, _, _ = collect_link_info(links_xpath)
     _hp.LOGGER.debug("table link text: %s / total: %s", linklen, elemlen)
     return bool(linklen > 0.8 * elemlen if elemlen < 1000 else linklen > 0.5 * elemlen)
 
 
 _REPLACED: tuple[tuple[str, Any], ...] = (
+    ("collect_link_info", collect_link_info),
     ("link_density_test", link_density_test),
     ("link_density_test_tables", link_density_test_tables),
     ("is_paragraph_listing", is_paragraph_listing),

@@ -1,6 +1,6 @@
-"""link_density: trafilatura's link-density tests without ElementPath give trafilatura's own
-answers on every element of generated trees, the same extraction, and step aside for a
-trafilatura whose text was not reviewed."""
+"""link_density: trafilatura's link-density tests without ElementPath (and without an XPath
+for a link's text) give trafilatura's own answers on every element of generated trees, the
+same extraction, and step aside for a trafilatura whose text was not reviewed."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ def _trees(draw: st.DrawFn) -> Any:
     elements = [root]
     for _ in range(draw(st.integers(1, 45))):
         parent = elements[draw(st.integers(0, len(elements) - 1))]
+        if draw(st.integers(0, 9)) == 0:  # a comment: a child node, not an element
+            parent.append(html.HtmlComment("note"))
+            parent[-1].tail = draw(_TEXTS)
+            continue
         element = etree.SubElement(parent, draw(st.sampled_from(TAGS)))
         element.text, element.tail = draw(_TEXTS), draw(_TEXTS)
         elements.append(element)
@@ -72,6 +76,8 @@ def test_every_element_gets_trafilatura_s_answers(tree: Any) -> None:
         ](element)
         links = element.findall(".//ref")
         assert link_density.is_paragraph_listing(links) is ORIGINALS["is_paragraph_listing"](links)
+        assert link_density.collect_link_info(links) == ORIGINALS["collect_link_info"](links)
+        assert link_density.text_content(element) == element.text_content()
     assert etree.tostring(tree) == before  # the tests only read
 
 
@@ -107,6 +113,12 @@ def test_an_unreviewed_trafilatura_keeps_its_functions(
     assert link_density.install() is False
     assert not link_density.installed()
     assert htmlprocessing.link_density_test is ORIGINALS["link_density_test"]
+
+
+def test_an_element_that_is_not_html_has_no_text_content() -> None:
+    """As trafilatura's own call, the replacement raises for an lxml.etree element."""
+    with pytest.raises(AttributeError):
+        link_density.text_content(etree.Element("ref"))
 
 
 def test_install_is_idempotent() -> None:
