@@ -13,11 +13,13 @@ writes (``.//`` steps, ``self::``, attribute tests, ``contains``, ``starts-with`
 raises :class:`Unsupported`, and :func:`install` then keeps the real XPath. An attribute union
 (``@id|@class``) reads the attribute written first in the page, as XPath's document order
 does. :func:`install` replaces, in place, the entries it can translate in trafilatura's lists
-(every trafilatura module shares them); :func:`uninstall` puts the originals back.
+(every trafilatura module shares them) and the baseline's cleaning XPath (:data:`SINGLES`);
+:func:`uninstall` puts the originals back.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +27,16 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["FastXPath", "Unsupported", "compile_xpath", "install", "installed", "uninstall"]
+__all__ = [
+    "SINGLES",
+    "FastXPath",
+    "Matches",
+    "Unsupported",
+    "compile_xpath",
+    "install",
+    "installed",
+    "uninstall",
+]
 
 REGEXP_NS = "http://exslt.org/regular-expressions"
 """The EXSLT regular-expression namespace trafilatura binds to the ``re`` prefix."""
@@ -452,14 +463,48 @@ def _xpath_lists(module: Any) -> Iterable[tuple[str, list[Any]]]:
             yield name, value
 
 
+SINGLES = ("BASIC_CLEAN_XPATH",)
+"""trafilatura's XPaths that stand alone (not in a list), in ``trafilatura.settings`` and
+the modules that import them by name (:func:`_single_holders`): the baseline's cleaning,
+which the balanced pass runs on the whole page (``html2txt``, ``baseline``). Each counts as
+a list of one in :func:`install` and :func:`installed`."""
+
+
+def _single_holders() -> list[Any]:
+    # by module name: the package's ``trafilatura.baseline`` attribute is its function
+    return [importlib.import_module(f"trafilatura.{name}") for name in ("settings", "baseline")]
+
+
+def _install_singles() -> dict[str, list[int]]:
+    replaced: dict[str, list[int]] = {}
+    holders = _single_holders()
+    for name in SINGLES:
+        original = getattr(holders[0], name, None)
+        if isinstance(original, FastXPath):
+            replaced[name] = [0]
+            continue
+        if not isinstance(original, etree.XPath):
+            continue
+        try:
+            fast = FastXPath(original, compile_xpath(original.path))
+        except (Unsupported, re.error):
+            continue
+        for holder in holders:
+            if getattr(holder, name, None) is original:
+                setattr(holder, name, fast)
+        replaced[name] = [0]
+    return replaced
+
+
 def install(module: Any = None) -> dict[str, list[int]]:
-    """Replace the XPaths of trafilatura's lists (``trafilatura.xpaths`` by default) that
-    :func:`compile_xpath` translates, in place; the others stay. Idempotent. Returns the
-    indices replaced in each list, by list name."""
+    """Replace the XPaths of trafilatura's lists (``trafilatura.xpaths`` by default, and then
+    the :data:`SINGLES` too) that :func:`compile_xpath` translates, in place; the others stay.
+    Idempotent. Returns the indices replaced in each list, by list name."""
+    singles = module is None
     module = _trafilatura_xpaths() if module is None else module
     if getattr(module, "REGEXP_NS", REGEXP_NS) != REGEXP_NS:
         return {}
-    replaced: dict[str, list[int]] = {}
+    replaced: dict[str, list[int]] = _install_singles() if singles else {}
     for name, expressions in _xpath_lists(module):
         for index, expression in enumerate(expressions):
             if isinstance(expression, FastXPath):
@@ -476,6 +521,11 @@ def install(module: Any = None) -> dict[str, list[int]]:
 
 def uninstall(module: Any = None) -> None:
     """Put trafilatura's own XPaths back."""
+    if module is None:
+        for holder in _single_holders():
+            for name in SINGLES:
+                if isinstance(expression := getattr(holder, name, None), FastXPath):
+                    setattr(holder, name, expression.original)
     module = _trafilatura_xpaths() if module is None else module
     for _, expressions in _xpath_lists(module):
         for index, expression in enumerate(expressions):
@@ -484,9 +534,17 @@ def uninstall(module: Any = None) -> None:
 
 
 def installed(module: Any = None) -> dict[str, list[int]]:
-    """The indices of each list that run in Python now."""
+    """The indices of each list that run in Python now (a single as ``[0]``)."""
+    found = {}
+    if module is None:
+        holders = _single_holders()
+        found = {
+            name: [0]
+            for name in SINGLES
+            if all(isinstance(getattr(holder, name, None), FastXPath) for holder in holders)
+        }
     module = _trafilatura_xpaths() if module is None else module
-    found = {
+    found |= {
         name: [i for i, expression in enumerate(expressions) if isinstance(expression, FastXPath)]
         for name, expressions in _xpath_lists(module)
     }

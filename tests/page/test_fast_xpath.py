@@ -4,6 +4,7 @@ list (same nodes, same order) on pages built here from the expressions' own voca
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import re._constants as C
 import re._parser as P
@@ -11,6 +12,7 @@ import types
 from typing import Any
 
 import pytest
+import trafilatura.settings
 import trafilatura.xpaths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,23 +34,26 @@ EXTRACTION_XPATHS = {
     "PRECISION_DISCARD_XPATH": [0, 1],
     "DISCARD_IMAGE_ELEMENTS": [0],
     "COMMENTS_DISCARD_XPATH": [0, 1, 2],
+    "BASIC_CLEAN_XPATH": [0],
 }
-"""The lists trafilatura's main-text extraction runs, every entry translated."""
+"""The lists trafilatura's main-text extraction runs, every entry translated (the baseline's
+cleaning, a single XPath, as a list of one)."""
 
-REVIEWED_DIGEST = "8504fd2ba6991e3760d6047e530fc3f62b13a4a4dbe21a3efccc99d25c41852a"
-"""sha256 of the translated expressions' texts (``NAME[i]`` and the path, in order) as last
-reviewed with trafilatura 2.3.1."""
+REVIEWED_DIGEST = "9f0e3da5e0a611f0c260c14fbd39305af5e544140fa88747e7ac56099fc8048d"
+"""sha256 of the translated expressions' texts (``NAME[i]`` and the path, in order; the
+singles last, by name) as last reviewed with trafilatura 2.3.1."""
 
 NS = {"re": fast_xpath.REGEXP_NS}
 
 
 def _translated() -> list[tuple[str, FastXPath]]:
+    singles = [(name, getattr(trafilatura.settings, name)) for name in fast_xpath.SINGLES]
     return [
         (f"{name}[{i}]", expression)
         for name, expressions in fast_xpath._xpath_lists(trafilatura.xpaths)
         for i, expression in enumerate(expressions)
         if isinstance(expression, FastXPath)
-    ]
+    ] + [(name, expression) for name, expression in singles if isinstance(expression, FastXPath)]
 
 
 TRANSLATED = _translated()
@@ -270,6 +275,20 @@ def test_an_element_tree_and_xpath_variables_go_to_the_xpath() -> None:
 def test_what_is_not_translated_is_refused(path: str) -> None:
     with pytest.raises(Unsupported):
         compile_xpath(path)
+
+
+def test_the_baseline_s_cleaning_runs_in_python_where_it_is_read() -> None:
+    baseline = importlib.import_module("trafilatura.baseline")  # trafilatura.baseline: a function
+    expression = baseline.BASIC_CLEAN_XPATH
+    assert isinstance(expression, FastXPath)
+    assert expression is trafilatura.settings.BASIC_CLEAN_XPATH
+    fast_xpath.uninstall()
+    try:
+        assert isinstance(baseline.BASIC_CLEAN_XPATH, etree.XPath)
+        assert "BASIC_CLEAN_XPATH" not in fast_xpath.installed()
+    finally:
+        fast_xpath.install()
+    assert fast_xpath.installed()["BASIC_CLEAN_XPATH"] == [0]
 
 
 def test_install_keeps_what_it_cannot_translate_and_uninstall_restores() -> None:
