@@ -5,7 +5,8 @@ trafilatura finds the article and the boilerplate with module-level lists of XPa
 contains(@class, '...')]``. libxml2 evaluates each ``self::`` test as a node set and lxml runs
 every EXSLT ``re:test`` as a call back into Python, for each candidate element: most of an
 extraction's CPU. The same selection is one walk of the tree in Python (lxml picks the tags
-in C), with the same regular expressions compiled the way lxml compiles them.
+in C), with the same regular expressions compiled the way lxml compiles them, each one's
+answer kept per attribute value (:class:`Matches`: a page repeats its class strings).
 
 :func:`compile_xpath` reads an expression's text and translates the dialect trafilatura
 writes (``.//`` steps, ``self::``, attribute tests, ``contains``, ``starts-with``,
