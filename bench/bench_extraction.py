@@ -16,6 +16,10 @@ workers run it (trafilatura's XPaths translated to Python by
 :mod:`~simhash_filter.page.fast_xpath`, the copies nothing reads left out by
 :mod:`~simhash_filter.page.tree_copies`; the other modes run so too) and with trafilatura's
 own XPaths and copies; the pages whose text differs between the two are counted (must be 0).
+The same comparison runs on the three variants of every page the crawl benches serve
+(``bench.crawl_site.variants``): 1,000 pages and variants in all, and "trafilatura's own" there
+is every replacement off: its XPaths, its copies, its link-density tests
+(:mod:`~simhash_filter.page.link_density`) and the ``Extractor`` it builds for each call.
 The decoding is compared too: trafilatura's own (``decode_file``) against the page work's,
 counted in pages whose extracted text holds more than 10 U+FFFD.
 """
@@ -28,7 +32,8 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +41,10 @@ import trafilatura
 from trafilatura.utils import decode_file
 
 from bench._common import DATA_DIR, ROOT, machine, write_results
+from bench.crawl_site import variants
 from bench.quality_data import jaccard_c5
-from simhash_filter.page import fast_xpath, tree_copies
+from simhash_filter.page import extract as page_extract
+from simhash_filter.page import fast_xpath, link_density, tree_copies
 from simhash_filter.page.decode import decode_html
 from simhash_filter.page.extract import _main_text, parse_bounded
 
@@ -76,7 +83,9 @@ def _trafilatura(**options: Any) -> Callable[[Any], str]:
 
 LANGS = ("en", "zh")
 PAGE_WORK = "page work (precision fast, balanced prose below 500)"
-LXML_XPATHS = "page work, trafilatura's own XPaths and copies (before fast_xpath, tree_copies)"
+LXML_XPATHS = (
+    "page work, trafilatura's own XPaths, copies, link tests and options (every replacement off)"
+)
 MODES: dict[str, Callable[[Any], str]] = {
     "precision + fallback extractors (before)": _trafilatura(favor_precision=True),
     "precision, fast": _trafilatura(favor_precision=True, fast=True),
@@ -84,6 +93,46 @@ MODES: dict[str, Callable[[Any], str]] = {
     PAGE_WORK: lambda tree: _main_text(tree, None) or "",
     LXML_XPATHS: lambda tree: _main_text(tree, None) or "",
 }
+
+
+_REPLACEMENTS = (fast_xpath, tree_copies, link_density)
+
+
+def _no_options(url: str | None, *, favor_precision: bool) -> None:
+    """``options=None``: trafilatura builds its ``Extractor`` from the keywords, as before."""
+
+
+@contextmanager
+def every_replacement_off() -> Iterator[None]:
+    """trafilatura's own XPaths, copies, link-density tests and per-call ``Extractor``."""
+    for module in _REPLACEMENTS:
+        module.uninstall()
+    own_options = page_extract.pass_options
+    page_extract.pass_options = _no_options  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        page_extract.pass_options = own_options
+        for module in _REPLACEMENTS:
+            module.install()
+
+
+def variants_differ(pages: list[tuple[str, bytes, str]]) -> dict[str, int]:
+    """Pages and variants (the three each page has in the crawl benches) whose page-work text
+    differs from trafilatura's own, with the number compared."""
+    compared = differ = 0
+    for _lang, body, _ in pages:
+        for page in [body, *variants(body)]:
+            mine = parse_bounded(decode_html(page))
+            own = parse_bounded(decode_html(page))
+            compared += 1
+            if mine is None or own is None:
+                differ += (mine is None) != (own is None)
+                continue
+            text = _main_text(mine, None)
+            with every_replacement_off():
+                differ += text != _main_text(own, None)
+    return {"compared": compared, "differ": differ}
 
 
 def run(data: Path, rounds: int) -> dict[str, Any]:
@@ -97,23 +146,19 @@ def run(data: Path, rounds: int) -> dict[str, Any]:
         old_decode.append(MODES["precision + fallback extractors (before)"](old_tree))
         for mode, extract in MODES.items():
             times = []
-            if mode == LXML_XPATHS:
-                fast_xpath.uninstall()
-                tree_copies.uninstall()
-            for _ in range(rounds):
-                t0 = time.process_time()
-                text = extract(tree)
-                times.append(time.process_time() - t0)
-            fast_xpath.install()
-            tree_copies.install()
+            with every_replacement_off() if mode == LXML_XPATHS else nullcontext():
+                for _ in range(rounds):
+                    t0 = time.process_time()
+                    text = extract(tree)
+                    times.append(time.process_time() - t0)
             texts[mode].append(text)
             cpu[mode].append(statistics.median(times))
     result: dict[str, Any] = {"pages": {lang: sum(p[0] == lang for p in pages) for lang in LANGS}}
     rows = []
     for lang in LANGS:
         idx = [i for i, p in enumerate(pages) if p[0] == lang]
-        variants = {"trafilatura's decoding, precision + fallbacks (before)": old_decode} | texts
-        for mode, out in variants.items():
+        by_mode = {"trafilatura's decoding, precision + fallbacks (before)": old_decode} | texts
+        for mode, out in by_mode.items():
             closeness = [jaccard_c5(out[i], pages[i][2]) for i in idx]
             rows.append(
                 {
@@ -131,6 +176,7 @@ def run(data: Path, rounds: int) -> dict[str, Any]:
     result["rows"] = rows
     pairs = zip(texts[PAGE_WORK], texts[LXML_XPATHS], strict=True)
     result["xpath_differs"] = sum(a != b for a, b in pairs)
+    result["variants"] = variants_differ(pages)
     return result
 
 
@@ -153,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['empty']} | {r['mojibake']} |"
         )
     print(
-        "\npages whose page-work text differs with trafilatura's own XPaths and copies: "
+        "\npages whose page-work text differs with every replacement off: "
         f"{result['xpath_differs']}"
+    )
+    print(
+        "pages and variants whose page-work text differs with every replacement off: "
+        f"{result['variants']['differ']} of {result['variants']['compared']}"
     )
     path = write_results("bench_extraction", result)
     print(f"\nraw results: {path.relative_to(ROOT)}")

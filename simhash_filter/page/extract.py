@@ -28,6 +28,7 @@ cap a page met is named in :attr:`ExtractedPage.capped` (the crawl counts them).
 from __future__ import annotations
 
 import logging
+from copy import copy
 from typing import Any, NamedTuple
 
 import trafilatura
@@ -40,13 +41,14 @@ from lxml.html import (
     HtmlProcessingInstruction,
     fromstring,
 )
+from trafilatura.settings import Extractor
 from trafilatura.utils import DOCTYPE_TAG, decode_file, is_dubious_html, repair_faulty_html
 
 from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS, EXTRACTION
 from simhash_filter.core.text import cap_non_starters
 
-from . import fast_xpath, tree_copies
+from . import fast_xpath, link_density, tree_copies
 from .decode import decode_html
 from .hints import page_hints
 from .limits import DEFAULT_MAX_BYTES
@@ -73,6 +75,7 @@ logger = logging.getLogger(__name__)
 
 fast_xpath.install()  # trafilatura's XPaths as Python walks: the same nodes, less CPU
 tree_copies.install()  # and without the tree copies nothing reads
+link_density.install()  # its link-density tests without ElementPath: the same answers
 
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap
@@ -411,18 +414,55 @@ def prose_share(text: str) -> float:
     return sum(n for n in lengths if n >= PROSE_LINE) / total if total else 0.0
 
 
+_PASS_OPTIONS: dict[str, Any] = {
+    "fast": True,
+    "include_comments": False,
+    "include_tables": True,
+    "deduplicate": False,
+    "output_format": "txt",
+}
+"""The options of :func:`_trafilatura_text`'s passes, as ``trafilatura.extract`` takes them."""
+
+
+def _pass_extractor(favor_precision: bool) -> Extractor:
+    """The ``Extractor`` that ``trafilatura.extract(..., **_PASS_OPTIONS)`` builds for a pass
+    (without a URL), built the way that function builds it."""
+    return Extractor(
+        output_format=_PASS_OPTIONS["output_format"],
+        fast=_PASS_OPTIONS["fast"],
+        precision=favor_precision,
+        comments=_PASS_OPTIONS["include_comments"],
+        tables=_PASS_OPTIONS["include_tables"],
+        dedup=_PASS_OPTIONS["deduplicate"],
+    )
+
+
+_PASS_EXTRACTORS = {True: _pass_extractor(True), False: _pass_extractor(False)}
+"""The two passes' options, built once: ``Extractor.__init__`` reads its configuration
+(eight ``ConfigParser`` look-ups) and formats today's date each time, ~70 µs; a copy is 4."""
+
+
+def pass_options(url: str | None, *, favor_precision: bool) -> Extractor:
+    """The ``Extractor`` ``trafilatura.extract(url=url, favor_precision=..., **_PASS_OPTIONS)``
+    would build: a copy of the pass's, with the URL set as ``Extractor.__init__`` sets it.
+    Its ``date_params`` (``max_date``: the day it was built) are only read to extract
+    metadata, which these passes do not (``with_metadata`` False); a test pins the rest."""
+    options = copy(_PASS_EXTRACTORS[favor_precision])
+    source = url or None
+    options.url = url
+    options.source = source and source.encode("utf-8", "replace").decode("utf-8")
+    return options
+
+
 def _trafilatura_text(source: Any, url: str | None, *, favor_precision: bool) -> str:
     """One ``fast`` pass of trafilatura (no readability/justext comparison): the text, or ""."""
     try:
         text = trafilatura.extract(
             source,
             url=url,
-            fast=True,
             favor_precision=favor_precision,
-            include_comments=False,
-            include_tables=True,
-            deduplicate=False,
-            output_format="txt",
+            options=pass_options(url, favor_precision=favor_precision),
+            **_PASS_OPTIONS,
         )
     except Exception:  # trafilatura and lxml raise a zoo of types on garbage
         logger.debug("Could not extract text from %s", url or "a page", exc_info=True)

@@ -5,7 +5,8 @@ trafilatura finds the article and the boilerplate with module-level lists of XPa
 contains(@class, '...')]``. libxml2 evaluates each ``self::`` test as a node set and lxml runs
 every EXSLT ``re:test`` as a call back into Python, for each candidate element: most of an
 extraction's CPU. The same selection is one walk of the tree in Python (lxml picks the tags
-in C), with the same regular expressions compiled the way lxml compiles them.
+in C), with the same regular expressions compiled the way lxml compiles them, each one's
+answer kept per attribute value (:class:`Matches`: a page repeats its class strings).
 
 :func:`compile_xpath` reads an expression's text and translates the dialect trafilatura
 writes (``.//`` steps, ``self::``, attribute tests, ``contains``, ``starts-with``,
@@ -13,11 +14,13 @@ writes (``.//`` steps, ``self::``, attribute tests, ``contains``, ``starts-with`
 raises :class:`Unsupported`, and :func:`install` then keeps the real XPath. An attribute union
 (``@id|@class``) reads the attribute written first in the page, as XPath's document order
 does. :func:`install` replaces, in place, the entries it can translate in trafilatura's lists
-(every trafilatura module shares them); :func:`uninstall` puts the originals back.
+(every trafilatura module shares them) and the baseline's cleaning XPath (:data:`SINGLES`);
+:func:`uninstall` puts the originals back.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +28,16 @@ from typing import Any
 
 from lxml import etree
 
-__all__ = ["FastXPath", "Unsupported", "compile_xpath", "install", "installed", "uninstall"]
+__all__ = [
+    "SINGLES",
+    "FastXPath",
+    "Matches",
+    "Unsupported",
+    "compile_xpath",
+    "install",
+    "installed",
+    "uninstall",
+]
 
 REGEXP_NS = "http://exslt.org/regular-expressions"
 """The EXSLT regular-expression namespace trafilatura binds to the ``re`` prefix."""
@@ -253,12 +265,12 @@ class _Parser:
             pattern = re.compile(
                 self.literal(arguments[1]), re.UNICODE | (re.IGNORECASE if "i" in flags else 0)
             )
-            search = f"{self.constant(pattern)}.search"
+            matches = self.constant(_matches(pattern))  # matches[value]: pattern.search(value)
             code, kind = arguments[0]
             if kind == "attrs" and "," not in code:  # an absent attribute reads "": known now
                 value, absent = self.attribute(code), pattern.search("") is not None
-                return f"({absent} if {value} is None else {search}({value}) is not None)", "bool"
-            return f"({search}({self.string(arguments[0])}) is not None)", "bool"
+                return f"({absent} if {value} is None else {matches}[{value}])", "bool"
+            return f"{matches}[{self.string(arguments[0])}]", "bool"
         raise Unsupported(f"function {name}() with {len(arguments)} arguments")
 
     # conversions, as XPath 1.0's boolean() and string()
@@ -291,6 +303,45 @@ class _Parser:
         if term[0] not in self.literals:
             raise Unsupported("a non-literal argument where a literal is expected")
         return self.literals[term[0]]
+
+
+MEMO_ENTRIES = 4096
+"""Values whose match :class:`Matches` keeps a pattern at most (then it starts afresh)."""
+MEMO_CHARS = 256
+"""Values longer than this are searched each time, not kept (a hostile page's megabyte-long
+class must not stay in memory)."""
+
+
+class Matches(dict[str, bool]):
+    """``pattern.search(value) is not None`` by value, each value searched once: the class
+    and id strings a page repeats (a template's ``class="item"`` on every entry), read by
+    every expression and every pass, are most of the ``re:test`` calls, and the searches of
+    trafilatura's long alternations are most of a selection's CPU. A hit is one dict lookup
+    in C; a miss searches (``__missing__``). Bounded by :data:`MEMO_ENTRIES` and
+    :data:`MEMO_CHARS`; the answer is the search's, whatever the cache holds."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        super().__init__()
+        self.pattern = pattern
+
+    def __missing__(self, value: str) -> bool:
+        found = self.pattern.search(value) is not None
+        if len(value) <= MEMO_CHARS:
+            if len(self) >= MEMO_ENTRIES:
+                self.clear()
+            self[value] = found
+        return found
+
+
+_MATCHES: dict[tuple[str, int], Matches] = {}
+"""One :class:`Matches` a regular expression (pattern and flags), shared by the expressions
+that test it."""
+
+
+def _matches(pattern: re.Pattern[str]) -> Matches:
+    return _MATCHES.setdefault((pattern.pattern, pattern.flags), Matches(pattern))
 
 
 def _translation(source: str, target: str) -> dict[int, int | None]:
@@ -413,14 +464,48 @@ def _xpath_lists(module: Any) -> Iterable[tuple[str, list[Any]]]:
             yield name, value
 
 
+SINGLES = ("BASIC_CLEAN_XPATH",)
+"""trafilatura's XPaths that stand alone (not in a list), in ``trafilatura.settings`` and
+the modules that import them by name (:func:`_single_holders`): the baseline's cleaning,
+which the balanced pass runs on the whole page (``html2txt``, ``baseline``). Each counts as
+a list of one in :func:`install` and :func:`installed`."""
+
+
+def _single_holders() -> list[Any]:
+    # by module name: the package's ``trafilatura.baseline`` attribute is its function
+    return [importlib.import_module(f"trafilatura.{name}") for name in ("settings", "baseline")]
+
+
+def _install_singles() -> dict[str, list[int]]:
+    replaced: dict[str, list[int]] = {}
+    holders = _single_holders()
+    for name in SINGLES:
+        original = getattr(holders[0], name, None)
+        if isinstance(original, FastXPath):
+            replaced[name] = [0]
+            continue
+        if not isinstance(original, etree.XPath):
+            continue
+        try:
+            fast = FastXPath(original, compile_xpath(original.path))
+        except (Unsupported, re.error):
+            continue
+        for holder in holders:
+            if getattr(holder, name, None) is original:
+                setattr(holder, name, fast)
+        replaced[name] = [0]
+    return replaced
+
+
 def install(module: Any = None) -> dict[str, list[int]]:
-    """Replace the XPaths of trafilatura's lists (``trafilatura.xpaths`` by default) that
-    :func:`compile_xpath` translates, in place; the others stay. Idempotent. Returns the
-    indices replaced in each list, by list name."""
+    """Replace the XPaths of trafilatura's lists (``trafilatura.xpaths`` by default, and then
+    the :data:`SINGLES` too) that :func:`compile_xpath` translates, in place; the others stay.
+    Idempotent. Returns the indices replaced in each list, by list name."""
+    singles = module is None
     module = _trafilatura_xpaths() if module is None else module
     if getattr(module, "REGEXP_NS", REGEXP_NS) != REGEXP_NS:
         return {}
-    replaced: dict[str, list[int]] = {}
+    replaced: dict[str, list[int]] = _install_singles() if singles else {}
     for name, expressions in _xpath_lists(module):
         for index, expression in enumerate(expressions):
             if isinstance(expression, FastXPath):
@@ -437,6 +522,11 @@ def install(module: Any = None) -> dict[str, list[int]]:
 
 def uninstall(module: Any = None) -> None:
     """Put trafilatura's own XPaths back."""
+    if module is None:
+        for holder in _single_holders():
+            for name in SINGLES:
+                if isinstance(expression := getattr(holder, name, None), FastXPath):
+                    setattr(holder, name, expression.original)
     module = _trafilatura_xpaths() if module is None else module
     for _, expressions in _xpath_lists(module):
         for index, expression in enumerate(expressions):
@@ -445,9 +535,17 @@ def uninstall(module: Any = None) -> None:
 
 
 def installed(module: Any = None) -> dict[str, list[int]]:
-    """The indices of each list that run in Python now."""
+    """The indices of each list that run in Python now (a single as ``[0]``)."""
+    found = {}
+    if module is None:
+        holders = _single_holders()
+        found = {
+            name: [0]
+            for name in SINGLES
+            if all(isinstance(getattr(holder, name, None), FastXPath) for holder in holders)
+        }
     module = _trafilatura_xpaths() if module is None else module
-    found = {
+    found |= {
         name: [i for i, expression in enumerate(expressions) if isinstance(expression, FastXPath)]
         for name, expressions in _xpath_lists(module)
     }

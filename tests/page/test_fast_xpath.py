@@ -4,6 +4,7 @@ list (same nodes, same order) on pages built here from the expressions' own voca
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import re._constants as C
 import re._parser as P
@@ -11,6 +12,7 @@ import types
 from typing import Any
 
 import pytest
+import trafilatura.settings
 import trafilatura.xpaths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,23 +34,26 @@ EXTRACTION_XPATHS = {
     "PRECISION_DISCARD_XPATH": [0, 1],
     "DISCARD_IMAGE_ELEMENTS": [0],
     "COMMENTS_DISCARD_XPATH": [0, 1, 2],
+    "BASIC_CLEAN_XPATH": [0],
 }
-"""The lists trafilatura's main-text extraction runs, every entry translated."""
+"""The lists trafilatura's main-text extraction runs, every entry translated (the baseline's
+cleaning, a single XPath, as a list of one)."""
 
-REVIEWED_DIGEST = "8504fd2ba6991e3760d6047e530fc3f62b13a4a4dbe21a3efccc99d25c41852a"
-"""sha256 of the translated expressions' texts (``NAME[i]`` and the path, in order) as last
-reviewed with trafilatura 2.3.1."""
+REVIEWED_DIGEST = "9f0e3da5e0a611f0c260c14fbd39305af5e544140fa88747e7ac56099fc8048d"
+"""sha256 of the translated expressions' texts (``NAME[i]`` and the path, in order; the
+singles last, by name) as last reviewed with trafilatura 2.3.1."""
 
 NS = {"re": fast_xpath.REGEXP_NS}
 
 
 def _translated() -> list[tuple[str, FastXPath]]:
+    singles = [(name, getattr(trafilatura.settings, name)) for name in fast_xpath.SINGLES]
     return [
         (f"{name}[{i}]", expression)
         for name, expressions in fast_xpath._xpath_lists(trafilatura.xpaths)
         for i, expression in enumerate(expressions)
         if isinstance(expression, FastXPath)
-    ]
+    ] + [(name, expression) for name, expression in singles if isinstance(expression, FastXPath)]
 
 
 TRANSLATED = _translated()
@@ -272,6 +277,20 @@ def test_what_is_not_translated_is_refused(path: str) -> None:
         compile_xpath(path)
 
 
+def test_the_baseline_s_cleaning_runs_in_python_where_it_is_read() -> None:
+    baseline = importlib.import_module("trafilatura.baseline")  # trafilatura.baseline: a function
+    expression = baseline.BASIC_CLEAN_XPATH
+    assert isinstance(expression, FastXPath)
+    assert expression is trafilatura.settings.BASIC_CLEAN_XPATH
+    fast_xpath.uninstall()
+    try:
+        assert isinstance(baseline.BASIC_CLEAN_XPATH, etree.XPath)
+        assert "BASIC_CLEAN_XPATH" not in fast_xpath.installed()
+    finally:
+        fast_xpath.install()
+    assert fast_xpath.installed()["BASIC_CLEAN_XPATH"] == [0]
+
+
 def test_install_keeps_what_it_cannot_translate_and_uninstall_restores() -> None:
     kept = etree.XPath(".//div[count(p) > 1]")
     translated = etree.XPath(".//div[re:test(@id, '^a')]", namespaces=NS)
@@ -310,3 +329,58 @@ def test_extraction_is_the_same_with_and_without_the_translations() -> None:
         fast_xpath.install()
     assert fast == slow
     assert all(text for text in fast[:2])
+
+
+_PATTERNS = [re.compile(rx, re.UNICODE) for rx in REGEXES] + [re.compile("BOTTOM|Link", re.I)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(_PATTERNS),
+    st.lists(st.one_of(_VALUES, st.text(max_size=8)), min_size=1, max_size=12),
+)
+def test_a_memo_answers_as_the_search_does(pattern: re.Pattern[str], values: list[str]) -> None:
+    """Each value asked twice (a miss, then a hit), and once more after the memo started
+    afresh: always the search's answer."""
+    matches = fast_xpath.Matches(pattern)
+    for value in values + values:
+        assert matches[value] is (pattern.search(value) is not None)
+    matches.clear()
+    assert [matches[v] for v in values] == [pattern.search(v) is not None for v in values]
+
+
+def test_a_memo_is_bounded_and_keeps_no_long_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_xpath, "MEMO_ENTRIES", 8)
+    matches = fast_xpath.Matches(re.compile("menu"))
+    long = "x " * fast_xpath.MEMO_CHARS + "menu"
+    assert matches[long] is True
+    assert long not in matches
+    for n in range(20):
+        assert matches[f"menu-{n}" if n % 2 else f"item-{n}"] is bool(n % 2)
+        assert len(matches) <= 8
+
+
+def test_expressions_testing_one_regex_share_its_memo() -> None:
+    memos = {
+        id(v) for _, x in TRANSLATED for v in _constants(x) if isinstance(v, fast_xpath.Matches)
+    }
+    patterns = {
+        (v.pattern.pattern, v.pattern.flags)
+        for _, x in TRANSLATED
+        for v in _constants(x)
+        if isinstance(v, fast_xpath.Matches)
+    }
+    assert len(memos) == len(patterns) > 1
+
+
+def _constants(expression: FastXPath) -> list[Any]:
+    """The constants the translation's functions read (``_c0``...)."""
+    select = expression._select
+    functions = [select, *(c.cell_contents for c in select.__closure__ or ())]
+    found = []
+    for function in functions:
+        if isinstance(function, list):
+            functions.extend(function)
+        elif isinstance(function, types.FunctionType):
+            found += [v for k, v in function.__globals__.items() if k.startswith("_c")]
+    return found
