@@ -19,12 +19,12 @@ new trafilatura keeps its own functions until it is reviewed again.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from lxml.html import HtmlElement
+
+from .reviewed import is_reviewed
 
 __all__ = [
     "REVIEWED_HTMLPROCESSING",
@@ -162,14 +162,6 @@ _REPLACED: tuple[tuple[str, Any], ...] = (
 _ORIGINALS: dict[str, Any] = {name: getattr(_hp, name) for name, _ in _REPLACED}
 
 
-def _reviewed(module: Any) -> bool:
-    try:
-        digest = hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()
-    except (AttributeError, OSError, TypeError):  # no source file to read
-        return False
-    return digest == REVIEWED_HTMLPROCESSING
-
-
 def _modules() -> tuple[Any, Any]:
     return _hp, _main_extractor()
 
@@ -179,7 +171,7 @@ def install() -> bool:
     is the reviewed one; True when the replacements are in place. Idempotent."""
     if installed():
         return True
-    if not _reviewed(_hp):
+    if not is_reviewed(_hp, REVIEWED_HTMLPROCESSING):
         logger.debug("trafilatura.htmlprocessing differs from the reviewed text: kept")
         return False
     for module in _modules():

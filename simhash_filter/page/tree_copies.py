@@ -16,13 +16,13 @@ its copies until it is reviewed again.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from copy import copy
-from pathlib import Path
 from typing import Any
 
-__all__ = ["REVIEWED_CORE", "core_digest", "install", "installed", "uninstall"]
+from .reviewed import is_reviewed
+
+__all__ = ["REVIEWED_CORE", "install", "installed", "uninstall"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,22 +33,10 @@ and ``bare_extraction``. The file's digest rather than the functions' sources: `
 reading those costs far more at every process start than reading the file."""
 
 
-def core_digest(core: Any) -> str:
-    """sha256 of the source file of ``trafilatura.core``."""
-    return hashlib.sha256(Path(core.__file__).read_bytes()).hexdigest()
-
-
 def _core() -> Any:
     import trafilatura.core
 
     return trafilatura.core
-
-
-def _reviewed(core: Any) -> bool:
-    try:
-        return core_digest(core) == REVIEWED_CORE
-    except (AttributeError, OSError, TypeError):  # no source file to read
-        return False
 
 
 class _PrepareTree:
@@ -72,7 +60,7 @@ def install() -> bool:
     core = _core()
     if isinstance(core._prepare_tree, _PrepareTree):
         return True
-    if not _reviewed(core):
+    if not is_reviewed(core, REVIEWED_CORE):
         logger.debug("trafilatura.core differs from the reviewed text: its copies stay")
         return False
     core._prepare_tree = _PrepareTree(core._prepare_tree, core)
