@@ -23,7 +23,12 @@ from simhash_filter.index.defaults import (
 )
 from simhash_filter.index.schemes import INDEX_KINDS, IndexScheme, default_index
 from simhash_filter.page.limits import DEFAULT_MAX_BYTES
-from simhash_filter.page.pool import DEFAULT_PAGE_TIMEOUT, default_workers
+from simhash_filter.page.pool import (
+    DEFAULT_PAGE_TIMEOUT,
+    DEFAULT_WORKER_NICENESS,
+    MAX_NICENESS,
+    default_workers,
+)
 from simhash_filter.store.faults import DEFAULT_LOCK_TIMEOUT, DEFAULT_OUTAGE_RETRY, WaitBounds
 from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 
@@ -154,6 +159,7 @@ class Config:
     segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
     workers: int | None = None  # None: default_workers() (0: the page work runs in threads)
     page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
+    worker_niceness: int = DEFAULT_WORKER_NICENESS  # how much nicer than the crawl workers run
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
     outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
@@ -211,6 +217,11 @@ class Config:
             raise ValueError(f"{_name('MAX_BYTES')} must be >= 1, got {self.max_bytes}")
         if self.workers is not None and self.workers < 0:
             raise ValueError(f"{_name('WORKERS')} must be >= 0, got {self.workers}")
+        if not 0 <= self.worker_niceness <= MAX_NICENESS:
+            raise ValueError(
+                f"{_name('WORKER_NICENESS')} must be between 0 and {MAX_NICENESS}, "
+                f"got {self.worker_niceness}"
+            )
         if not (0 < self.lock_timeout < float("inf")):
             raise ValueError(
                 f"{_name('LOCK_TIMEOUT')} must be a number of seconds > 0, got {self.lock_timeout}"
@@ -266,6 +277,7 @@ class Config:
             segmenter=_optional_str(settings, "SEGMENTER"),
             workers=_optional_int(settings, "WORKERS", minimum=0),
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
+            worker_niceness=_int(settings, "WORKER_NICENESS", defaults.worker_niceness, minimum=0),
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
             lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
             outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),

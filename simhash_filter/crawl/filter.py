@@ -208,6 +208,7 @@ class PageFilter:
             self.fingerprinter,
             max_bytes=self.config.max_bytes,
             page_timeout=self.config.page_timeout,
+            niceness=self.config.worker_niceness,
         )
         try:
             pool.start()

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PAGE_TIMEOUT",
+    "DEFAULT_WORKER_NICENESS",
+    "MAX_NICENESS",
     "PageFailed",
     "PageJob",
     "PagePool",
@@ -73,6 +75,12 @@ a page, Scrapy's included, against the page work: see bench/README.md); more wou
 holding ~125 MB each."""
 DEFAULT_PAGE_TIMEOUT = 30.0
 """Seconds of page work in a worker before it is killed (``SIMHASH_FILTER_PAGE_TIMEOUT``)."""
+DEFAULT_WORKER_NICENESS = 10
+"""How much nicer than the crawl process the page workers run (``SIMHASH_FILTER_WORKER_NICENESS``):
+the crawl's event loop is its one serial part, and on 2 cores it lost CPU to the workers it
+feeds (see bench/README.md)."""
+MAX_NICENESS = 19
+"""The most a process can lower its priority by (Linux: nice 19)."""
 READY_TIMEOUT = 120.0
 """Seconds a new worker may take to import trafilatura and load jieba's dictionary."""
 STOP_TIMEOUT = 10.0
@@ -150,11 +158,14 @@ class _Worker:
         self.start_cpu_seconds = 0.0
 
     @classmethod
-    def start(cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float) -> _Worker:
+    def start(
+        cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float, niceness: int
+    ) -> _Worker:
         """Start a worker and wait until it is ready (WorkerDied when it cannot start)."""
         spawned = spawn("simhash_filter.page.worker")
         worker = cls(*spawned)
-        worker._wait_ready(fingerprinter, (sys.path, (fingerprinter, max_bytes, page_budget)))
+        setup = (fingerprinter, max_bytes, page_budget, niceness)
+        worker._wait_ready(fingerprinter, (sys.path, setup))
         return worker
 
     @classmethod
@@ -241,14 +252,19 @@ class PagePool:
         *,
         max_bytes: int,
         page_timeout: float,
+        niceness: int = 0,
         fork_workers: bool | None = None,
     ) -> None:
-        """``fork_workers``: fork the workers from a zygote (default: where it can be)."""
+        """``niceness``: how much nicer than this process the workers run (0 to 19);
+        ``fork_workers``: fork the workers from a zygote (default: where it can be)."""
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if not 0 < page_timeout < float("inf"):
             raise ValueError(f"page_timeout must be a number of seconds > 0, got {page_timeout}")
+        if not 0 <= niceness <= MAX_NICENESS:
+            raise ValueError(f"niceness must be between 0 and {MAX_NICENESS}, got {niceness}")
         self.size = size
+        self.niceness = niceness
         self.page_timeout = page_timeout
         self._fingerprinter = fingerprinter
         self._max_bytes = max_bytes
@@ -298,7 +314,11 @@ class PagePool:
     def _start_zygote(self) -> None:
         try:
             zygote = Zygote.start(
-                self._fingerprinter, self._max_bytes, self.page_timeout, READY_TIMEOUT
+                self._fingerprinter,
+                self._max_bytes,
+                self.page_timeout,
+                READY_TIMEOUT,
+                self.niceness,
             )
         except Exception:
             logger.warning(
@@ -324,7 +344,7 @@ class PagePool:
                     "The page workers' zygote did not fork a worker: it starts on its own",
                     exc_info=True,
                 )
-        return _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout)
+        return _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout, self.niceness)
 
     def _start_worker(self, slot: _Slot) -> None:
         try:

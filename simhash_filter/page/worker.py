@@ -8,7 +8,7 @@ zygote (:mod:`~simhash_filter.page.zygote`), which skips steps 1 and 2 but the a
 protocol, over the
 inherited socket ``FD`` wrapped in a ``multiprocessing`` connection:
 
-1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget)``;
+1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget, niceness)``;
 2. the worker loads trafilatura and jieba's dictionary, and answers the fingerprint spec
    and the CPU seconds its start took;
 3. for each :class:`~simhash_filter.page.work.PageJob` it receives, it answers a
@@ -124,12 +124,16 @@ class Setup(NamedTuple):
     fingerprinter: Fingerprinter
     max_bytes: int
     page_budget: float
+    niceness: int
+    """How much nicer than the crawler the worker runs (:func:`os.nice`): the crawler's event
+    loop is the crawl's one serial part, so on a busy machine it should not wait for the
+    page work's CPU."""
 
 
 def set_up(conn: Connection) -> Setup | None:
     """Protocol steps 1 and 2: read the set-up, load the page work, answer the spec and the
-    CPU seconds the start took; None when the crawler process is gone. Ignores SIGINT and
-    turns core dumps off (what a forked worker inherits too)."""
+    CPU seconds the start took; None when the crawler process is gone. Ignores SIGINT, turns
+    core dumps off and lowers its priority (what a forked worker inherits too)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _no_core_dumps()
     try:
@@ -137,6 +141,8 @@ def set_up(conn: Connection) -> Setup | None:
         setup = Setup(*conn.recv())
     except (EOFError, OSError):
         return None
+    if setup.niceness:
+        os.nice(setup.niceness)
     _warm_up(setup.fingerprinter, setup.max_bytes)
     return setup if answer_ready(conn, setup) else None
 
@@ -162,7 +168,7 @@ def serve_pages(conn: Connection, setup: Setup) -> None:
     """Protocol step 3: sign pages until told to end (or the crawler process is gone)."""
     from .work import work_job
 
-    fingerprinter, max_bytes, page_budget = setup
+    fingerprinter, max_bytes, page_budget, _ = setup
     while True:
         try:
             job = conn.recv()

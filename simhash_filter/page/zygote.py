@@ -14,8 +14,8 @@ socket, with its own lifeline (:func:`~.worker.die_with_parent`) and page budget
 The protocol, over the inherited socket ``FD`` (a ``multiprocessing`` connection; file
 descriptors travel beside it as ``SCM_RIGHTS``):
 
-1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget)``, and the
-   zygote answers as a worker does (:func:`~.worker.set_up`);
+1. the crawler sends ``sys.path``, then ``(fingerprinter, max_bytes, page_budget, niceness)``,
+   and the zygote answers as a worker does (:func:`~.worker.set_up`);
 2. ``("fork", 0)`` with two descriptors (the worker's end of its socket, the read end of its
    lifeline): the zygote forks, answers ``("forked", pid)`` and sends a pidfd of the worker
    (the crawler signals and watches the worker through it, without a race with pid reuse),
@@ -191,14 +191,19 @@ class Zygote:
 
     @classmethod
     def start(
-        cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float, timeout: float
+        cls,
+        fingerprinter: Fingerprinter,
+        max_bytes: int,
+        page_budget: float,
+        timeout: float,
+        niceness: int = 0,
     ) -> Zygote:
         """Start a zygote and wait until it has loaded the page work (ZygoteError)."""
         spawned = spawn("simhash_filter.page.zygote", OPENBLAS_NUM_THREADS="1")
         zygote = cls(*spawned)
         try:
             zygote.conn.send(sys.path)
-            zygote.conn.send((fingerprinter, max_bytes, page_budget))
+            zygote.conn.send((fingerprinter, max_bytes, page_budget, niceness))
             if not wait([zygote.conn], timeout=timeout):
                 raise ZygoteError(f"no answer in {timeout:g} s")
             spec, zygote.start_cpu_seconds = zygote.conn.recv()

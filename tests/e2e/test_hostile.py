@@ -282,7 +282,7 @@ def test_a_busy_worker_ends_when_its_crawl_is_sigkilled(tmp_path: Path) -> None:
 
 def test_a_worker_ends_itself_past_its_page_budget() -> None:
     """No crawler timer involved: the worker's own RLIMIT_CPU ends it (SIGXCPU)."""
-    worker = _Worker.start(SpinningFingerprinter(), 1000, 1.0)
+    worker = _Worker.start(SpinningFingerprinter(), 1000, 1.0, 0)
     try:
         worker.conn.send(PageJob("https://h.example/spin", SPIN, None))
         assert wait([worker.conn], timeout=300)  # end-of-file: the worker is gone

@@ -151,3 +151,43 @@ def test_no_fork_from_a_process_with_threads() -> None:
         thread.join()
     assert refusal is not None
     assert "threads" in refusal
+
+
+@pytest.mark.parametrize("fork_workers", [True, False])
+def test_workers_run_nicer_than_the_crawler_by_the_niceness(fork_workers: bool) -> None:
+    """Forked or started on their own, and a replacement too: the crawler's event loop, the
+    crawl's serial part, wins the CPU over the page work it feeds."""
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    pool = PagePool(
+        2,
+        Config().make_fingerprinter(),
+        max_bytes=MAX_BYTES,
+        page_timeout=600,
+        niceness=7,
+        fork_workers=fork_workers,
+    )
+    pool.start()
+    try:
+        expected = min(ours + 7, 19)
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids] == [expected] * 2
+        killed = pool.pids[0]
+        os.kill(killed, signal.SIGKILL)
+        wait_until(lambda: gone(killed), "the worker died")
+        for n in range(4):  # one of them finds the dead worker: it is replaced
+            pool.submit(PageJob(f"https://x.example/{n}", None, NEWS)).exception()
+        wait_until(lambda: killed not in pool.pids and len(pool.pids) == 2, "a replacement")
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids] == [expected] * 2
+    finally:
+        pool.close()
+
+
+def test_niceness_out_of_range_is_refused() -> None:
+    for niceness in (-1, 20):
+        with pytest.raises(ValueError, match="niceness"):
+            PagePool(
+                1,
+                Config().make_fingerprinter(),
+                max_bytes=MAX_BYTES,
+                page_timeout=60,
+                niceness=niceness,
+            )
