@@ -25,7 +25,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.core.signature import marks_listing
-from simhash_filter.page.pool import PageJob, PagePool, PageResult
+from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
     Match,
@@ -175,8 +175,6 @@ class PageFilter:
                     report_start_failure(exc)
                     raise
                 self._pool = self._start_pool()
-                if self._pool is not None:
-                    self._record_start_cpu(self._pool)
             self._users += 1
 
     def close(self) -> None:
@@ -198,8 +196,9 @@ class PageFilter:
                     store.close()
 
     def _start_pool(self) -> PagePool | None:
-        """The page pool (``WORKERS`` > 0), or None: the thread path, also when the
-        workers cannot start (logged; the crawl goes on)."""
+        """The page pool (``WORKERS`` > 0), starting while the crawl begins (its first
+        pages wait in its queue), or None: the thread path, which the crawl also takes when
+        the workers cannot start (logged; the pages queued meanwhile go there too)."""
         size = self.config.effective_workers
         if size == 0:
             return None
@@ -210,24 +209,31 @@ class PageFilter:
             page_timeout=self.config.page_timeout,
             niceness=self.config.worker_niceness,
         )
-        try:
-            pool.start()
-        except Exception:
-            logger.error(
-                "Could not start %d near-duplicate page workers (SIMHASH_FILTER_WORKERS): "
-                "the page work runs in threads",
-                size,
-                exc_info=True,
-            )
-            return None
+        pool.ready.add_done_callback(lambda ready: self._pool_started(pool, ready))
+        pool.start(wait=False)
         # a filter dropped without close() (a test, an aborted start) still ends its workers
         weakref.finalize(self, pool.close)
-        logger.info(
-            "simhash_filter: %d page workers (SIMHASH_FILTER_WORKERS), pids %s",
-            size,
-            " ".join(map(str, pool.pids)),
-        )
         return pool
+
+    def _pool_started(self, pool: PagePool, ready: Future[None]) -> None:
+        """In the pool's starting thread: log the workers, or fall back to threads."""
+        error = ready.exception()
+        if error is None:
+            self._record_start_cpu(pool)
+            logger.info(
+                "simhash_filter: %d page workers (SIMHASH_FILTER_WORKERS), pids %s",
+                pool.size,
+                " ".join(map(str, pool.pids)),
+            )
+            return
+        if self._pool is pool:
+            self._pool = None
+        logger.error(
+            "Could not start %d near-duplicate page workers (SIMHASH_FILTER_WORKERS): "
+            "the page work runs in threads",
+            pool.size,
+            exc_info=error,
+        )
 
     @property
     def store(self) -> StoreLike | None:
@@ -285,9 +291,12 @@ class PageFilter:
         pool = self._pool
         self._in_work += 1
         try:
-            if pool is None:
-                return await run_in_thread(self.sign, url, text, html)
-            return await self._sign_in_pool(pool, url, text, html)
+            if pool is not None:
+                try:
+                    return await self._sign_in_pool(pool, url, text, html)
+                except PoolNotStarted:  # never handed to a worker: the thread path signs it
+                    pass
+            return await run_in_thread(self.sign, url, text, html)
         finally:
             self._in_work -= 1
             if not self._in_work:

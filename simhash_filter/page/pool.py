@@ -62,6 +62,7 @@ __all__ = [
     "PageTimeout",
     "PageWorkError",
     "PoolClosed",
+    "PoolNotStarted",
     "WorkerDied",
     "default_workers",
     "usable_cpus",
@@ -126,6 +127,11 @@ class PageTimeout(PageWorkError):
 
 class PoolClosed(PageWorkError):
     """The pool was closed before the page's turn came."""
+
+
+class PoolNotStarted(PoolClosed):
+    """The pool's workers did not start (:meth:`PagePool.start` with ``wait=False``): the
+    page was never handed to a worker, and can be signed elsewhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,14 +287,44 @@ class PagePool:
         self._fork_workers = can_fork() if fork_workers is None else fork_workers
         self._zygote: Zygote | None = None
         self._in_work = 0
+        self._starter: threading.Thread | None = None
+        self._refusal: type[PoolClosed] = PoolClosed
+        self.ready: Future[None] = Future()
+        """Done when :meth:`start` is over; its exception when the workers did not start."""
 
     # -- lifecycle
 
-    def start(self) -> None:
-        """Blocking: start the workers (in parallel) and the threads that feed them."""
+    def start(self, *, wait: bool = True) -> None:
+        """Start the workers (in parallel) and the threads that feed them; blocking, or
+        with ``wait=False`` in a thread of its own: pages submitted meanwhile wait in the
+        queue, :attr:`ready` says when the start is over, and when it failed they fail with
+        :class:`PoolNotStarted` (a crawl need not wait ~0.5 s for its workers to start)."""
         if self._started:
             raise RuntimeError("the pool is already started")
         self._started = True
+        if wait:
+            try:
+                self._start_all()
+            except BaseException:
+                self._close(PoolClosed("the page pool was closed"))
+                raise
+            self.ready.set_result(None)
+            return
+        self._starter = threading.Thread(
+            target=self._start_in_background, name="simhash-filter-pool-start", daemon=True
+        )
+        self._starter.start()
+
+    def _start_in_background(self) -> None:
+        try:
+            self._start_all()
+        except BaseException as exc:
+            self.ready.set_exception(exc)  # first: its callbacks stop sending pages here
+            self._close(PoolNotStarted(f"the page workers did not start: {exc}"))
+            return
+        self.ready.set_result(None)
+
+    def _start_all(self) -> None:
         if self._fork_workers:
             self._start_zygote()
         starters = [
@@ -300,7 +336,6 @@ class PagePool:
         for thread in starters:
             thread.join()
         if any(slot.worker is None for slot in self._slots):
-            self.close()
             raise WorkerDied("the page workers did not start (see the log)")
         for slot in self._slots:
             slot.thread = threading.Thread(
@@ -356,19 +391,26 @@ class PagePool:
             slot.worker = None
 
     def close(self) -> None:
-        """Blocking: fail the pages still queued, let the pages in work finish (a page
-        timeout at most), stop the workers. Idempotent."""
+        """Blocking: wait for a start still going on, fail the pages still queued, let the
+        pages in work finish (a page timeout at most), stop the workers. Idempotent."""
+        starter = self._starter
+        if starter is not None and starter is not threading.current_thread():
+            starter.join()  # bounded: each worker's start is (READY_TIMEOUT)
+        self._close(PoolClosed("the page pool was closed"))
+
+    def _close(self, queued_error: PoolClosed) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            self._refusal = type(queued_error)
         while True:
             try:
                 task = self._tasks.get_nowait()
             except queue.Empty:
                 break
             if task is not None and task.future.set_running_or_notify_cancel():
-                task.future.set_exception(PoolClosed("the page pool was closed"))
+                task.future.set_exception(type(queued_error)(*queued_error.args))
         for _ in self._slots:
             self._tasks.put(None)
         for slot in self._slots:
@@ -404,7 +446,8 @@ class PagePool:
             if not self._closed and self._started:
                 self._tasks.put(task)
                 return task.future
-        task.future.set_exception(PoolClosed("the page pool is not running"))
+            refusal = self._refusal
+        task.future.set_exception(refusal("the page pool is not running"))
         return task.future
 
     def _serve(self, slot: _Slot) -> None:

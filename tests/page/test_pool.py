@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,14 @@ from crawler.testsite import blog_template, news_template
 from crawler.workers import crawl_command, descendants, project_env
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicate
-from simhash_filter.page.pool import PageJob, PagePool, PageTimeout, PoolClosed, WorkerDied
+from simhash_filter.page.pool import (
+    PageJob,
+    PagePool,
+    PageTimeout,
+    PoolClosed,
+    PoolNotStarted,
+    WorkerDied,
+)
 from simhash_filter.page.work import sign_page
 
 NEWS = news_template(HARBOUR_BRIDGE, date="12 March 2024").encode()
@@ -128,6 +136,7 @@ def test_pipeline_with_workers_a_killed_worker_is_one_error(
     pipeline = make_pipeline(sqlite_url, WORKERS=1, FAIL_OPEN=fail_open)
     pool = pipeline.filter.pool
     assert pool is not None
+    pool.ready.result()  # the crawl does not wait for it; the figure below does
     started = stat(pipeline, "workers/start_cpu_ms")
     first = {"url": "https://news.example/bridge", "html": NEWS}
     assert run(pipeline.process_item(first)) is first
@@ -168,9 +177,10 @@ def test_middleware_with_workers(sqlite_url: str) -> None:
     middleware = make_middleware(sqlite_url, WORKERS=2)
     pool = middleware.filter.pool
     assert pool is not None
+    pool.ready.result()
     pids = pool.pids
     assert len(pids) == 2
-    # set at the start: the stats written when the spider closes (before the middleware's
+    # set once started: the stats written when the spider closes (before the middleware's
     # own spider_closed handler has run) hold the workers' start
     assert stat(middleware, "workers/start_cpu_ms") > 0
 
@@ -193,6 +203,94 @@ def test_workers_zero_is_the_thread_path(sqlite_url: str) -> None:
     run(pipeline.process_item({"url": "https://news.example/bridge", "html": NEWS}))
     assert stat(pipeline, "kept") == 1
     assert stat(pipeline, "workers/pages") == 0
+    run(pipeline.close_spider())
+
+
+def _held_start(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> threading.Event:
+    """The pools started from now on wait for the returned event before their workers start
+    (and then cannot start any, with ``fail``)."""
+    go = threading.Event()
+    start_all = PagePool._start_all
+
+    def held(self: PagePool) -> None:
+        go.wait()
+        if fail:
+            monkeypatch.setattr(PagePool, "_new_worker", _no_worker)
+        start_all(self)
+
+    monkeypatch.setattr(PagePool, "_start_all", held)
+    return go
+
+
+def _no_worker(self: PagePool) -> Any:
+    raise WorkerDied("no worker here")
+
+
+def test_a_pool_started_without_waiting_queues_pages_until_its_workers_are_ready(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    go = _held_start(monkeypatch)
+    fingerprinter = Config().make_fingerprinter()
+    pool = PagePool(1, fingerprinter, max_bytes=MAX_BYTES, page_timeout=600)
+    pool.start(wait=False)  # returns while the start is held
+    try:
+        assert not pool.ready.done()
+        future = pool.submit(PageJob("https://x.example/news", None, NEWS))
+        assert not future.done()
+        go.set()
+        expected = sign_page(
+            fingerprinter, "https://x.example/news", None, NEWS, max_bytes=MAX_BYTES
+        )
+        assert future.result().signature == expected
+        assert pool.ready.result() is None
+        assert len(pool.pids) == 1
+    finally:
+        go.set()
+        pool.close()
+
+
+def test_a_pool_that_cannot_start_fails_its_queued_pages_as_not_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    go = _held_start(monkeypatch, fail=True)
+    pool = PagePool(1, Config().make_fingerprinter(), max_bytes=MAX_BYTES, page_timeout=600)
+    pool.start(wait=False)
+    queued = pool.submit(PageJob("https://x.example/news", None, NEWS))
+    go.set()
+    with pytest.raises(PoolNotStarted):
+        queued.result()
+    with pytest.raises(WorkerDied):
+        pool.ready.result()
+    with pytest.raises(PoolNotStarted):  # a page after the failure too
+        pool.submit(PageJob("https://x.example/bees", BEES, None)).result()
+    pool.close()
+
+
+def test_pages_of_a_crawl_whose_workers_cannot_start_are_signed_in_threads(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    go = _held_start(monkeypatch, fail=True)
+    pipeline = make_pipeline(sqlite_url, WORKERS=2)
+    pool = pipeline.filter.pool
+    assert pool is not None
+    submit = pool.submit
+
+    def submit_then_fail(job: PageJob) -> Any:
+        future = submit(job)  # queued: now let the start fail
+        go.set()
+        return future
+
+    monkeypatch.setattr(pool, "submit", submit_then_fail)
+    first = {"url": "https://news.example/bridge", "html": NEWS}
+    assert run(pipeline.process_item(first)) is first
+    assert pipeline.filter.pool is None  # the rest of the crawl takes the thread path
+    with pytest.raises(NearDuplicate, match=r"https://news\.example/bridge"):
+        run(pipeline.process_item({"url": "https://blog.example/bridge", "html": BLOG}))
+    assert stat(pipeline, "kept") == 1
+    assert stat(pipeline, "dropped") == 1
+    assert stat(pipeline, "errors") == 0
+    assert stat(pipeline, "workers/pages") == 0
+    assert "Could not start 2 near-duplicate page workers" in caplog.text
     run(pipeline.close_spider())
 
 
