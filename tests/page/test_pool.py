@@ -197,6 +197,19 @@ def test_middleware_with_workers(sqlite_url: str) -> None:
     assert all(gone(pid) for pid in pids)
 
 
+def test_the_crawl_workers_run_at_the_configured_niceness(sqlite_url: str) -> None:
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    for setting, expected in ((None, 10), (3, 3), (0, 0)):
+        extra = {} if setting is None else {"WORKER_NICENESS": setting}
+        pipeline = make_pipeline(sqlite_url, WORKERS=1, **extra)
+        pool = pipeline.filter.pool
+        assert pool is not None
+        pool.ready.result()
+        (pid,) = pool.pids
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(ours + expected, 19)
+        run(pipeline.close_spider())
+
+
 def test_workers_zero_is_the_thread_path(sqlite_url: str) -> None:
     pipeline = make_pipeline(sqlite_url, WORKERS=0)
     assert pipeline.filter.pool is None
