@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from .spawn import spawn
 from .work import PageJob
-from .worker import WorkerReply
+from .worker import Setup, WorkerReply
 from .zygote import ForkedProcess, Zygote, ZygoteError, can_fork
 
 if TYPE_CHECKING:
@@ -164,14 +164,11 @@ class _Worker:
         self.start_cpu_seconds = 0.0
 
     @classmethod
-    def start(
-        cls, fingerprinter: Fingerprinter, max_bytes: int, page_budget: float, niceness: int
-    ) -> _Worker:
+    def start(cls, setup: Setup) -> _Worker:
         """Start a worker and wait until it is ready (WorkerDied when it cannot start)."""
         spawned = spawn("simhash_filter.page.worker")
         worker = cls(*spawned)
-        setup = (fingerprinter, max_bytes, page_budget, niceness)
-        worker._wait_ready(fingerprinter, (sys.path, setup))
+        worker._wait_ready(setup.fingerprinter, (sys.path, setup))
         return worker
 
     @classmethod
@@ -270,10 +267,9 @@ class PagePool:
         if not 0 <= niceness <= MAX_NICENESS:
             raise ValueError(f"niceness must be between 0 and {MAX_NICENESS}, got {niceness}")
         self.size = size
-        self.niceness = niceness
         self.page_timeout = page_timeout
-        self._fingerprinter = fingerprinter
-        self._max_bytes = max_bytes
+        self._setup = Setup(fingerprinter, max_bytes, page_timeout, niceness)
+        """What each worker (or the zygote) is started with."""
         self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
         self._slots = [_Slot(n) for n in range(size)]
         self._lock = threading.Lock()
@@ -288,7 +284,6 @@ class PagePool:
         self._zygote: Zygote | None = None
         self._in_work = 0
         self._starter: threading.Thread | None = None
-        self._refusal: type[PoolClosed] = PoolClosed
         self.ready: Future[None] = Future()
         """Done when :meth:`start` is over; its exception when the workers did not start."""
 
@@ -306,7 +301,7 @@ class PagePool:
             try:
                 self._start_all()
             except BaseException:
-                self._close(PoolClosed("the page pool was closed"))
+                self._close(PoolClosed, "the page pool was closed")
                 raise
             self.ready.set_result(None)
             return
@@ -320,7 +315,7 @@ class PagePool:
             self._start_all()
         except BaseException as exc:
             self.ready.set_exception(exc)  # first: its callbacks stop sending pages here
-            self._close(PoolNotStarted(f"the page workers did not start: {exc}"))
+            self._close(PoolNotStarted, f"the page workers did not start: {exc}")
             return
         self.ready.set_result(None)
 
@@ -348,13 +343,7 @@ class PagePool:
 
     def _start_zygote(self) -> None:
         try:
-            zygote = Zygote.start(
-                self._fingerprinter,
-                self._max_bytes,
-                self.page_timeout,
-                READY_TIMEOUT,
-                self.niceness,
-            )
+            zygote = Zygote.start(self._setup, READY_TIMEOUT)
         except Exception:
             logger.warning(
                 "Could not start the page workers' zygote: each worker starts on its own",
@@ -373,13 +362,13 @@ class PagePool:
         zygote = self._zygote
         if zygote is not None and zygote.alive:
             try:
-                return _Worker.fork(zygote, self._fingerprinter)
+                return _Worker.fork(zygote, self._setup.fingerprinter)
             except ZygoteError:
                 logger.warning(
                     "The page workers' zygote did not fork a worker: it starts on its own",
                     exc_info=True,
                 )
-        return _Worker.start(self._fingerprinter, self._max_bytes, self.page_timeout, self.niceness)
+        return _Worker.start(self._setup)
 
     def _start_worker(self, slot: _Slot) -> None:
         try:
@@ -396,21 +385,20 @@ class PagePool:
         starter = self._starter
         if starter is not None and starter is not threading.current_thread():
             starter.join()  # bounded: each worker's start is (READY_TIMEOUT)
-        self._close(PoolClosed("the page pool was closed"))
+        self._close(PoolClosed, "the page pool was closed")
 
-    def _close(self, queued_error: PoolClosed) -> None:
+    def _close(self, queued_error: type[PoolClosed], message: str) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._refusal = type(queued_error)
         while True:
             try:
                 task = self._tasks.get_nowait()
             except queue.Empty:
                 break
             if task is not None and task.future.set_running_or_notify_cancel():
-                task.future.set_exception(type(queued_error)(*queued_error.args))
+                task.future.set_exception(queued_error(message))
         for _ in self._slots:
             self._tasks.put(None)
         for slot in self._slots:
@@ -426,6 +414,10 @@ class PagePool:
         zygote, self._zygote = self._zygote, None
         if zygote is not None:
             zygote.close()
+
+    @property
+    def _start_failed(self) -> bool:
+        return self.ready.done() and self.ready.exception() is not None
 
     @property
     def in_work(self) -> int:
@@ -446,7 +438,7 @@ class PagePool:
             if not self._closed and self._started:
                 self._tasks.put(task)
                 return task.future
-            refusal = self._refusal
+        refusal = PoolNotStarted if self._start_failed else PoolClosed
         task.future.set_exception(refusal("the page pool is not running"))
         return task.future
 

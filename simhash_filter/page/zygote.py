@@ -43,13 +43,10 @@ import sys
 import threading
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .spawn import spawn
 from .worker import Setup, answer_ready, die_with_parent, serve_pages, set_up
-
-if TYPE_CHECKING:
-    from simhash_filter.core.fingerprint import Fingerprinter
 
 __all__ = ["ForkedProcess", "Zygote", "ZygoteError", "can_fork", "fork_refusal"]
 
@@ -190,20 +187,13 @@ class Zygote:
         """CPU seconds the zygote took to load the page work."""
 
     @classmethod
-    def start(
-        cls,
-        fingerprinter: Fingerprinter,
-        max_bytes: int,
-        page_budget: float,
-        timeout: float,
-        niceness: int = 0,
-    ) -> Zygote:
+    def start(cls, setup: Setup, timeout: float) -> Zygote:
         """Start a zygote and wait until it has loaded the page work (ZygoteError)."""
         spawned = spawn("simhash_filter.page.zygote", OPENBLAS_NUM_THREADS="1")
         zygote = cls(*spawned)
         try:
             zygote.conn.send(sys.path)
-            zygote.conn.send((fingerprinter, max_bytes, page_budget, niceness))
+            zygote.conn.send(setup)
             if not wait([zygote.conn], timeout=timeout):
                 raise ZygoteError(f"no answer in {timeout:g} s")
             spec, zygote.start_cpu_seconds = zygote.conn.recv()
@@ -213,7 +203,7 @@ class Zygote:
         except BaseException:
             zygote.close()
             raise
-        if spec != fingerprinter.spec:
+        if spec != setup.fingerprinter.spec:
             zygote.close()
             raise ZygoteError(f"the zygote signs under another spec: {spec!r}")
         return zygote

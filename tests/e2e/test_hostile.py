@@ -41,6 +41,7 @@ from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicatePipeli
 from simhash_filter.page.extract import MAX_ELEMENTS, MAX_VISIBLE_CHARS, extract_page
 from simhash_filter.page.pool import PageJob, _Worker
 from simhash_filter.page.work import work_page
+from simhash_filter.page.worker import Setup
 from simhash_filter.store.records import PageRow, StoreError, Verdict
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -282,7 +283,7 @@ def test_a_busy_worker_ends_when_its_crawl_is_sigkilled(tmp_path: Path) -> None:
 
 def test_a_worker_ends_itself_past_its_page_budget() -> None:
     """No crawler timer involved: the worker's own RLIMIT_CPU ends it (SIGXCPU)."""
-    worker = _Worker.start(SpinningFingerprinter(), 1000, 1.0, 0)
+    worker = _Worker.start(Setup(SpinningFingerprinter(), 1000, 1.0, 0))
     try:
         worker.conn.send(PageJob("https://h.example/spin", SPIN, None))
         assert wait([worker.conn], timeout=300)  # end-of-file: the worker is gone

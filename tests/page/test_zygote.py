@@ -21,6 +21,7 @@ from crawler.workers import descendants
 from simhash_filter.crawl.config import Config
 from simhash_filter.page.pool import PageJob, PagePool, WorkerDied, _Worker
 from simhash_filter.page.work import sign_page
+from simhash_filter.page.worker import Setup
 from simhash_filter.page.zygote import Zygote, can_fork, fork_refusal
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="workers are forked on Linux only")
@@ -108,7 +109,7 @@ def test_fork_workers_false_starts_every_worker_on_its_own() -> None:
 def test_a_forked_worker_past_its_page_budget_reports_sigxcpu() -> None:
     """The worker's own RLIMIT_CPU ends it; its exit status comes through the zygote."""
     fingerprinter = SpinningFingerprinter()
-    zygote = Zygote.start(fingerprinter, 1000, 1.0, 120)
+    zygote = Zygote.start(Setup(fingerprinter, 1000, 1.0, 0), 120)
     try:
         worker = _Worker.fork(zygote, fingerprinter)
         try:
