@@ -318,15 +318,9 @@ class FingerprintStore:
         lock; ``texts`` (core/stored_text.py's bytes) and ``hints`` (declared canonical URLs),
         one per row or none at all, go with the verdicts."""
         return self._write_path.check_and_add(
-            rows,
-            locks,
-            judge=self._judge,
-            scheme=self.scheme,
-            now=datetime.now(UTC),
-            texts=texts,
-            wait=wait,
-            hints=hints,
-        )
+            rows, locks, judge=self._judge, scheme=self.scheme, now=datetime.now(UTC),
+            texts=texts, wait=wait, hints=hints,
+        )  # fmt: skip
 
     def _locks(self, rows: list[RowToCheck]) -> list[tuple[list[RowToCheck], WriteLocks | None]]:
         """``rows`` as the transactions that write them, each with its advisory locks: one
@@ -415,6 +409,12 @@ class FingerprintStore:
             return self._superseder.supersede(
                 self._read, row, declared, text, kept, datetime.now(UTC)
             )
+
+    def mark_canonical(self, page: PageRow, kept: Match) -> bool:
+        """Record ``page`` as its cluster's canonical, if preferred (store/supersede.py)."""
+        row, declared = self._row(*page[:4]), hint_key(page.canonical)
+        with self._errors():
+            return self._superseder.mark_canonical(self._read, row, declared, kept)
 
     def canonical_pairs(
         self, *, domain: str | None = None, since: datetime | None = None

@@ -155,13 +155,17 @@ duplicates_table = Table(
     Column("seen_at", UTCDateTime, nullable=False, index=True),
     # the canonical URL the dropped page declared (schema 5), canonicalized
     Column("canonical_url", Text, nullable=True),
-    # None: dropped when it arrived; SUPERSEDED: kept, then replaced (schema 5)
+    # None: dropped when it arrived; SUPERSEDED: kept, then replaced (schema 5);
+    # CANONICAL: dropped, but the cluster's canonical (its copy was emitted first)
     Column("kind", Text, nullable=True),
 )
 """The dropped pages, each with the admitted page it was a near-duplicate of."""
 
 SUPERSEDED = "superseded"
 """``duplicates.kind`` of a page the keep policy replaced by a copy (store/supersede.py)."""
+CANONICAL = "canonical"
+"""``duplicates.kind`` of a dropped page the keep policy names its cluster's canonical: a copy
+of it was kept (and emitted) first, so it is dropped, and recorded (store/supersede.py)."""
 
 page_texts_table = Table(
     "page_texts",

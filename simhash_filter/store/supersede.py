@@ -16,6 +16,11 @@ concurrent check of a third copy runs wholly before or wholly after the swap):
 
 Two near-duplicates are still never both kept, and every drop names a kept page. The match
 decision itself (batch.py, decide_function.sql) is unchanged: this is an operation of its own.
+
+``FingerprintStore.mark_canonical(page, kept)`` is the default policy's (``KEEP =
+"canonical"``): the kept page was emitted and stays; when the keep policy prefers the new
+page, its drop row (the latest naming ``kept``) becomes a ``canonical`` row: the store records
+which URL is the cluster's canonical, and nothing is swapped.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from .keep_evidence import disproved_hints, rule_forms
 from .locks import MAX_KEY_LOCKS, WriteLocks, WriteTransactions, write_locks
 from .records import Match, Supersession, VerdictKind
 from .schema import (
+    CANONICAL,
     SUPERSEDED,
     UInt64,
     drop_texts_table,
@@ -148,6 +154,24 @@ class Superseder:
             if old is None or old.url != kept.url or not self.prefers(conn, old, new, declared):
                 return None
         return self.run(old, new, declared=declared, text=text, kept=kept, now=now)
+
+    def mark_canonical(
+        self,
+        read: Callable[[], AbstractContextManager[Connection]],
+        new: RowToCheck,
+        declared: str | None,
+        kept: Match,
+    ) -> bool:
+        """Record ``new``, dropped as a copy of ``kept``, as its cluster's canonical when the
+        keep policy prefers it (see the module doc): True when its drop row was marked."""
+        with read() as conn:
+            if self.stays_a_copy(connection_execute(conn), new.url, declared, kept):
+                return False  # most copies stop here: one statement
+            old = read_kept(conn, kept.page_id)
+            if old is None or old.url != kept.url or not self.prefers(conn, old, new, declared):
+                return False
+        locks = None if self._sqlite else write_locks([(new.url, (), ())])
+        return self._transactions.run(lambda conn: _mark(conn, new.url, old.page_id), locks=locks)
 
     def stays_a_copy(self, execute: Execute, url: str, declared: str | None, kept: Match) -> bool:
         """True when the page of canonical ``url``, a copy of ``kept``, names another URL
@@ -290,3 +314,18 @@ class Superseder:
                     )
                 )
         conn.execute(delete(pages_table).where(pages_table.c.id == old.page_id))
+
+
+def _mark(conn: Connection, url: str, kept_id: int) -> bool:
+    """The latest drop of ``url`` as a copy of page ``kept_id`` becomes a ``canonical`` row."""
+    d = duplicates_table.c
+    latest = conn.execute(
+        select(d.id)
+        .where(d.url == url, d.duplicate_of == kept_id, d.kind.is_(None))
+        .order_by(d.id.desc())
+        .limit(1)
+    ).scalar()
+    if latest is None:
+        return False
+    conn.execute(update(duplicates_table).where(d.id == latest).values(kind=CANONICAL))
+    return True

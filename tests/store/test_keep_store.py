@@ -133,6 +133,36 @@ def test_the_canonical_arriving_after_its_variants_supersedes_the_first(
     assert store.stats().pages == 1
 
 
+def test_a_canonical_after_its_emitted_variant_is_recorded_not_swapped(
+    store: FingerprintStore,
+) -> None:
+    """The default policy (issue 42): the variant was emitted, so it stays; the canonical's
+    drop row names it the cluster's canonical, on every write path."""
+    canonical = f"{SITE}/news/tram"
+    first = row(f"{SITE}/news/tram?utm_source=rss", 0, canonical=canonical)
+    assert add(store, first).kind is VerdictKind.NEW
+    variant = row(f"{SITE}/amp/tram", 0, canonical=canonical, edit=" AMP.")
+    dropped = add(store, variant)
+    assert not store.mark_canonical(variant, dropped.duplicate_of)  # a variant: no
+    page = row(canonical, 0, canonical=canonical, edit=" Share.")
+    verdict = add(store, page)
+    assert verdict.kind is VerdictKind.DUPLICATE
+    assert store.mark_canonical(page, verdict.duplicate_of)
+    assert store.lookup(first.url) is not None  # still kept
+    assert store.lookup(canonical) is None
+    drops = {d.url: d for d in store.duplicates()}
+    assert drops[canonical].kind == "canonical"
+    assert drops[canonical].duplicate_of_url == first.url
+    assert not drops[canonical].superseded
+    assert drops[variant.url].kind is None
+    # an unchanged recrawl: the same verdicts, nothing swapped
+    assert add(store, first).kind is VerdictKind.UNCHANGED
+    again = add(store, page)
+    assert again.kind is VerdictKind.DUPLICATE
+    assert again.duplicate_of.url == first.url
+    assert store.stats().pages == 1
+
+
 def test_a_url_its_variants_name_replaces_the_first_without_a_hint_of_its_own(
     store: FingerprintStore,
 ) -> None:
