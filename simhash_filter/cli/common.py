@@ -112,9 +112,9 @@ SIMILARITY = Column("similarity", "similarity", right=True, optional=True)
 
 
 def duplicate_row(record: DuplicateRecord) -> Record:
-    """A drop as the commands show it; a superseded page (docs/keep.md) has ``kind`` and
-    ``superseded``, a page that declared a canonical URL ``canonical`` (schema 5: rows
-    without them read exactly as before)."""
+    """A drop as the commands show it; a superseded page or a dropped canonical (docs/keep.md)
+    has ``kind`` and ``superseded`` (the status column), a page that declared a canonical URL
+    ``canonical`` (schema 5: rows without them read exactly as before)."""
     return {
         "url": record.url,
         "fingerprint": hex64(record.fingerprint),
@@ -123,7 +123,7 @@ def duplicate_row(record: DuplicateRecord) -> Record:
         "distance": record.distance,
         "similarity": shown_similarity(record.similarity),
         "seen_at": iso_time(record.seen_at),
-        **({"kind": "superseded", "superseded": "superseded"} if record.superseded else {}),
+        **({"kind": record.kind, "superseded": record.kind} if record.kind else {}),
         **({"canonical": record.canonical_url} if record.canonical_url else {}),
     }
 

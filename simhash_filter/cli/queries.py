@@ -207,7 +207,8 @@ DUPLICATE_COLUMNS = [
     SIMILARITY,
     Column("url", "url"),
     Column("duplicate_of", "duplicate of"),
-    # kept, then replaced by the copy its cluster's hints name (docs/keep.md)
+    # superseded: kept, then replaced; canonical: the cluster's canonical, dropped because a
+    # copy of it was emitted first (docs/keep.md)
     Column("superseded", "status", optional=True),
 ]
 
@@ -247,12 +248,18 @@ def explain_columns(keys: bool) -> list[Column]:
     action="store_true",
     help="with --explain: list the index keys (table:key) that found the candidate",
 )
+@option(
+    "--events",
+    action="store_true",
+    help="every drop logged (each re-crawl of a dropped page is one more), not one row a page",
+)
 @limit(50)
 def dupes(args: argparse.Namespace, out: Output) -> int:
     """dropped pages, newest first, with what they duplicate
 
-    --explain says why each was dropped; --keys adds the index keys that found the
-    candidate (--json always has them)."""
+    One row a page: its latest drop (--events: every drop logged). --explain says why each
+    was dropped; --keys adds the index keys that found the candidate (--json always has
+    them)."""
     if args.keys and not args.explain:
         raise UsageError("--keys lists the keys --explain found: give --explain too")
     with existing_store(args) as store:
@@ -262,6 +269,7 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
             domain=args.domain.lower() if args.domain else None,
             since=args.since,
             limit=args.limit + 1 if args.limit else None,
+            latest=not args.events,
         )
         rows: Iterable[Record] = (duplicate_row(record) for record in records)
         columns = DUPLICATE_COLUMNS
@@ -270,7 +278,7 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
             columns = explain_columns(args.keys)
         out.rows(
             columns,
-            limited(rows, args.limit, out, "dropped pages"),
+            limited(rows, args.limit, out, "drops" if args.events else "dropped pages"),
             empty="no dropped pages" + (" match" if args.domain or args.since else ""),
         )
     return 0

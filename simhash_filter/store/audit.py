@@ -1,6 +1,7 @@
 """What ``simhash-filter report`` draws, read in a bounded number of statements whatever
 the database's size: aggregates computed by the database (one scan each), a capped list
-of domains and clusters, and a sample of drops.
+of domains and clusters, and a sample of drops. Drops are counted as pages: each dropped URL
+once, at its latest drop (:func:`~.reading.latest_drop`), not once a re-crawl.
 
 Every function takes an open store (:class:`~.reading.ReadableStore`) and only reads.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import and_, case, func, select
 
-from .reading import ReadableStore, drops_select, reading
+from .reading import ReadableStore, drops_select, latest_drop, reading
 from .records import DuplicateRecord
 from .schema import duplicates_table, pages_table
 
@@ -43,7 +44,10 @@ def timeline(store: ReadableStore, buckets: int = 48) -> Timeline | None:
     p, d = pages_table.c, duplicates_table.c
     with reading(store) as conn:
         kept_span = conn.execute(select(func.min(p.first_seen), func.max(p.first_seen))).one()
-        drop_span = conn.execute(select(func.min(d.seen_at), func.max(d.seen_at))).one()
+        pages = latest_drop()
+        drop_span = conn.execute(
+            select(func.min(d.seen_at), func.max(d.seen_at)).where(pages)
+        ).one()
         moments = [t for t in (*kept_span, *drop_span) if t is not None]
         if not moments:
             return None
@@ -52,7 +56,7 @@ def timeline(store: ReadableStore, buckets: int = 48) -> Timeline | None:
         count = max(1, min(buckets, int((last - first) / width) + 1))
         edges = [first + width * n for n in range(count)]
 
-        def counts(column: Any) -> list[int]:
+        def counts(column: Any, *where: Any) -> list[int]:
             columns = [
                 func.coalesce(
                     func.sum(
@@ -70,9 +74,9 @@ def timeline(store: ReadableStore, buckets: int = 48) -> Timeline | None:
                 )
                 for n, start in enumerate(edges)
             ]
-            return [int(value) for value in conn.execute(select(*columns)).one()]
+            return [int(value) for value in conn.execute(select(*columns).where(*where)).one()]
 
-        kept, dropped = counts(p.first_seen), counts(d.seen_at)
+        kept, dropped = counts(p.first_seen), counts(d.seen_at, pages)
     return Timeline(
         width, [TimeBucket(start, k, x) for start, k, x in zip(edges, kept, dropped, strict=True)]
     )
@@ -88,7 +92,8 @@ class Histogram:
 
 
 def similarity_histogram(store: ReadableStore, bins: int = 20) -> Histogram:
-    """The similarity of every drop, binned in one scan (1.0 in the last bin)."""
+    """The similarity of every dropped page (its latest drop), binned in one scan (1.0 in
+    the last bin)."""
     sim = duplicates_table.c.similarity
     columns = [
         func.coalesce(
@@ -109,21 +114,22 @@ def similarity_histogram(store: ReadableStore, bins: int = 20) -> Histogram:
     ]
     columns.append(func.coalesce(func.sum(case((sim.is_(None), 1), else_=0)), 0))
     with reading(store) as conn:
-        values = [int(v) for v in conn.execute(select(*columns)).one()]
+        values = [int(v) for v in conn.execute(select(*columns).where(latest_drop())).one()]
     return Histogram(values[:-1], values[-1])
 
 
 def distance_counts(store: ReadableStore) -> dict[int, int]:
-    """Drops per Hamming distance."""
+    """Dropped pages (each URL's latest drop) per Hamming distance."""
     d = duplicates_table.c
     with reading(store) as conn:
-        rows = conn.execute(select(d.distance, func.count()).group_by(d.distance)).all()
+        stmt = select(d.distance, func.count()).where(latest_drop()).group_by(d.distance)
+        rows = conn.execute(stmt).all()
     return {int(distance): int(n) for distance, n in rows}
 
 
 @dataclass(frozen=True, slots=True)
 class DropGroup:
-    """A kept page and the drops logged against it (a cluster of copies)."""
+    """A kept page and the pages dropped as its copies (a cluster: each URL once)."""
 
     page_id: int
     url: str
@@ -133,11 +139,12 @@ class DropGroup:
 
 
 def largest_drop_groups(store: ReadableStore, limit: int = 10) -> list[DropGroup]:
-    """The ``limit`` kept pages with the most drops against them, most first."""
+    """The ``limit`` kept pages with the most pages dropped as their copies, most first."""
     d, p = duplicates_table.c, pages_table.c
     n = func.count().label("n")
     top = (
         select(d.duplicate_of, n, func.count(d.domain.distinct()))
+        .where(latest_drop())
         .group_by(d.duplicate_of)
         .order_by(n.desc(), d.duplicate_of)
         .limit(limit)
@@ -164,12 +171,15 @@ class SampledDrop:
 def sample_drops(
     store: ReadableStore, size: int, *, seed: int = 20
 ) -> tuple[list[SampledDrop], int]:
-    """Up to ``size`` drops: half the ones nearest the match rule's line (lowest
-    similarity, or largest distance without sketches), the rest drawn at random by id;
-    and the number of drops there are."""
+    """Up to ``size`` dropped pages (each URL's latest drop): half the ones nearest the
+    match rule's line (lowest similarity, or largest distance without sketches), the rest
+    drawn at random by id; and the number of dropped pages there are."""
     d = duplicates_table.c
+    pages = latest_drop()
     with reading(store) as conn:
-        total, low, high = conn.execute(select(func.count(), func.min(d.id), func.max(d.id))).one()
+        total, low, high = conn.execute(
+            select(func.count(), func.min(d.id), func.max(d.id)).where(pages)
+        ).one()
         if not total or size <= 0:
             return [], int(total or 0)
         nearest_order: Sequence[Any] = (
@@ -180,14 +190,14 @@ def sample_drops(
         near_ids = [
             row[0]
             for row in conn.execute(
-                select(d.id).where(condition).order_by(*nearest_order).limit(near)
+                select(d.id).where(condition, pages).order_by(*nearest_order).limit(near)
             )
         ]
         chosen = {i: "nearest the threshold" for i in near_ids}
         wanted = size - len(chosen)
         pool = range(int(low), int(high) + 1)
         draws = random.Random(seed).sample(pool, min(len(pool), 4 * wanted + 16))
-        found = {row[0] for row in conn.execute(select(d.id).where(d.id.in_(draws[:500])))}
+        found = {row[0] for row in conn.execute(select(d.id).where(d.id.in_(draws[:500]), pages))}
         for i in draws[:500]:
             if wanted == 0:
                 break

@@ -57,7 +57,7 @@ from .hints import canonical_pairs, hint_key, was_seen
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
 from .opening import Request, settle
-from .reading import dropped_pages_select, drops_select, page_record_columns
+from .reading import dropped_pages_select, drops_select, latest_drop, page_record_columns
 from .records import (
     CanonicalPair,
     DuplicateRecord,
@@ -478,16 +478,15 @@ class FingerprintStore:
         domain: str | None = None,
         since: datetime | None = None,
         limit: int | None = None,
+        latest: bool = False,
     ) -> Iterator[DuplicateRecord]:
-        """Logged drops, newest first, optionally of one domain, since a time."""
+        """Logged drops, newest first, of a domain, since a time (``latest``: a page once)."""
         d = duplicates_table.c
-        stmt = drops_select()
+        stmt = drops_select().where(latest_drop()) if latest else drops_select()
         if domain is not None:
             stmt = stmt.where(d.domain == domain.lower())
-        if since is not None:
-            if since.tzinfo is None:
-                since = since.replace(tzinfo=UTC)
-            stmt = stmt.where(d.seen_at >= since)
+        if since is not None:  # (a naive time: UTC)
+            stmt = stmt.where(d.seen_at >= (since if since.tzinfo else since.replace(tzinfo=UTC)))
         if limit is not None:
             stmt = stmt.limit(limit)
         with self._read() as conn:

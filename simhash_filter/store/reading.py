@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import Connection, Engine, Select, exists, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, Select, and_, exists, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from .engine import error_reason
@@ -72,6 +72,16 @@ def not_kept(url: Any) -> Any:
     """A condition: no page in the index has this URL (``url``: a URL column)."""
     p = pages_table.alias("kept")
     return ~exists().where(p.c.url == url, p.c.dropped_at.is_(None))
+
+
+def latest_drop() -> ColumnElement[bool]:
+    """A condition on ``duplicates``: the row is its URL's latest drop and the URL is not kept
+    now. Counts and samples of *pages* take these rows (each re-crawl of a dropped URL logs
+    one more row: an event, not a page)."""
+    other = duplicates_table.alias("latest")
+    newest = select(func.max(other.c.id)).group_by(other.c.url)
+    d = duplicates_table.c
+    return and_(d.id.in_(newest), not_kept(d.url))
 
 
 def dropped_pages_select() -> Select[Any]:

@@ -122,3 +122,31 @@ def test_the_report_counts_pages_too(db_url: str, tmp_path: Path) -> None:
     html = report.read_text(encoding="utf-8")
     assert 'id="total-duplicates" data-count="1"' in html  # one page dropped (three drops)
     assert 'id="total-pages" data-count="2"' in html
+
+
+def test_dupes_and_the_report_count_pages_not_events(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 42: three crawls drop one page three times; ``dupes``, the report's samples,
+    histograms and largest clusters show one dropped page, ``dupes --events`` the three."""
+    from simhash_filter.store import audit
+
+    for _ in range(3):
+        crawl(db_url, CRAWL)
+    code, out, _ = run(capsys, "--json", "dupes", "--db", db_url)
+    assert code == 0
+    assert [row["url"] for row in json.loads(out)] == [URL_A1]
+    code, out, _ = run(capsys, "--json", "dupes", "--events", "--db", db_url)
+    assert code == 0
+    assert [row["url"] for row in json.loads(out)] == [URL_A1] * 3
+    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+        sampled, total = audit.sample_drops(store, 10)
+        assert (len(sampled), total) == (1, 1)
+        histogram = audit.similarity_histogram(store)
+        assert sum(histogram.counts) + histogram.without_similarity == 1
+        assert sum(audit.distance_counts(store).values()) == 1
+        (group,) = audit.largest_drop_groups(store)
+        assert (group.url, group.drops) == (URL_A, 1)
+        timeline = audit.timeline(store)
+        assert timeline is not None
+        assert sum(bucket.dropped for bucket in timeline.buckets) == 1
