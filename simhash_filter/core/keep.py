@@ -2,7 +2,11 @@
 URL stays.
 
 ``"first"``: the page kept first stays (the filter's behaviour before keep policies).
-``"canonical"`` (the default), in this order:
+``"canonical"`` (the default) chooses before emission: the crawl fetches canonicals first
+where it can, and a copy that arrives after its kept page, even the one the rule below
+prefers, is dropped (the store records it as the cluster's canonical): an emitted item is
+never taken back. ``"supersede"`` (for storage that can replace a record) keeps the preferred
+copy in the kept page's place, as decided by :func:`prefers_new`, in this order:
 
 1. **Hints.** A URL's *support* is the number of the cluster's pages that declare it their
    canonical: the kept page, the new page, and the copies of the kept page dropped so far
@@ -31,6 +35,7 @@ __all__ = [
     "KEEP_CANONICAL",
     "KEEP_FIRST",
     "KEEP_POLICIES",
+    "KEEP_SUPERSEDE",
     "ClusterPage",
     "UrlForm",
     "could_prefer_new",
@@ -41,8 +46,9 @@ __all__ = [
 ]
 
 KEEP_CANONICAL = "canonical"
+KEEP_SUPERSEDE = "supersede"
 KEEP_FIRST = "first"
-KEEP_POLICIES = (KEEP_CANONICAL, KEEP_FIRST)
+KEEP_POLICIES = (KEEP_CANONICAL, KEEP_SUPERSEDE, KEEP_FIRST)
 """The values of ``SIMHASH_FILTER_KEEP``."""
 
 

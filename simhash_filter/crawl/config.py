@@ -168,8 +168,9 @@ class Config:
     rule_min_support: int = 3  # supporting pairs before a learned rule skips requests
     rule_sample: int = 20  # 1 in N of a rule's predictions is still fetched and checked
     form_first: bool = True  # a mapped variant's download fetches its form's URL instead
-    keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
+    keep: str = KEEP_CANONICAL  # which copy stays: "canonical", "supersede" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
+    canonical_url_field: str | None = "canonical_url"  # set on kept items: their canonical
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
@@ -290,6 +291,9 @@ class Config:
             form_first=_bool(settings, "FORM_FIRST", defaults.form_first),
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
+            canonical_url_field=_optional_str(settings, "CANONICAL_URL_FIELD")
+            if _raw(settings, "CANONICAL_URL_FIELD") is not None
+            else defaults.canonical_url_field,
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
-from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
+from simhash_filter.core.keep import KEEP_FIRST, KEEP_SUPERSEDE, could_prefer_new
 from simhash_filter.core.signature import marks_listing
 from simhash_filter.crawl.config import Config, unknown_settings
 from simhash_filter.crawl.pages.error_log import RepeatedErrors
@@ -41,6 +41,7 @@ from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outc
 from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
+from simhash_filter.store.hints import hint_key
 from simhash_filter.store.records import (
     Match,
     PageRow,
@@ -326,7 +327,8 @@ class PageFilter:
         declared = declared_hint(url, hints, canonical)
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
-            return FilterResult(outcome, url, capped=capped, declared=declared)
+            named = await self._named_canonical(url, declared)
+            return FilterResult(outcome, url, capped=capped, declared=declared, canonical=named)
         row = PageRow(
             url,
             signature.fingerprint,
@@ -342,22 +344,24 @@ class PageFilter:
                 self._journal(row)
             return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
         try:
-            superseded = await self._keep(row, verdict)
+            superseded, late = await self._keep(row, verdict)
         except Exception as exc:  # the verdict stands: the page stays a logged copy
             self.errors.error(
                 f"Could not apply the keep policy to {url} (SIMHASH_FILTER_KEEP)", exc
             )
-            superseded = None
+            superseded, late = None, False
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
+        dropped = outcome is Outcome.DROPPED
+        names = None if dropped else await self._named_canonical(url, declared)
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
-            listing=marks_listing(signature.sketch),
+            listing=marks_listing(signature.sketch), late_canonical=late, canonical=names,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -369,19 +373,35 @@ class PageFilter:
             logger.debug("simhash_filter: could not look %s up", url, exc_info=True)
             return True
 
-    async def _keep(self, row: PageRow, verdict: Verdict) -> Supersession | None:
-        """The keep policy on a copy: the store's supersede when the page could be the one
-        to keep (``KEEP = "canonical"``, and it does not name the kept page its canonical)."""
+    async def _named_canonical(self, url: str, declared: str | None) -> str:
+        """The canonical a passing page's item names: the one it declares, unless the store
+        keeps that URL as another page (a wrong hint, or a canonical that differs), else the
+        page's own URL. One read, only for a page declaring another URL."""
+        if declared is None or declared == hint_key(url):
+            return url if declared is None else declared
+        try:
+            other = await run_in_thread(self._open_store_or_raise().lookup, declared)
+        except Exception:  # not worth an error: the declared URL stands
+            return declared
+        return url if other is not None and other.dropped_at is None else declared
+
+    async def _keep(self, row: PageRow, verdict: Verdict) -> tuple[Supersession | None, bool]:
+        """The keep policy on a copy that could be the one to keep (it does not name the kept
+        page its canonical): ``"supersede"``: the store swaps them (a Supersession);
+        ``"canonical"``: the kept page was emitted and stays, the copy is recorded as the
+        cluster's canonical when preferred (True)."""
         kept = verdict.duplicate_of
         if (
             kept is None
             or verdict.kind is not VerdictKind.DUPLICATE
-            or self.config.keep != KEEP_CANONICAL
+            or self.config.keep == KEEP_FIRST
             or not could_prefer_new(verdict.url, row.canonical, kept.url)
         ):
-            return None
+            return None, False
         store = self._open_store_or_raise()
-        return await run_in_thread(store.supersede, row, kept)
+        if self.config.keep == KEEP_SUPERSEDE:
+            return await run_in_thread(store.supersede, row, kept), False
+        return None, await run_in_thread(store.mark_canonical, row, kept)
 
     # -- pages that passed unchecked (journal.py)
 
@@ -470,6 +490,8 @@ class PageFilter:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
         if check.superseded is not None:
             self._record_supersede(check.superseded)
+        if check.late_canonical:
+            self.stats.inc_value(STATS_PREFIX + "late_canonical")
         if check.verdict is not None:
             self._record_not_a_copy(check.url, "boilerplate", check.verdict.boilerplate_of)
             self._record_not_a_copy(check.url, "listing", check.verdict.listing_of)

@@ -32,6 +32,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from simhash_filter.store.faults import WaitBounds
 from simhash_filter.store.records import (
     Match,
+    PageRecord,
     PageRow,
     StoreBusy,
     StoreUnavailable,
@@ -67,7 +68,11 @@ class StoreLike(Protocol):
 
     def supersede(self, page: PageRow, kept: Match) -> Supersession | None: ...
 
+    def mark_canonical(self, page: PageRow, kept: Match) -> bool: ...
+
     def was_seen(self, url: str) -> bool: ...
+
+    def lookup(self, url: str) -> PageRecord | None: ...
 
     def close(self) -> None: ...
 

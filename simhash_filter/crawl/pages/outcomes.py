@@ -25,10 +25,14 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
 - ``exact_content`` (not disjoint: also ``no_text`` or ``dropped``): the page had too little
   text and was checked by its exact-content key (its bytes, white space runs collapsed;
   :mod:`simhash_filter.core.content_key`), which only a byte-identical page matches.
-- ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"canonical"`` the page,
+- ``superseded`` (not disjoint: also ``kept``): under the keep policy ``"supersede"`` the page,
   a copy of a kept page, is the URL the cluster's canonical hints name, so it is kept in that
   page's place and the other is recorded as superseded (docs/keep.md); the pipeline sends
   the ``page_superseded`` signal.
+- ``late_canonical`` (not disjoint: also ``dropped``): under the keep policy ``"canonical"``
+  (the default) the page is the one the cluster's hints name, but a copy of it was kept (and
+  its item emitted) first: it is dropped, and the store records it as the cluster's canonical
+  (docs/keep.md).
 - ``errors``: the store (or anything else) failed for this page. The error is logged with
   its traceback and the page passes (``FAIL_OPEN = True``, the default) or is dropped
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
@@ -105,6 +109,12 @@ class FilterResult:
     in the store's canonical form, or None."""
     superseded: Supersession | None = None
     """Set when the page was kept in place of a copy kept before (the keep policy)."""
+    late_canonical: bool = False
+    """``KEEP = "canonical"``: the page (dropped) is its cluster's canonical, come after a
+    copy of it was kept and emitted; the store recorded it (``duplicates.kind``)."""
+    canonical: str | None = None
+    """The canonical URL a passing page's item names (``CANONICAL_URL_FIELD``): the one it
+    declared, unless the store keeps that URL as another page, else its own URL."""
     listing: bool = False
     """The page is a listing (an archive or home page of several entries,
     ``page/listing.py``): its URL pairs teach no URL rule (see the rule learner)."""

@@ -115,15 +115,20 @@ class NearDuplicatePipeline:
             _remove_field(item, adapter, self.config.html_field)
         field = self.config.fingerprint_field
         if field and check.outcome.passes and check.hex_fingerprint is not None:
-            try:
-                adapter[field] = check.hex_fingerprint
-            except KeyError:
-                self._warn_once(
-                    field, "Cannot set %r (SIMHASH_FILTER_FINGERPRINT_FIELD) on this item type"
-                )
+            self._set(adapter, field, check.hex_fingerprint, "FINGERPRINT_FIELD")
+        field = self.config.canonical_url_field
+        if field and check.canonical is not None:
+            self._set(adapter, field, check.canonical, "CANONICAL_URL_FIELD")
         if check.superseded is not None and self.crawler is not None:
             await send_superseded(self.crawler, check.superseded, item)  # the item as it leaves
         return item
+
+    def _set(self, adapter: ItemAdapter, field: str, value: str, setting: str) -> None:
+        """Set ``field`` of a passing item (warned once when its type cannot hold it)."""
+        try:
+            adapter[field] = value
+        except KeyError:
+            self._warn_once(field, f"Cannot set %r (SIMHASH_FILTER_{setting}) on this item type")
 
     def _canonical(self, adapter: ItemAdapter) -> str | None:
         """The item's declared canonical URL (``SIMHASH_FILTER_CANONICAL_FIELD``), if a str."""

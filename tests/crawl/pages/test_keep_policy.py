@@ -1,5 +1,7 @@
-"""The keep policy on the crawl side: the pipeline keeps the canonical copy, counts
-``superseded`` and sends ``page_superseded``; ``KEEP = "first"``; the item's canonical field."""
+"""The keep policy on the crawl side: by default an emitted item stays and its canonical,
+come later, is dropped and recorded (``late_canonical``), the item naming it
+(``canonical_url``); ``KEEP = "supersede"`` keeps the canonical copy, counts ``superseded``
+and sends ``page_superseded``; ``KEEP = "first"``; the item's canonical field."""
 
 from __future__ import annotations
 
@@ -42,8 +44,32 @@ def listen(pipeline: NearDuplicatePipeline) -> list[dict[str, Any]]:
     return heard
 
 
-def test_the_canonical_supersedes_the_variant_kept_first(sqlite_url: str) -> None:
+def test_an_emitted_variant_stays_and_names_its_canonical(sqlite_url: str) -> None:
+    """The default (issue 42): the variant's item left the pipeline, so its canonical, come
+    later, is dropped as its copy; the store records it, no signal, no second item."""
     pipeline = make_pipeline(sqlite_url, WORKERS=0)
+    heard = listen(pipeline)
+    variant = {"url": f"{SITE}/bridge?utm_source=rss", "html": html(BRIDGE, "/bridge")}
+    assert run(pipeline.process_item(variant)) is variant
+    assert variant["canonical_url"] == f"{SITE}/bridge"
+    canonical = {"url": f"{SITE}/bridge", "html": html(BRIDGE, "/bridge", "<p>Share.</p>")}
+    with pytest.raises(NearDuplicate, match=f"Near-duplicate of {SITE}/bridge\\?utm_source"):
+        run(pipeline.process_item(canonical))
+    assert heard == []
+    assert (stat(pipeline, "kept"), stat(pipeline, "dropped")) == (1, 1)
+    assert (stat(pipeline, "superseded"), stat(pipeline, "late_canonical")) == (0, 1)
+    store = pipeline.filter.store
+    assert store is not None
+    (drop,) = store.duplicates()
+    assert (drop.url, drop.kind) == (f"{SITE}/bridge", "canonical")
+    bees = {"url": f"{SITE}/bees", "html": html(BEES)}  # no hint: its own URL
+    run(pipeline.process_item(bees))
+    assert bees["canonical_url"] == f"{SITE}/bees"
+    run(pipeline.close_spider())
+
+
+def test_the_canonical_supersedes_the_variant_kept_first(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url, WORKERS=0, KEEP="supersede")
     heard = listen(pipeline)
     variant = {"url": f"{SITE}/bridge?utm_source=rss", "html": html(BRIDGE, "/bridge")}
     assert run(pipeline.process_item(variant)) is variant
@@ -72,7 +98,7 @@ def test_keep_first_drops_the_canonical(sqlite_url: str) -> None:
 
 
 def test_the_items_canonical_field_is_a_strong_hint(sqlite_url: str) -> None:
-    pipeline = make_pipeline(sqlite_url, WORKERS=0)
+    pipeline = make_pipeline(sqlite_url, WORKERS=0, KEEP="supersede")
     heard = listen(pipeline)
     text = "\n\n".join(HARBOUR_BRIDGE.paragraphs)
     run(pipeline.process_item({"url": f"{SITE}/m/1", "text": text, "canonical": "/a/1"}))
@@ -101,6 +127,7 @@ def test_a_dropped_variant_confirms_its_canonical(sqlite_url: str) -> None:
 
 def test_keep_setting_is_validated() -> None:
     assert Config.from_settings(Settings({"SIMHASH_FILTER_KEEP": "First"})).keep == "first"
+    assert Config.from_settings(Settings({"SIMHASH_FILTER_KEEP": "supersede"})).keep == "supersede"
     with pytest.raises(ValueError, match="SIMHASH_FILTER_KEEP must be one of"):
         Config.from_settings(Settings({"SIMHASH_FILTER_KEEP": "newest"}))
 
@@ -123,7 +150,7 @@ def test_a_failing_supersede_leaves_the_verdict(
 ) -> None:
     crawler = get_crawler()
     assert crawler.stats is not None
-    config = Config(database_url=sqlite_url, workers=0)
+    config = Config(database_url=sqlite_url, workers=0, keep="supersede")
     store = NoSupersede(config.open_store(config.make_fingerprinter().spec))
     page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
     page_filter.open()
