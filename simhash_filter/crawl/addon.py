@@ -6,8 +6,10 @@ The add-on registers :class:`~simhash_filter.crawl.pages.pipeline.NearDuplicateP
 ``ITEM_PIPELINES`` (at :data:`PIPELINE_PRIORITY`, unless the project already lists it), and,
 when ``SIMHASH_FILTER_MIDDLEWARE`` is True,
 :class:`~simhash_filter.crawl.pages.middleware.NearDuplicateMiddleware` in
-``DOWNLOADER_MIDDLEWARES``
-too. Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
+``DOWNLOADER_MIDDLEWARES`` too, else (unless ``SIMHASH_FILTER_KEEP`` is ``"first"``) the
+pipeline's canonical first,
+:class:`~simhash_filter.crawl.pages.canonical_first.CanonicalFirstMiddleware`.
+Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
 ``REQUEST_FINGERPRINTER_CLASS`` to
 :class:`~simhash_filter.crawl.requests.fingerprinter.RuleFingerprinter`
 (at the add-on's priority: a fingerprinter the project set stays), adds the
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from simhash_filter.core.keep import KEEP_FIRST
+from simhash_filter.crawl.pages.canonical_first import CanonicalFirstMiddleware
 from simhash_filter.crawl.pages.middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
 from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
@@ -60,6 +64,10 @@ class Addon:
         if config.middleware:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
+            )
+        elif config.enabled and config.keep != KEEP_FIRST:
+            settings.setdefault_in_component_priority_dict(
+                "DOWNLOADER_MIDDLEWARES", CanonicalFirstMiddleware, MIDDLEWARE_PRIORITY
             )
         if config.enabled and config.request_filter:
             self._request_side(settings)

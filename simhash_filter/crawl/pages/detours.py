@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.exceptions import IgnoreRequest
@@ -37,6 +38,8 @@ __all__ = [
 
 MAX_HELD = 512
 """Variant responses held in memory at most, waiting for their canonicals."""
+MAX_SETTLED = 100_000
+"""Canonicals whose outcome is known, remembered at most (no variant waits for them again)."""
 DETOUR_META_KEY = "simhash_filter_canonical_for"
 """Meta key of a canonical's request scheduled by the middleware: the key it releases."""
 REPLAY_META_KEY = "simhash_filter_replay"
@@ -49,11 +52,12 @@ class CanonicalFirst(IgnoreRequest):
 
 
 class Held(NamedTuple):
-    """A variant waiting for its canonical: its request, response and page work."""
+    """A variant waiting for its canonical: its request, response and page work (None: not
+    done, the pipeline's canonical first)."""
 
     request: Request
     response: Response
-    work: PageWork
+    work: PageWork | None
 
 
 class Detours:
@@ -63,6 +67,8 @@ class Detours:
         self._limit = limit
         self._waiting: dict[str, list[Held]] = {}  # canonical key -> variants
         self._replays: dict[str, Held] = {}  # replay token -> released variant
+        self._since: dict[str, float] = {}  # canonical key -> when its first variant waited
+        self._settled: dict[str, None] = {}  # canonical keys whose outcome is known
         self._tokens = itertools.count()
         self._lock = threading.Lock()
 
@@ -85,7 +91,26 @@ class Detours:
                 return None
             waiting = self._waiting.setdefault(key, [])
             waiting.append(variant)
+            self._since.setdefault(key, time.monotonic())
             return len(waiting) == 1
+
+    def overdue(self, seconds: float) -> list[str]:
+        """The canonicals variants have waited for longer than ``seconds``."""
+        deadline = time.monotonic() - seconds
+        with self._lock:
+            return [key for key, since in self._since.items() if since < deadline]
+
+    def settle(self, key: str) -> None:
+        """The canonical ``key``'s outcome is known: no variant is held for it again."""
+        with self._lock:
+            self._settled[key] = None
+            while len(self._settled) > MAX_SETTLED:
+                del self._settled[next(iter(self._settled))]
+
+    def settled(self, key: str) -> bool:
+        """True when the canonical ``key``'s outcome is known (:meth:`settle`)."""
+        with self._lock:
+            return key in self._settled
 
     def release(self, key: str | None = None) -> list[Request]:
         """The replay requests of the variants held for ``key`` (None: all of them)."""
@@ -93,8 +118,10 @@ class Detours:
             if key is None:
                 released = [v for held in self._waiting.values() for v in held]
                 self._waiting.clear()
+                self._since.clear()
             else:
                 released = self._waiting.pop(key, [])
+                self._since.pop(key, None)
             requests = []
             for variant in released:
                 token = str(next(self._tokens))
@@ -109,6 +136,7 @@ class Detours:
             held = [v for waiting in self._waiting.values() for v in waiting]
             held += self._replays.values()
             self._waiting.clear()
+            self._since.clear()
             self._replays.clear()
             return held
 

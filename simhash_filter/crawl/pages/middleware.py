@@ -30,34 +30,24 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 
-from simhash_filter.core.keep import KEEP_CANONICAL
-from simhash_filter.crawl.pages.detours import (
-    DETOUR_META_KEY,
-    REPLAY_META_KEY,
-    CanonicalFirst,
-    Detours,
-    Held,
-)
+from simhash_filter.crawl.pages.canonical_first import Waiting
+from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst, Detours
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
-from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
 from simhash_filter.crawl.signals import send_superseded
 from simhash_filter.crawl.start_failure import crawl_config
-from simhash_filter.store.hints import hint_key
-from simhash_filter.store.urls import url_domain
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from simhash_filter.page.work import PageWork
 
 __all__ = ["META_KEY", "PRIORITY", "SKIP_META_KEY", "NearDuplicateMiddleware"]
 
@@ -70,7 +60,7 @@ META_KEY = "simhash_filter"
 SKIP_META_KEY = "dont_simhash_filter"
 
 
-class NearDuplicateMiddleware:
+class NearDuplicateMiddleware(Waiting):
     """Downloader middleware that drops near-duplicate HTML responses (and so their links)."""
 
     def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
@@ -101,52 +91,13 @@ class NearDuplicateMiddleware:
         await self._check_unreleased()
         await run_in_thread(self.filter.close)
 
-    async def _check_unreleased(self) -> None:
-        """Variants still waiting when the spider closes (a close that was not idle:
-        ``CLOSESPIDER_*``, a shutdown) are checked now, so one that is no copy is in the index
-        rather than lost; their items never reach the spider, so they are counted and logged."""
-        held = self.detours.drain()
-        for variant in held:
-            response = variant.response
-            check = await self.filter.decide(
-                response.url, variant.work, canonical=link_canonical(response)
-            )
-            self.filter.record(check)
-        if held:
-            self.filter.stats.inc_value(STATS_PREFIX + "canonical_first_at_close", len(held))
-            logger.warning(
-                "simhash_filter: %d variant(s) waiting for their canonical when the spider "
-                "closed were checked without reaching the spider",
-                len(held),
-            )
-
-    def spider_idle(self) -> None:
-        """Release every variant still waiting (its canonical never answered): the crawl
-        goes on until they are checked."""
-        if self._release(None, every=True):
-            raise DontCloseSpider
-
-    def request_dropped(self, request: Request) -> None:
-        """A canonical's request the scheduler refused (the dupefilter: fetched already)."""
-        self._release(request.meta.get(DETOUR_META_KEY))
-
-    def process_request(self, request: Request) -> Response | None:
-        """Answer a held variant's replay from memory (no second download)."""
-        token = request.meta.get(REPLAY_META_KEY)
-        held = self.detours.peek(token) if isinstance(token, str) else None
-        return None if held is None else held.response.replace(request=request)
-
-    def process_exception(self, request: Request, exception: BaseException) -> None:
-        """A canonical's download failed: the variants waiting for it are checked now."""
-        self._release(request.meta.get(DETOUR_META_KEY))
-
     async def process_response(self, request: Request, response: Response) -> Response:
         try:
             return await self._check(request, response)
         finally:  # the canonical's outcome is known: the variants waiting for it go on
-            for key in {request.meta.get(DETOUR_META_KEY), *_keys(request.url, response.url)}:
-                if key is not None and self.detours.waits_for(key):
-                    self._release(key)
+            for key in self._answered(request, response):
+                self.detours.settle(key)
+                self._release(key)
 
     async def _check(self, request: Request, response: Response) -> Response:
         if (
@@ -158,7 +109,7 @@ class NearDuplicateMiddleware:
         canonical = link_canonical(response)
         token = request.meta.get(REPLAY_META_KEY)
         held = self.detours.replay(token) if isinstance(token, str) else None
-        if held is not None:
+        if held is not None and held.work is not None:
             check = await self.filter.decide(response.url, held.work, canonical=canonical)
         else:
             try:
@@ -166,7 +117,8 @@ class NearDuplicateMiddleware:
             except Exception as exc:  # a worker died or timed out
                 check = FilterResult(Outcome.ERROR, response.url, error=exc)
             else:
-                if await self._wait_for_canonical(request, response, work, canonical):
+                target = strong_hint(response.url, work.hints, canonical)
+                if await self._hold(request, response, target, work):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
                 check = await self.filter.decide(response.url, work, canonical=canonical)
         self.filter.record(check, log_each_drop=True)
@@ -182,69 +134,3 @@ class NearDuplicateMiddleware:
             await send_superseded(self.crawler, check.superseded, None)
         self.filter.handoff.remember(check)
         return response
-
-    async def _wait_for_canonical(
-        self, request: Request, response: Response, work: PageWork, canonical: str | None
-    ) -> bool:
-        """Hold the variant and schedule its canonical, when the page declares (strongly) a
-        canonical on its own host that was never seen
-        (:mod:`~simhash_filter.crawl.pages.detours`)."""
-        engine = self._engine()
-        if (
-            engine is None
-            or self.config.keep != KEEP_CANONICAL
-            or request.method != "GET"
-            or work.signature is None
-            or DETOUR_META_KEY in request.meta
-            or REPLAY_META_KEY in request.meta
-        ):
-            return False
-        target = strong_hint(response.url, work.hints, canonical)
-        own = _key(response.url)
-        if target is None or own is None or target == own or url_domain(target) != url_domain(own):
-            return False
-        if not self.detours.waits_for(target) and await self.filter.was_seen(target):
-            return False
-        first = self.detours.hold(target, Held(request, response, work))
-        if first is None:
-            return False
-        if first:
-            engine.crawl(
-                Request(
-                    target,
-                    callback=request.callback,
-                    errback=request.errback,
-                    cb_kwargs=dict(request.cb_kwargs),
-                    priority=request.priority + 1,
-                    meta={DETOUR_META_KEY: target},
-                )
-            )
-        self.filter.stats.inc_value(STATS_PREFIX + "canonical_first")
-        return True
-
-    def _release(self, key: object, *, every: bool = False) -> int:
-        """Schedule the replays of the variants waiting for the canonical ``key`` (a str;
-        anything else releases nothing), or, with ``every``, of all of them."""
-        engine = self._engine()
-        if engine is None or not (every or isinstance(key, str)):
-            return 0
-        replays = self.detours.release(None if every else str(key))
-        for replay in replays:
-            engine.crawl(replay)
-        return len(replays)
-
-    def _engine(self) -> ExecutionEngine | None:
-        """The running crawl's engine, or None (no crawler, or not started)."""
-        try:
-            return self.crawler.engine if self.crawler is not None else None
-        except RuntimeError:  # Crawler.engine before the crawl starts
-            return None
-
-
-def _key(url: str) -> str | None:
-    """``url`` in the store's canonical form (None: not a URL)."""
-    return hint_key(url)
-
-
-def _keys(*urls: str) -> set[str | None]:
-    return {_key(url) for url in urls}

@@ -1,0 +1,252 @@
+"""Canonical first in the download path: a variant whose declared canonical was never seen
+is held while that canonical is fetched, so the copy kept (and emitted) is the canonical.
+
+:class:`Waiting` is what both downloader middlewares share (the holding, the canonical's
+request, the replays answered from memory, the releases; :mod:`.detours` holds the
+variants). :class:`CanonicalFirstMiddleware` is the pipeline's: with
+``NearDuplicateMiddleware`` off, it reads the response's strong hint (``<link
+rel="canonical">`` in its head, the ``Link`` header) without checking the page, holds the
+response, and releases its variants once the canonical's item was checked by the pipeline
+(any other outcome: at once). Holding is bounded: :data:`~.detours.MAX_HELD` responses,
+:data:`MAX_WAIT` seconds a canonical, and an idle spider releases them all; a held response
+is an ignored request, so Scrapy's back-pressure never waits on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import Request, signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
+from scrapy.http import HtmlResponse
+from scrapy.utils.asyncio import run_in_thread
+
+from simhash_filter.core.canonical import PageHints, one_hint, resolve_hint
+from simhash_filter.core.keep import KEEP_FIRST
+from simhash_filter.crawl.pages.detours import (
+    DETOUR_META_KEY,
+    REPLAY_META_KEY,
+    CanonicalFirst,
+    Detours,
+    Held,
+)
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
+from simhash_filter.crawl.start_failure import crawl_config
+from simhash_filter.store.hints import hint_key
+from simhash_filter.store.urls import url_domain
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from simhash_filter.crawl.config import Config
+    from simhash_filter.page.work import PageWork
+
+__all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical"]
+
+logger = logging.getLogger(__name__)
+
+MAX_WAIT = 30.0
+"""Seconds a variant waits for its canonical at most (then it is replayed all the same)."""
+
+
+def head_canonical(response: Response) -> str | None:
+    """The ``<link rel="canonical">`` of the response's ``<head>`` (resolved against its
+    ``<base href>`` and URL; None: none, or several that disagree). Scrapy's selector, which
+    the spider's own parse reuses."""
+    base = response.xpath("//head/base/@href").get()
+    hrefs = [
+        link.attrib.get("href")
+        for link in response.xpath("//head/link[@rel][@href]")
+        if "canonical" in link.attrib.get("rel", "").lower().split()
+    ]
+    return one_hint(resolve_hint(href, response.url, base) for href in hrefs)
+
+
+def _key(url: str) -> str | None:
+    return hint_key(url)
+
+
+class Waiting:
+    """Canonical first, shared by the downloader middlewares (see the module doc)."""
+
+    filter: PageFilter
+    config: Config
+    crawler: Crawler | None
+    detours: Detours
+
+    def spider_idle(self) -> None:
+        """Release every variant still waiting (its canonical never answered): the crawl
+        goes on until they are checked."""
+        if self._release(None, every=True):
+            raise DontCloseSpider
+
+    def request_dropped(self, request: Request) -> None:
+        """A canonical's request the scheduler refused (the dupefilter): the crawl has it
+        queued or fetched already; its variants wait for its response, ``MAX_WAIT`` at most."""
+
+    def process_request(self, request: Request) -> Response | None:
+        """Answer a held variant's replay from memory (no second download)."""
+        token = request.meta.get(REPLAY_META_KEY)
+        held = self.detours.peek(token) if isinstance(token, str) else None
+        return None if held is None else held.response.replace(request=request)
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        """A canonical's download failed: the variants waiting for it are checked now."""
+        for key in {request.meta.get(DETOUR_META_KEY), _key(request.url)}:
+            if isinstance(key, str) and self.detours.waits_for(key):
+                self.detours.settle(key)
+                self._release(key)
+
+    def _answered(self, request: Request, response: Response) -> list[str]:
+        """The canonicals waited for that this response answers (also released: overdue
+        ones)."""
+        for key in self.detours.overdue(MAX_WAIT):
+            self._release(key)
+        keys = {request.meta.get(DETOUR_META_KEY), _key(request.url), _key(response.url)}
+        return [k for k in keys if isinstance(k, str) and self.detours.waits_for(k)]
+
+    async def _hold(
+        self, request: Request, response: Response, target: str | None, work: PageWork | None
+    ) -> bool:
+        """Hold the variant and schedule its canonical ``target`` (its strong hint), when
+        that is on its own host and was never seen."""
+        engine = self._engine()
+        if (
+            engine is None
+            or self.config.keep == KEEP_FIRST
+            or request.method != "GET"
+            or (work is not None and work.signature is None)
+            or DETOUR_META_KEY in request.meta
+            or REPLAY_META_KEY in request.meta
+        ):
+            return False
+        own = _key(response.url)
+        if target is None or own is None or target == own or url_domain(target) != url_domain(own):
+            return False
+        if self.detours.settled(target):
+            return False
+        if not self.detours.waits_for(target) and await self.filter.was_seen(target):
+            return False
+        first = self.detours.hold(target, Held(request, response, work))
+        if first is None:
+            return False
+        if first:
+            engine.crawl(
+                Request(
+                    target,
+                    callback=request.callback,
+                    errback=request.errback,
+                    cb_kwargs=dict(request.cb_kwargs),
+                    priority=request.priority + 1,
+                    meta={DETOUR_META_KEY: target},
+                )
+            )
+        self.filter.stats.inc_value(STATS_PREFIX + "canonical_first")
+        return True
+
+    def _release(self, key: object, *, every: bool = False) -> int:
+        """Schedule the replays of the variants waiting for the canonical ``key`` (a str;
+        anything else releases nothing), or, with ``every``, of all of them."""
+        engine = self._engine()
+        if engine is None or not (every or isinstance(key, str)):
+            return 0
+        replays = self.detours.release(None if every else str(key))
+        for replay in replays:
+            engine.crawl(replay)
+        return len(replays)
+
+    async def _check_unreleased(self) -> None:
+        """Variants still waiting when the spider closes (a close that was not idle:
+        ``CLOSESPIDER_*``, a shutdown) are checked now, so one that is no copy is in the index
+        rather than lost; their items never reach the spider, so they are counted and logged."""
+        held = self.detours.drain()
+        for variant in held:
+            response, header = variant.response, link_canonical(variant.response)
+            if variant.work is None:
+                check = await self.filter.check(response.url, html=response.text, canonical=header)
+            else:
+                check = await self.filter.decide(response.url, variant.work, canonical=header)
+            self.filter.record(check)
+        if held:
+            self.filter.stats.inc_value(STATS_PREFIX + "canonical_first_at_close", len(held))
+            logger.warning(
+                "simhash_filter: %d variant(s) waiting for their canonical when the spider "
+                "closed were checked without reaching the spider",
+                len(held),
+            )
+
+    def _engine(self) -> ExecutionEngine | None:
+        """The running crawl's engine, or None (no crawler, or not started)."""
+        try:
+            return self.crawler.engine if self.crawler is not None else None
+        except RuntimeError:  # Crawler.engine before the crawl starts
+            return None
+
+
+class CanonicalFirstMiddleware(Waiting):
+    """Downloader middleware of the pipeline mode (see the module doc): installed by the
+    add-on when ``NearDuplicateMiddleware`` is not."""
+
+    def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
+        self.filter = page_filter
+        self.config = page_filter.config
+        self.crawler = crawler
+        self.detours = Detours()
+        self._coming: dict[str, str] = {}  # a canonical's response URL -> the key it answers
+        page_filter.listeners.append(self._checked)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = crawl_config(crawler.settings)
+        if not config.enabled or config.keep == KEEP_FIRST:
+            raise NotConfigured("canonical first needs SIMHASH_FILTER_KEEP other than 'first'")
+        middleware = cls(PageFilter.for_crawler(crawler, config), crawler)
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
+        return middleware
+
+    async def spider_opened(self) -> None:
+        try:
+            await run_in_thread(self.filter.open)
+        except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
+            raise CloseSpider("simhash_filter_store_unavailable") from exc
+
+    async def spider_closed(self) -> None:
+        await self._check_unreleased()
+        await run_in_thread(self.filter.close)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        token = request.meta.get(REPLAY_META_KEY)
+        if isinstance(token, str) and self.detours.replay(token) is not None:
+            return response  # a released variant: its item goes on to the pipeline
+        html = response.status == 200 and isinstance(response, HtmlResponse)
+        for key in self._answered(request, response):
+            if html:  # released once the pipeline checked the canonical's item
+                self._coming[_key(response.url) or key] = key
+            else:
+                self.detours.settle(key)
+                self._release(key)
+        if not html or request.meta.get("dont_simhash_filter"):
+            return response
+        target = strong_hint(
+            response.url, PageHints(head_canonical(response)), link_canonical(response)
+        )
+        if await self._hold(request, response, target, None):
+            raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
+        return response
+
+    def _checked(self, check: FilterResult) -> None:
+        """The pipeline checked a page: the variants waiting for it go on."""
+        key = self._coming.pop(_key(check.url) or "", None)
+        if key is not None:
+            self.detours.settle(key)
+            self._release(key)
