@@ -1,11 +1,13 @@
 """A real ``scrapy crawl`` over a loopback site whose variants are linked before their
-canonicals: the kept URL is the canonical in every cluster, no article is kept twice, a
-canonical that 404s loses nothing, and wrong canonicals (pages naming the home page) change
-nothing; with the pipeline alone (supersede) and with the middleware (canonical first)."""
+canonicals: the kept URL is the canonical in every cluster, the ``-O`` feed has one row a
+content, a canonical that 404s loses nothing, and wrong canonicals (pages naming the home
+page) change nothing; with the pipeline alone and with the middleware (canonical first in
+both), with the request filter on and off; an unchanged recrawl emits the same rows."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -123,35 +125,67 @@ def check_kept(kept: list[str]) -> None:
     assert len(kept) == len(expected) + 1
 
 
-def test_pipeline_keeps_the_canonical_by_superseding(site: SiteServer, tmp_path: Path) -> None:
-    result, kept, stored = crawl(site, tmp_path)
+def feed_paths(result: CrawlResult) -> list[str]:
+    """The paths of the ``-O`` feed's rows (what a stream consumer got)."""
+    return sorted(path_of(item["url"]) for item in result.items)
+
+
+@pytest.mark.parametrize("middleware", [False, True], ids=["pipeline", "middleware"])
+@pytest.mark.parametrize("requests", [True, False], ids=["request-filter", "no-request-filter"])
+def test_the_canonical_is_fetched_first_and_the_feed_has_one_row_a_content(
+    site: SiteServer, tmp_path: Path, middleware: bool, requests: bool
+) -> None:
+    """The default policy (issue 42), in both modes, with the request filter on and off: each
+    variant waits while its canonical is fetched, so every cluster's one row is its canonical
+    (the feed a stream consumer got: nothing to take back), and nothing is superseded."""
+    result, kept, stored = crawl(
+        site,
+        tmp_path,
+        SIMHASH_FILTER_MIDDLEWARE=middleware,
+        SIMHASH_FILTER_REQUEST_FILTER=requests,
+        SIMHASH_FILTER_DEBUG=True,  # every drop logged
+    )
     check_kept(kept)
-    assert result.stats.get("simhash_filter/superseded") == CLUSTERS
-    assert stored == sorted(["/", *kept])  # superseded items replaced (home: no text)
+    assert feed_paths(result) == sorted(["/", *kept])  # one row a content, no repeat
+    assert stored == feed_paths(result)
+    assert result.stats.get("simhash_filter/canonical_first", 0) >= CLUSTERS + 1
+    assert result.stats.get("simhash_filter/superseded", 0) == 0
+    assert result.stats.get("simhash_filter/late_canonical", 0) == 0
+    variants = [p for p in site.requested if p.startswith(("/print/", "/amp/"))]
+    assert sorted(variants) == sorted(set(variants))  # held in memory, never fetched twice
+    logged = re.findall(r"Near-duplicate of \S+ \(distance \d+\): (\S+)", result.log)
+    assert logged
+    assert not {path_of(url) for url in logged} & set(kept)  # no kept page logged as a copy
+
+
+def test_an_unchanged_recrawl_emits_the_same_rows(site: SiteServer, tmp_path: Path) -> None:
+    """Stable keeps: the second crawl of an unchanged site keeps the same URLs, writes the
+    same feed and replaces nothing."""
+    first, kept, _ = crawl(site, tmp_path)
+    again, kept_again, _ = crawl(site, tmp_path)
+    assert kept_again == kept
+    assert feed_paths(again) == feed_paths(first)
+    assert again.stats.get("simhash_filter/superseded", 0) == 0
+    assert again.stats.get("simhash_filter/kept", 0) == 0  # nothing new: all unchanged
+
+
+def test_supersede_keeps_the_canonical_for_storage_that_replaces(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """``KEEP = "supersede"``: the canonical is fetched first too, and a variant kept before
+    its canonical (none here) would be replaced; the storage pipeline's file is the kept set."""
+    result, kept, stored = crawl(site, tmp_path, SIMHASH_FILTER_KEEP="supersede")
+    check_kept(kept)
+    assert stored == sorted(["/", *kept])
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:
-        superseded = [d for d in store.duplicates() if d.superseded]
-        assert len(superseded) == CLUSTERS
-        assert all(urlsplit(d.duplicate_of_url).path.startswith("/articles/") for d in superseded)
         pairs = list(store.canonical_pairs())
-    # each variant the crawl fetched is confirmed, dropped or superseded (a variant the request
-    # rules skip before download, e.g. once /amp/1 and /amp/2 taught a rule, is never fetched)
+    # each variant the crawl fetched is confirmed (a variant the request rules skip before
+    # download, e.g. once /amp/1 and /amp/2 taught a rule, is never fetched)
     fetched = {path for path, _agent in site.hits}
     variants = {p for p in fetched if p.startswith(("/print/", "/amp/", "/articles/0?"))}
     variants -= {f"/print/{LOST}", f"/amp/{LOST}"}  # their canonical 404s: nothing confirmed
     assert {path_of(p.variant_url) for p in pairs} == {path_of(v) for v in variants}
     assert len(pairs) == len(variants) >= CLUSTERS + 1
-
-
-def test_middleware_fetches_the_canonical_first(site: SiteServer, tmp_path: Path) -> None:
-    result, kept, stored = crawl(site, tmp_path, SIMHASH_FILTER_MIDDLEWARE=True)
-    check_kept(kept)
-    assert stored == sorted(["/", *kept])
-    assert result.stats.get("simhash_filter/canonical_first", 0) >= CLUSTERS + 1
-    assert result.stats.get("simhash_filter/superseded", 0) == 0  # never kept a variant first
-    variants = [p for p in site.requested if p.startswith(("/print/", "/amp/"))]
-    assert sorted(variants) == sorted(set(variants))  # held in memory, never fetched twice
-    items = [urlsplit(item["url"]).path for item in result.items]
-    assert not any(path.startswith(("/print/0", "/amp/0", "/print/1", "/amp/1")) for path in items)
 
 
 def test_keep_first_keeps_a_variant(site: SiteServer, tmp_path: Path) -> None:
