@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from support.crawl import CrawlResult, run_scrapy
 
-from crawler.articles import ENGLISH_ARTICLES
+from crawler.articles import ENGLISH_ARTICLES, HIGH_SPEED_RAIL_ZH, WASTE_SORTING_ZH, Article
 from crawler.testsite.server import Page, SiteServer
 from simhash_filter.store import FingerprintStore, canonical_url
 from simhash_filter.store.reports import iter_pages
@@ -33,10 +33,11 @@ FAST = {
 CLUSTERS = 3  # articles 0..2: two variants linked from home, the canonical only from them
 LOST = 3  # article 3: its variants name a canonical that 404s
 WRONG = (4, 5)  # articles 4 and 5 each name the home page as their canonical
+DIFFERS = ("/print/rail", "/articles/rail")  # a variant naming a canonical of another text
 
 
-def article_page(n: int, canonical: str | None, note: str, links: str = "") -> Page:
-    article = ENGLISH_ARTICLES[n]
+def article_page(n: int | Article, canonical: str | None, note: str, links: str = "") -> Page:
+    article = ENGLISH_ARTICLES[n] if isinstance(n, int) else n
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     paragraphs = "".join(f"<p>{p}</p>" for p in article.paragraphs)
     html = (
@@ -70,6 +71,11 @@ def build_site() -> dict[str, Page]:
     for n in WRONG:
         pages[f"/wrong/{n}"] = article_page(n, "/", "Our site.")
         home_links.append(f"/wrong/{n}")
+    # a variant whose declared canonical is another text: both kept, the variant once
+    to_differs = f"<a href='{DIFFERS[1]}'>Web</a>"
+    pages[DIFFERS[0]] = article_page(HIGH_SPEED_RAIL_ZH, DIFFERS[1], "Print.", to_differs)
+    pages[DIFFERS[1]] = article_page(WASTE_SORTING_ZH, DIFFERS[1], "Web.")
+    home_links.append(DIFFERS[0])
     links = "".join(f"<li><a href='{path}'>{path}</a></li>" for path in home_links)
     head = "<head><link rel='canonical' href='/'></head>"
     pages["/"] = Page(f"<html>{head}<body><ul>{links}</ul></body></html>".encode())
@@ -114,11 +120,12 @@ def path_of(url: str) -> str:
 
 
 def check_kept(kept: list[str]) -> None:
-    """The canonical of every cluster, one variant of the article whose canonical 404s, and
-    both articles with wrong canonicals (the home page, a list of links, has no text):
-    nothing lost, nothing twice."""
+    """The canonical of every cluster, one variant of the article whose canonical 404s, both
+    articles with wrong canonicals (the home page, a list of links, has no text), and the
+    variant whose canonical differs with that canonical: nothing lost, nothing twice."""
     lost_variants = {f"/print/{LOST}", f"/amp/{LOST}"}
     expected = {*(f"/articles/{n}" for n in range(CLUSTERS)), *(f"/wrong/{n}" for n in WRONG)}
+    expected |= set(DIFFERS)
     assert expected <= set(kept), kept
     (survivor,) = set(kept) - expected
     assert survivor in lost_variants
@@ -148,6 +155,9 @@ def test_the_canonical_is_fetched_first_and_the_feed_has_one_row_a_content(
     check_kept(kept)
     assert feed_paths(result) == sorted(["/", *kept])  # one row a content, no repeat
     assert stored == feed_paths(result)
+    named = {path_of(item["url"]): path_of(item["canonical_url"]) for item in result.items}
+    assert all(named[f"/articles/{n}"] == f"/articles/{n}" for n in range(CLUSTERS))
+    assert named[DIFFERS[0]] == DIFFERS[0]  # its declared canonical is another page
     assert result.stats.get("simhash_filter/canonical_first", 0) >= CLUSTERS + 1
     assert result.stats.get("simhash_filter/superseded", 0) == 0
     assert result.stats.get("simhash_filter/late_canonical", 0) == 0
@@ -156,6 +166,19 @@ def test_the_canonical_is_fetched_first_and_the_feed_has_one_row_a_content(
     logged = re.findall(r"Near-duplicate of \S+ \(distance \d+\): (\S+)", result.log)
     assert logged
     assert not {path_of(url) for url in logged} & set(kept)  # no kept page logged as a copy
+
+
+def test_holding_never_stalls_a_crawl_of_one_request_at_a_time(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """One request at a time and a scraper that backs out past one response: the held
+    variants are ignored requests, not items waiting in the pipeline, so the crawl goes on
+    and finishes (``crawl`` asserts it) with every canonical kept (a stall: the timeout)."""
+    result, kept, _ = crawl(
+        site, tmp_path, CONCURRENT_REQUESTS=1, SCRAPER_SLOT_MAX_ACTIVE_SIZE=1, CONCURRENT_ITEMS=1
+    )
+    check_kept(kept)
+    assert feed_paths(result) == sorted(["/", *kept])
 
 
 def test_an_unchanged_recrawl_emits_the_same_rows(site: SiteServer, tmp_path: Path) -> None:
@@ -184,6 +207,7 @@ def test_supersede_keeps_the_canonical_for_storage_that_replaces(
     fetched = {path for path, _agent in site.hits}
     variants = {p for p in fetched if p.startswith(("/print/", "/amp/", "/articles/0?"))}
     variants -= {f"/print/{LOST}", f"/amp/{LOST}"}  # their canonical 404s: nothing confirmed
+    variants -= {DIFFERS[0]}  # its canonical is another text
     assert {path_of(p.variant_url) for p in pairs} == {path_of(v) for v in variants}
     assert len(pairs) == len(variants) >= CLUSTERS + 1
 
