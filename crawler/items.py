@@ -25,6 +25,9 @@ class PageItem:
     canonical: str | None = None
     """The canonical URL of the response's ``Link`` header (``SIMHASH_FILTER_CANONICAL_FIELD``:
     the filter reads ``<link rel="canonical">`` from ``html`` itself)."""
+    canonical_url: str | None = None
+    """Filled in by the filter (``SIMHASH_FILTER_CANONICAL_URL_FIELD``): the page's canonical
+    URL, the one it declared unless the crawl kept that URL as another page, else its own."""
 
 
 def page_item(response: HtmlResponse) -> PageItem:
