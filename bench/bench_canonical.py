@@ -77,6 +77,7 @@ class Crawl:
     returncode: int
     items: list[dict[str, Any]]
     stats: dict[str, Any]
+    feed: list[dict[str, Any]]
     log_tail: str
     seconds: float
     plugin: str
@@ -98,6 +99,11 @@ class Metrics:
     kept_twice: int
     aliased_clusters: int
     canonical_kept: int
+    feed_rows: int = 0
+    feed_contents: int = 0
+    feed_twice: int = 0
+    canonical_named: int = 0
+    feed_clusters: int = 0
     plugin_stats: dict[str, Any] = field(default_factory=dict)
     lost_examples: list[str] = field(default_factory=list)
     unkept_examples: list[str] = field(default_factory=list)
@@ -175,11 +181,13 @@ def crawl(site: BenchSite, tree: Tree, settings: dict[str, str], workdir: Path) 
     seconds = time.monotonic() - started
     stored = kept_file if kept_file.exists() else items  # what a storage pipeline keeps
     lines = stored.read_text().splitlines() if stored.exists() else []
+    feed = items.read_text().splitlines() if items.exists() else []  # what a stream got
     log_text = log.read_text(errors="replace") if log.exists() else proc.stderr
     return Crawl(
         proc.returncode,
         [json.loads(line) for line in lines if line.strip()],
         json.loads(stats.read_text()) if stats.exists() else {},
+        [json.loads(line) for line in feed if line.strip()],
         log_text[-2000:],
         seconds,
         plugin_file(tree.path),
@@ -214,6 +222,8 @@ def measure(
     twice = sorted(c for c, targets in kept.items() if len(targets) > 1)
     clusters = [c for c in kept if c in aliased and site.canonical(c) is not None]
     wrong = [c for c in clusters if site.canonical(c) not in kept[c]]
+    rows, named = _feed(site, crawl_.feed)
+    feed_clusters = [c for c in rows if c in aliased and site.canonical(c) is not None]
     plugin = {k: v for k, v in crawl_.stats.items() if k.startswith("simhash_filter/")}
     return Metrics(
         requests=len(hits),
@@ -228,6 +238,11 @@ def measure(
         kept_twice=len(twice),
         aliased_clusters=len(clusters),
         canonical_kept=len(clusters) - len(wrong),
+        feed_rows=len(crawl_.feed),
+        feed_contents=len(rows),
+        feed_twice=sum(1 for n in rows.values() if n > 1),
+        canonical_named=sum(1 for c in feed_clusters if site.canonical(c) in named[c]),
+        feed_clusters=len(feed_clusters),
         plugin_stats=plugin,
         lost_examples=lost[:20],
         unkept_examples=unkept[:20],
@@ -236,6 +251,23 @@ def measure(
             f"{c}: kept {kept[c]}, canonical {site.canonical(c)}{_hint(site, c)}" for c in wrong
         ],
     )
+
+
+def _feed(site: BenchSite, feed: list[dict[str, Any]]) -> tuple[Counter[str], dict[str, set[str]]]:
+    """The ``-O`` feed's rows per content, and per content the URLs its rows name: their own
+    and their ``canonical_url`` field (issue 42)."""
+    rows: Counter[str] = Counter()
+    named: dict[str, set[str]] = {}
+    for item in feed:
+        content = site.content_of(target_of(item["url"]))
+        if content is None:
+            continue
+        rows[content] += 1
+        urls = named.setdefault(content, set())
+        urls.add(target_of(item["url"]))
+        if isinstance(item.get("canonical_url"), str):
+            urls.add(target_of(item["canonical_url"]))
+    return rows, named
 
 
 def _hint(site: BenchSite, content: str) -> str:
@@ -268,7 +300,7 @@ def one_run(
     hits = site.hits_since(mark)
     if result.returncode != 0:
         print(f"  crawl failed ({result.returncode}):\n{result.log_tail}", file=sys.stderr)
-    empty = Metrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    empty = Metrics(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # (filled by the caller)
     run = Run(
         site.name,
         tree.name,
@@ -343,10 +375,10 @@ def print_table(runs: list[Run]) -> None:
     """One markdown table: a row per run."""
     print(
         "| site | tree | variant | requests | 200s | duplicate fetches | redirects | lost "
-        "| fetched, not kept | kept items | kept twice | kept canonical | skipped | superseded "
-        "| dropped | s |"
+        "| fetched, not kept | kept items | kept twice | kept canonical | feed rows / contents "
+        "| written twice | canonical kept or named | skipped | superseded | dropped | s |"
     )
-    print("|" + " --- |" * 16)
+    print("|" + " --- |" * 19)
     for r in runs:
         m = r.metrics
         share = f"{m.canonical_kept}/{m.aliased_clusters}"
@@ -357,7 +389,8 @@ def print_table(runs: list[Run]) -> None:
             f"| {r.site} | {r.tree} | {r.variant} | {m.requests} | {m.fetches} | {dup} "
             f"| {m.redirects} | {m.lost}/{m.reachable} | {m.unkept} | {m.kept_items} "
             f"| {m.kept_twice} "
-            f"| {share} | {_skipped(m.plugin_stats)} "
+            f"| {share} | {m.feed_rows} / {m.feed_contents} | {m.feed_twice} "
+            f"| {m.canonical_named}/{m.feed_clusters} | {_skipped(m.plugin_stats)} "
             f"| {m.plugin_stats.get('simhash_filter/superseded', 0)} "
             f"| {m.plugin_stats.get('simhash_filter/dropped', 0)} | {r.seconds:.0f} |"
         )
