@@ -9,7 +9,8 @@ rel="canonical">`` in its head, the ``Link`` header) without checking the page, 
 response, and releases its variants once the canonical's item was checked by the pipeline
 (any other outcome: at once). Holding is bounded: :data:`~.detours.MAX_HELD` responses,
 :data:`MAX_WAIT` seconds a canonical, and an idle spider releases them all; a held response
-is an ignored request, so Scrapy's back-pressure never waits on it.
+is an ignored request, so Scrapy's back-pressure never waits on it. A crawl whose frontier
+is shared (scrapy-redis) holds nothing: another process could pop the replay.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
+from scrapy.utils.misc import load_object
 
 from simhash_filter.core.canonical import PageHints, one_hint, resolve_hint
 from simhash_filter.core.keep import KEEP_FIRST
@@ -73,6 +75,20 @@ def _key(url: str) -> str | None:
     return hint_key(url)
 
 
+def shared_frontier(crawler: Crawler | None) -> bool:
+    """True when the crawl's scheduler is a shared frontier (scrapy-redis): a replayed
+    variant could be popped by another process, which has not its response held, so
+    variants are not held there (checked at once: a canonical come later is dropped)."""
+    if crawler is None:
+        return False
+    try:
+        scheduler = load_object(crawler.settings["SCHEDULER"])
+    except Exception:  # not ours to judge: a scheduler Scrapy will load (or refuse) itself
+        return False
+    mro = getattr(scheduler, "__mro__", (scheduler,))
+    return any(getattr(c, "__module__", "").startswith("scrapy_redis") for c in mro)
+
+
 class Waiting:
     """Canonical first, shared by the downloader middlewares (see the module doc)."""
 
@@ -80,6 +96,15 @@ class Waiting:
     config: Config
     crawler: Crawler | None
     detours: Detours
+
+    @property
+    def _shared(self) -> bool:
+        """The crawl's frontier is shared (:func:`shared_frontier`), read once."""
+        shared: bool | None = getattr(self, "_shared_frontier", None)
+        if shared is None:
+            shared = shared_frontier(self.crawler)
+            self._shared_frontier = shared
+        return shared
 
     def spider_idle(self) -> None:
         """Release every variant still waiting (its canonical never answered): the crawl
@@ -120,6 +145,7 @@ class Waiting:
         engine = self._engine()
         if (
             engine is None
+            or self._shared
             or self.config.keep == KEEP_FIRST
             or request.method != "GET"
             or (work is not None and work.signature is None)
