@@ -1,0 +1,99 @@
+"""The pipeline's canonical first (issue 42): ``CanonicalFirstMiddleware`` holds a variant
+whose declared canonical was never seen, fetches the canonical, and replays the variant from
+memory once the pipeline has checked the canonical's item; nothing held on a shared frontier;
+the add-on installs it in pipeline mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.http import HtmlResponse, Request
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+from support.helpers import run
+
+from crawler.articles import HARBOUR_BRIDGE
+from crawler.testsite import news_template
+from simhash_filter import Addon
+from simhash_filter.crawl.pages.canonical_first import CanonicalFirstMiddleware, head_canonical
+from simhash_filter.crawl.pages.detours import CanonicalFirst
+from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pages.pipeline import NearDuplicate, NearDuplicatePipeline
+
+NEWS = news_template(HARBOUR_BRIDGE, date="12 March 2024")
+CANONICAL = "https://news.example/bridge"
+
+
+def page(url: str, canonical: str | None, note: str = "", **meta: Any) -> HtmlResponse:
+    link = f'<link rel="Canonical alternate" href="{canonical}">' if canonical else ""
+    body = NEWS.replace("<head>", f"<head>{link}", 1).replace("</body>", f"{note}</body>")
+    return HtmlResponse(url, body=body.encode(), request=Request(url, meta=meta), encoding="utf-8")
+
+
+def open_pair(crawler: Any) -> tuple[CanonicalFirstMiddleware, NearDuplicatePipeline]:
+    middleware = build_from_crawler(CanonicalFirstMiddleware, crawler)
+    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
+    run(middleware.spider_opened())
+    run(pipeline.open_spider())
+    return middleware, pipeline
+
+
+def crawler_with(sqlite_url: str, scheduled: list[Request], **settings: Any) -> Any:
+    crawler = get_crawler(
+        settings_dict={
+            "SIMHASH_FILTER_DATABASE_URL": sqlite_url,
+            "SIMHASH_FILTER_WORKERS": 0,
+            **settings,
+        }
+    )
+    crawler.engine = type("Engine", (), {"crawl": staticmethod(scheduled.append)})()
+    return crawler
+
+
+def test_a_variant_waits_until_the_pipeline_checked_its_canonical(sqlite_url: str) -> None:
+    scheduled: list[Request] = []
+    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    variant = page(f"{CANONICAL}?utm_source=rss", "/bridge")
+    assert head_canonical(variant) == CANONICAL
+    with pytest.raises(CanonicalFirst):
+        run(middleware.process_response(variant.request, variant))
+    (detour,) = scheduled
+    assert detour.url == CANONICAL
+    canonical = page(CANONICAL, "/bridge", "<p>Share.</p>", **detour.meta)
+    assert run(middleware.process_response(canonical.request, canonical)) is canonical
+    assert len(scheduled) == 1  # not yet: the canonical's item is still to be checked
+    item = {"url": canonical.url, "html": canonical.text}
+    assert run(pipeline.process_item(item)) is item
+    replay = scheduled[-1]
+    assert replay.url == variant.url and replay.dont_filter
+    answered = middleware.process_request(replay)
+    assert answered is not None and answered.body == variant.body  # from memory
+    assert run(middleware.process_response(replay, answered)) is answered
+    with pytest.raises(NearDuplicate):  # its item: a copy of the canonical, kept first
+        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+def test_a_shared_frontier_holds_nothing(sqlite_url: str) -> None:
+    scheduled: list[Request] = []
+    crawler = crawler_with(sqlite_url, scheduled, SCHEDULER="crawler.frontier.FrontierScheduler")
+    middleware, pipeline = open_pair(crawler)
+    variant = page(f"{CANONICAL}?utm_source=rss", "/bridge")
+    assert run(middleware.process_response(variant.request, variant)) is variant
+    assert scheduled == []
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+def test_the_addon_installs_it_in_pipeline_mode() -> None:
+    def middlewares(**settings: Any) -> dict[Any, int]:
+        crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}, **settings})
+        return dict(crawler.settings.getdict("DOWNLOADER_MIDDLEWARES"))
+
+    assert middlewares().get(CanonicalFirstMiddleware) == 575
+    assert CanonicalFirstMiddleware not in middlewares(SIMHASH_FILTER_KEEP="first")
+    both = middlewares(SIMHASH_FILTER_MIDDLEWARE=True)
+    assert CanonicalFirstMiddleware not in both
+    assert both[NearDuplicateMiddleware] == 575
