@@ -197,7 +197,7 @@ def test_supersede_keeps_the_canonical_for_storage_that_replaces(
 ) -> None:
     """``KEEP = "supersede"``: the canonical is fetched first too, and a variant kept before
     its canonical (none here) would be replaced; the storage pipeline's file is the kept set."""
-    result, kept, stored = crawl(site, tmp_path, SIMHASH_FILTER_KEEP="supersede")
+    _, kept, stored = crawl(site, tmp_path, SIMHASH_FILTER_KEEP="supersede")
     check_kept(kept)
     assert stored == sorted(["/", *kept])
     with FingerprintStore.open_existing(f"sqlite:///{tmp_path / 'dedup.db'}") as store:

@@ -31,7 +31,8 @@ class Handoff:
         self._lock = threading.Lock()
 
     def remember(self, check: FilterResult) -> None:
-        """Keep a response's check (not a drop) for the item the spider will make of it."""
+        """Keep a response's check (not a drop, but a late canonical) for the item the spider
+        will make of it."""
         key = _canonical(check.url)
         with self._lock:
             self._checks[key] = check

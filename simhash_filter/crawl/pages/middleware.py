@@ -123,7 +123,7 @@ class NearDuplicateMiddleware(Waiting):
                 check = await self.filter.decide(response.url, work, canonical=canonical)
         self.filter.record(check, log_each_drop=True)
         request.meta[META_KEY] = check.outcome.value
-        if check.outcome is Outcome.DROPPED:
+        if check.outcome is Outcome.DROPPED and not self._follows(check):
             raise IgnoreRequest(self.filter.drop_message(check))
         if check.outcome is Outcome.ERROR and not self.config.fail_open:
             raise IgnoreRequest(
@@ -134,3 +134,9 @@ class NearDuplicateMiddleware(Waiting):
             await send_superseded(self.crawler, check.superseded, None)
         self.filter.handoff.remember(check)
         return response
+
+    def _follows(self, check: FilterResult) -> bool:
+        """A late canonical (dropped: a copy of it was emitted first) still reaches the spider
+        when the pipeline drops its item: its links are the cluster's canonical's (a variant
+        such as a print view may lack them), so they are followed as if it had been kept."""
+        return check.late_canonical and self.filter.pipeline_attached

@@ -66,9 +66,11 @@ def test_a_variant_waits_until_the_pipeline_checked_its_canonical(sqlite_url: st
     item = {"url": canonical.url, "html": canonical.text}
     assert run(pipeline.process_item(item)) is item
     replay = scheduled[-1]
-    assert replay.url == variant.url and replay.dont_filter
+    assert replay.url == variant.url
+    assert replay.dont_filter
     answered = middleware.process_request(replay)
-    assert answered is not None and answered.body == variant.body  # from memory
+    assert answered is not None
+    assert answered.body == variant.body
     assert run(middleware.process_response(replay, answered)) is answered
     with pytest.raises(NearDuplicate):  # its item: a copy of the canonical, kept first
         run(pipeline.process_item({"url": answered.url, "html": answered.text}))
@@ -97,3 +99,24 @@ def test_the_addon_installs_it_in_pipeline_mode() -> None:
     both = middlewares(SIMHASH_FILTER_MIDDLEWARE=True)
     assert CanonicalFirstMiddleware not in both
     assert both[NearDuplicateMiddleware] == 575
+
+
+def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url: str) -> None:
+    """Middleware mode: a canonical checked after its (unhinted) variant was kept is dropped
+    as its copy, but its links are the canonical's, so its response reaches the spider; the
+    pipeline drops its item (one row a content)."""
+    crawler = crawler_with(sqlite_url, [])
+    middleware = build_from_crawler(NearDuplicateMiddleware, crawler)
+    pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
+    run(middleware.spider_opened())
+    run(pipeline.open_spider())
+    variant = page("https://news.example/mirror/bridge", None)  # no hint: kept first
+    assert run(middleware.process_response(variant.request, variant)) is variant
+    canonical = page(CANONICAL, CANONICAL, "<p>Share.</p>")
+    assert run(middleware.process_response(canonical.request, canonical)) is canonical
+    assert canonical.meta["simhash_filter"] == "dropped"
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": canonical.url, "html": canonical.text}))
+    assert crawler.stats.get_value("simhash_filter/late_canonical") == 1
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
