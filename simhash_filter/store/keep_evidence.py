@@ -21,10 +21,11 @@ from simhash_filter.core.keep import UrlForm
 from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
+from .reading import ReadableStore, reading
 from .schema import url_rules_table
 from .statements import Execute, Statements
 
-__all__ = ["disproved_hints", "keep_ruleset", "rule_forms"]
+__all__ = ["disproved_hints", "host_ruleset", "keep_ruleset", "rule_forms"]
 
 _RANK = {RuleState.PINNED: 3, RuleState.ACTIVE: 2, RuleState.CANDIDATE: 1}
 """Learned rules a keep decision uses, strongest first (retired and banned: none)."""
@@ -76,13 +77,24 @@ def keep_ruleset(rows: Sequence[tuple[str, str, str, str, int]]) -> RuleSet:
     return RuleSet(rules, exempt=exempt)
 
 
-def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
-    """The forms of the kept and the new URL under the rules of the kept URL's host."""
+def _host_rules(conn: Connection, host: str) -> RuleSet:
     rows: list[tuple[str, str, str, str, int]] = []
     if _has_rules(conn):  # not on a database made before schema 5
-        found = conn.execute(_HOST_RULES, {"host": url_host(kept)})
+        found = conn.execute(_HOST_RULES, {"host": host})
         rows = [(h, k, p, s, int(n)) for h, k, p, s, n in found]
-    ruleset = keep_ruleset(rows)
+    return keep_ruleset(rows)
+
+
+def host_ruleset(store: ReadableStore, host: str) -> RuleSet:
+    """The rules a keep decision uses on ``host`` (see the module doc), read from ``store``:
+    canonical first asks them where a page declares no canonical (crawl/pages)."""
+    with reading(store) as conn:
+        return _host_rules(conn, host)
+
+
+def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
+    """The forms of the kept and the new URL under the rules of the kept URL's host."""
+    ruleset = _host_rules(conn, url_host(kept))
     kept_form, new_form = ruleset.form(kept), ruleset.form(new)
     return UrlForm(kept_form.url, len(kept_form.rules)), UrlForm(new_form.url, len(new_form.rules))
 

@@ -16,7 +16,8 @@ is shared (scrapy-redis) holds nothing: another process could pop the replay.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, cast
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
@@ -38,7 +39,9 @@ from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
 from simhash_filter.crawl.start_failure import crawl_config
 from simhash_filter.store.hints import hint_key
+from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.store.urls import url_domain
+from simhash_filter.urls.ruleset import RuleSet, url_host
 
 if TYPE_CHECKING:
     from typing import Self
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
     from simhash_filter.crawl.config import Config
     from simhash_filter.page.work import PageWork
+    from simhash_filter.store.reading import ReadableStore
 
 __all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical"]
 
@@ -56,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 MAX_WAIT = 30.0
 """Seconds a variant waits for its canonical at most (then it is replayed all the same)."""
+RULES_TTL = 10.0
+"""Seconds a host's URL rules, read from the store, are used before they are read again."""
 
 
 def head_canonical(response: Response) -> str | None:
@@ -96,6 +102,24 @@ class Waiting:
     config: Config
     crawler: Crawler | None
     detours: Detours
+
+    async def _rule_target(self, own: str) -> str | None:
+        """The URL the host's rules (the keep policy's: candidates too) map ``own`` (in the
+        store's form) onto, when another: the likely canonical of a page declaring none."""
+        host, now = url_host(own), time.monotonic()
+        rulesets: dict[str, tuple[float, RuleSet]] = self.__dict__.setdefault("_rulesets", {})
+        cached = rulesets.get(host)
+        if cached is None or now - cached[0] > RULES_TTL:
+            store = self.filter.store
+            if store is None:
+                return None
+            try:
+                ruleset = await run_in_thread(host_ruleset, cast("ReadableStore", store), host)
+            except Exception:  # no holding then: the page is checked at once
+                return None
+            cached = rulesets[host] = (now, ruleset)
+        form = hint_key(cached[1].form(own).url)
+        return form if form != own else None
 
     @property
     def _shared(self) -> bool:
@@ -141,7 +165,8 @@ class Waiting:
         self, request: Request, response: Response, target: str | None, work: PageWork | None
     ) -> bool:
         """Hold the variant and schedule its canonical ``target`` (its strong hint), when
-        that is on its own host and was never seen."""
+        that is on its own host and was never seen; a page declaring none: the URL the host's
+        rules map it onto."""
         engine = self._engine()
         if (
             engine is None
@@ -154,6 +179,8 @@ class Waiting:
         ):
             return False
         own = _key(response.url)
+        if target is None and own is not None:
+            target = await self._rule_target(own)
         if target is None or own is None or target == own or url_domain(target) != url_domain(own):
             return False
         if self.detours.settled(target):
