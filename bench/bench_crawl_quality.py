@@ -241,6 +241,23 @@ def score(label: dict[str, str], base_url: str, db: Path, fetched: set[str]) -> 
     }
 
 
+def feed_rows(label: dict[str, str], base_url: str, feed: Path) -> dict[str, Any]:
+    """The feed's rows (what a stream consumer got, issue 42), the documents they carry and
+    the documents written more than once."""
+    from simhash_filter.store import canonical_url
+
+    path_of = {canonical_url(base_url + p): p for p in label}
+    lines = feed.read_text().splitlines() if feed.exists() else []
+    docs = Counter(
+        label.get(path_of.get(canonical_url(json.loads(x)["url"]), ""), "?") for x in lines
+    )
+    return {
+        "feed_rows": len(lines),
+        "feed_documents": len(docs),
+        "written_twice": sorted(d for d, n in docs.items() if n > 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA_DIR)
@@ -270,7 +287,11 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(tmp) / name.replace(", ", "-").replace(" ", "-")
                 work.mkdir(exist_ok=True)
                 mark = len(server.hits)
-                extra: dict[str, object] = {"SIMHASH_FILTER_REQUEST_FILTER": mode == "on"}
+                feed = work / "feed.jsonl"
+                extra: dict[str, object] = {
+                    "SIMHASH_FILTER_REQUEST_FILTER": mode == "on",
+                    "FEEDS": json.dumps({str(feed): {"format": "jsonlines", "overwrite": True}}),
+                }
                 stats = crawl(
                     server.base_url,
                     work,
@@ -283,18 +304,20 @@ def main(argv: list[str] | None = None) -> int:
                 fetched = {canonical_url(server.base_url + p) for p, _ in server.hits[mark:]}
                 result = score(label, server.base_url, work / "bench.db", fetched)
                 result["no_text"] = stats.get("simhash_filter/no_text", 0)
+                result.update(feed_rows(label, server.base_url, feed))
                 results[name].append(result)
     print(
         "| code | pages | fetched | drops | right | wrong | missed | precision | recall "
-        "| skipped | lost | no_text |"
+        "| skipped | lost | no_text | feed rows / documents | written twice |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- |" + " ---: |" * 13)
     for name, rs in results.items():
         for r in rs:
             print(
                 f"| {name} | {r['pages']} | {r['fetched']} | {r['drops']} | {r['right']} "
                 f"| {len(r['wrong_drops'])} | {r['missed']} | {r['precision']:.3f} "
-                f"| {r['recall']:.3f} | {r['skipped']} | {len(r['lost'])} | {r['no_text']} |"
+                f"| {r['recall']:.3f} | {r['skipped']} | {len(r['lost'])} | {r['no_text']} "
+                f"| {r['feed_rows']} / {r['feed_documents']} | {len(r['written_twice'])} |"
             )
     for name, rs in results.items():
         r = rs[0]
