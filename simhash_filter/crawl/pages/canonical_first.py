@@ -130,6 +130,24 @@ class Waiting:
             self._shared_frontier = shared
         return shared
 
+    def connected(self, crawler: Crawler) -> Self:
+        """This middleware, connected to the crawler's signals (its ``from_crawler``'s end)."""
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+        return self
+
+    async def spider_opened(self) -> None:
+        try:
+            await run_in_thread(self.filter.open)
+        except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
+            raise CloseSpider("simhash_filter_store_unavailable") from exc
+
+    async def spider_closed(self) -> None:
+        await self._check_unreleased()
+        await run_in_thread(self.filter.close)
+
     def spider_idle(self) -> None:
         """Release every variant still waiting (its canonical never answered): the crawl
         goes on until they are checked."""
@@ -260,22 +278,7 @@ class CanonicalFirstMiddleware(Waiting):
         config = crawl_config(crawler.settings)
         if not config.enabled or config.keep == KEEP_FIRST:
             raise NotConfigured("canonical first needs SIMHASH_FILTER_KEEP other than 'first'")
-        middleware = cls(PageFilter.for_crawler(crawler, config), crawler)
-        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
-        return middleware
-
-    async def spider_opened(self) -> None:
-        try:
-            await run_in_thread(self.filter.open)
-        except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
-            raise CloseSpider("simhash_filter_store_unavailable") from exc
-
-    async def spider_closed(self) -> None:
-        await self._check_unreleased()
-        await run_in_thread(self.filter.close)
+        return cls(PageFilter.for_crawler(crawler, config), crawler).connected(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         token = request.meta.get(REPLAY_META_KEY)

@@ -29,10 +29,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
-from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.crawl.pages.canonical_first import Waiting
 from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst, Detours
@@ -74,22 +73,7 @@ class NearDuplicateMiddleware(Waiting):
         config = crawl_config(crawler.settings)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        middleware = cls(PageFilter.for_crawler(crawler, config), crawler)
-        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
-        return middleware
-
-    async def spider_opened(self) -> None:
-        try:
-            await run_in_thread(self.filter.open)
-        except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
-            raise CloseSpider("simhash_filter_store_unavailable") from exc
-
-    async def spider_closed(self) -> None:
-        await self._check_unreleased()
-        await run_in_thread(self.filter.close)
+        return cls(PageFilter.for_crawler(crawler, config), crawler).connected(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         try:
