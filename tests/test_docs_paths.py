@@ -2,7 +2,8 @@
 
 A moved module or test leaves its old path behind in docstrings and docs; these tests read the
 text (no import, no network) and fail on a `tests/…` or `simhash_filter/….py` path, a dotted
-`simhash_filter.pkg.module` name, or a relative markdown link in `bench/` that does not resolve.
+`simhash_filter.pkg.module` name, or a relative markdown link (to a file and its heading) that
+does not resolve.
 """
 
 from __future__ import annotations
@@ -98,11 +99,12 @@ def _anchors(path: Path) -> set[str]:
     return anchors
 
 
-def test_bench_links_resolve() -> None:
-    """Every relative link of bench/README.md and bench/history/ reaches its file and heading."""
+def test_markdown_links_resolve() -> None:
+    """Every relative link of the docs and the bench pages reaches its file and heading."""
     broken = []
     bench = ROOT / "bench"
-    for page in [bench / "README.md", *sorted((bench / "history").glob("*.md"))]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), bench / "README.md"]
+    for page in [*pages, *sorted((bench / "history").glob("*.md"))]:
         for match in _MD_LINK.finditer(page.read_text(encoding="utf-8")):
             link = match.group(1)
             if re.match(r"\w+:", link):
