@@ -1,9 +1,9 @@
 """Paths and links named in the code and the docs exist.
 
 A moved module or test leaves its old path behind in docstrings and docs; these tests read the
-text (no import, no network) and fail on a `tests/…` or `simhash_filter/….py` path, a dotted
-`simhash_filter.pkg.module` name, or a relative markdown link (to a file and its heading) that
-does not resolve.
+text (no import, no network) and fail on a `tests/…`, `simhash_filter/….py` or `store/….py`
+path, a dotted `simhash_filter.pkg.module` name, or a relative markdown link (to a file and its
+heading) that does not resolve.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ PACKAGE = ROOT / "simhash_filter"
 # Stats keys share the prefix (`simhash_filter/dropped`, `simhash_filter/capped/<kind>`): only a
 # name with a file extension is a path; under `tests/` every name is.
 _SLASH_PATH = re.compile(r"(?<![\w./-])((?:tests|simhash_filter)/[\w./*-]*\w)")
+# A module named from inside the package (`store/batch.py`, `crawl/pages/filter.py`).
+_PACKAGE_PATH = re.compile(
+    r"(?<![\w./-])((?:cli|core|crawl|index|page|store|urls)/[\w/]+\.(?:py|sql))"
+)
 _DOTTED = re.compile(r"(?<![\w./-])simhash_filter((?:\.\w+){2,})")
 _MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -68,6 +72,9 @@ def test_named_paths_exist() -> None:
             name = match.group(1).rstrip(".")
             if _is_file_path(name) and not _slash_path_exists(name):
                 missing.append(f"{path.relative_to(ROOT)}: {name}")
+        for match in _PACKAGE_PATH.finditer(text):
+            if not (PACKAGE / match.group(1)).exists():
+                missing.append(f"{path.relative_to(ROOT)}: {match.group(1)}")
         for match in _DOTTED.finditer(text):
             parts = match.group(1).strip(".").split(".")
             if not _dotted_exists(parts):
