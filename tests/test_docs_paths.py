@@ -46,7 +46,12 @@ def _slash_path_exists(name: str) -> bool:
 
 
 def _defines(module: Path, name: str) -> bool:
-    return re.search(rf"\b{name}\b", module.read_text(encoding="utf-8")) is not None
+    """The module defines, imports or lists `name` (not merely says the word)."""
+    pattern = (
+        rf"^\s*(?:async\s+def|def|class)\s+{name}\b|^{name}\s*[:=]"
+        rf"|^from\s.*\bimport\s.*\b{name}\b|^\s+{name},?\s*$|[\"']{name}[\"']"
+    )
+    return re.search(pattern, module.read_text(encoding="utf-8"), re.MULTILINE) is not None
 
 
 def _dotted_exists(parts: list[str]) -> bool:
