@@ -127,3 +127,20 @@ def test_markdown_links_resolve() -> None:
             if missing or (anchor and target.suffix == ".md" and anchor not in _anchors(target)):
                 broken.append(f"{page.relative_to(ROOT)}: {link}")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_todays_figures_rows() -> None:
+    """bench/README.md's "Today's figures": one figure a row, linked to a dated history entry
+    whose heading carries the link's date."""
+    text = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    table = text.split("## Today's figures", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert rows, "no rows under Today's figures"
+    bad = []
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        link = re.fullmatch(r"\[(\d{4}-\d\d-\d\d)\]\(history/(\w+\.md)#(\1[\w-]*)\)", cells[-1])
+        entry = link and ROOT / "bench" / "history" / link.group(2)
+        if len(cells) != 4 or not link or not entry or link.group(3) not in _anchors(entry):
+            bad.append(row)
+    assert not bad, "rows without one figure and a dated entry link:\n" + "\n".join(bad)
