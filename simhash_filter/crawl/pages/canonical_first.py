@@ -37,7 +37,7 @@ from simhash_filter.crawl.pages.detours import (
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
-from simhash_filter.crawl.start_failure import crawl_config
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.store.hints import hint_key
 from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.store.urls import url_domain
@@ -275,10 +275,10 @@ class CanonicalFirstMiddleware(Waiting):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = crawl_config(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled or config.keep == KEEP_FIRST:
             raise NotConfigured("canonical first needs SIMHASH_FILTER_KEEP other than 'first'")
-        return cls(PageFilter.for_crawler(crawler, config), crawler).connected(crawler)
+        return cls(PageFilter.for_crawler(crawler), crawler).connected(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         token = request.meta.get(REPLAY_META_KEY)

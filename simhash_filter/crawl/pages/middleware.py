@@ -38,8 +38,8 @@ from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst, 
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded
-from simhash_filter.crawl.start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -70,10 +70,10 @@ class NearDuplicateMiddleware(Waiting):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = crawl_config(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        return cls(PageFilter.for_crawler(crawler, config), crawler).connected(crawler)
+        return cls(PageFilter.for_crawler(crawler), crawler).connected(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         try:
