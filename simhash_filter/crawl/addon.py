@@ -34,6 +34,8 @@ from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.form_first import PRIORITY as FORM_FIRST_PRIORITY
 from simhash_filter.crawl.requests.form_first import FormFirstMiddleware
 from simhash_filter.crawl.requests.request_filter import RequestFilter
+from simhash_filter.crawl.requests.variants_last import PRIORITY as VARIANTS_LAST_PRIORITY
+from simhash_filter.crawl.requests.variants_last import VariantsLastMiddleware
 from simhash_filter.crawl.start_failure import crawl_config
 
 if TYPE_CHECKING:
@@ -68,6 +70,10 @@ class Addon:
         elif config.enabled and config.keep != KEEP_FIRST:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", CanonicalFirstMiddleware, MIDDLEWARE_PRIORITY
+            )
+        if config.enabled and config.variants_last:
+            settings.setdefault_in_component_priority_dict(
+                "SPIDER_MIDDLEWARES", VariantsLastMiddleware, VARIANTS_LAST_PRIORITY
             )
         if config.enabled and config.request_filter:
             self._request_side(settings)

@@ -171,6 +171,7 @@ class Config:
     keep: str = KEEP_CANONICAL  # which copy stays: "canonical", "supersede" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     canonical_url_field: str | None = "canonical_url"  # set on kept items: their canonical
+    variants_last: bool = False  # likely variants' requests one priority step down
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
 
     def __post_init__(self) -> None:
@@ -295,6 +296,7 @@ class Config:
             if _raw(settings, "CANONICAL_URL_FIELD") is not None
             else defaults.canonical_url_field,
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
+            variants_last=_bool(settings, "VARIANTS_LAST", defaults.variants_last),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config
