@@ -451,7 +451,7 @@ default pg-function path only the keep policy's swap does that (store/supersede.
 
 def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float = 30.0) -> Result:
     """Two ``site_redis`` workers on the default (pg-function) path, the keep policy
-    ``canonical``; one is SIGSTOPped between two round trips of its swap (advisory locks
+    ``canonical``, variants fetched before their canonical (``FORM_FIRST`` off); one is SIGSTOPped between two round trips of its swap (advisory locks
     held), for ``hold`` s: what does the other one do?"""
     db = create_pg_database("sf_bench")
     keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
@@ -466,6 +466,7 @@ def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float 
                     {
                         "SIMHASH_FILTER_DATABASE_URL": f"{db}?application_name=bench-w{n}",
                         "SIMHASH_FILTER_KEEP": "canonical",
+                        "SIMHASH_FILTER_FORM_FIRST": False,  # variants first: swaps to catch
                         "REDIS_URL": REDIS_URL,
                         "REDIS_KEY_PREFIX": keys.prefix,
                         "DISTRIBUTED_IDLE_TIMEOUT": 5,
