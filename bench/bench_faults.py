@@ -46,6 +46,7 @@ from bench._common import REDIS_URL, ROOT, machine, write_results
 from crawler.distributed import RedisKeys, clear, seed
 from crawler.services import admin_statement, create_pg_database, drop_pg_database
 from crawler.testsite import SiteServer, build_site
+from crawler.testsite.aliasing import AliasingSite, generated_corpus
 
 sys.path.insert(0, str(ROOT / "tests"))  # the index checks and throw-away servers the tests use
 from support.distributed import is_copy as rule_calls_copies
@@ -450,13 +451,16 @@ default pg-function path only the keep policy's swap does that (store/supersede.
 
 
 def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float = 30.0) -> Result:
-    """Two ``site_redis`` workers on the default (pg-function) path, the keep policy
-    ``canonical``, variants fetched before their canonical (``FORM_FIRST`` off); one is SIGSTOPped between two round trips of its swap (advisory locks
-    held), for ``hold`` s: what does the other one do?"""
+    """Two ``site_redis`` workers on the default (pg-function) path over the aliasing site
+    (canonical hints), the keep policy ``canonical``, variants before their canonical
+    (``FORM_FIRST`` off); one is SIGSTOPped between two round trips of its swap (advisory
+    locks held), for ``hold`` s: what does the other one do?"""
     db = create_pg_database("sf_bench")
     keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
+    site = AliasingSite(generated_corpus(120)).serve()  # canonical hints: swaps to catch
+    site.latency = 0.05
     try:
-        with site_of() as (site, _total):
+        if True:  # (the site is served already; stopped below)
             seed(REDIS_URL, keys.start_urls, [site.base_url + "/"])
             crawlers = [
                 start(
@@ -466,7 +470,7 @@ def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float 
                     {
                         "SIMHASH_FILTER_DATABASE_URL": f"{db}?application_name=bench-w{n}",
                         "SIMHASH_FILTER_KEEP": "canonical",
-                        "SIMHASH_FILTER_FORM_FIRST": False,  # variants first: swaps to catch
+                        "SIMHASH_FILTER_FORM_FIRST": False,  # variants first: more swaps
                         "REDIS_URL": REDIS_URL,
                         "REDIS_KEY_PREFIX": keys.prefix,
                         "DISTRIBUTED_IDLE_TIMEOUT": 5,
@@ -491,6 +495,7 @@ def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float 
         result.exits_during_fault = sum(began <= t <= ended for t in exits)
         return measure(result, crawlers, db)
     finally:
+        site.stop()
         clear(REDIS_URL, keys)
         drop_pg_database(db)
 
