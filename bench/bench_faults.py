@@ -444,10 +444,12 @@ def redis_gone(checkout: Path, folder: Path, variant: str, workers: int = 3) -> 
 IN_THE_SWAP = (
     "SELECT count(*) FROM pg_stat_activity a WHERE a.application_name = %s "
     "AND a.state = 'idle in transaction' AND EXISTS (SELECT 1 FROM pg_locks l "
-    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)"
+    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted "
+    "AND l.mode = 'ExclusiveLock')"
 )
-"""A session between two round trips of a transaction holding advisory locks: on the
-default pg-function path only the keep policy's swap does that (store/supersede.py)."""
+"""A session between two round trips of a transaction holding exclusive advisory locks: on
+the default pg-function path only the keep policy's swap does that (store/supersede.py; the
+URL rules' writes hold the database-wide lock shared, as every single write does)."""
 
 
 def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float = 30.0) -> Result:
