@@ -281,34 +281,47 @@ def outage(checkout: Path, folder: Path, variant: str) -> Result:
     return pg_restart(checkout, folder, variant, down=20.0)
 
 
+def redis_workers(
+    checkout: Path, folder: Path, redis_url: str, site: SiteServer, db: str, n: int, **more: object
+) -> tuple[RedisKeys, list[Crawler]]:
+    """``n`` ``site_redis`` workers on ``redis_url`` under fresh keys, the site seeded."""
+    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
+    seed(redis_url, keys.start_urls, [site.base_url + "/"])
+    settings = {
+        "SIMHASH_FILTER_DATABASE_URL": db,
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": keys.prefix,
+        "DISTRIBUTED_IDLE_TIMEOUT": 5,
+        **more,
+    }
+    crawlers = [
+        start(checkout, folder / f"w{i}", ["crawl", "site_redis"], settings) for i in range(n)
+    ]
+    return keys, crawlers
+
+
+def wait_or_kill(crawlers: list[Crawler], deadline: float) -> None:
+    """Wait for every crawler until ``deadline`` (``time.time()``); SIGKILL the rest."""
+    for crawler in crawlers:
+        try:
+            crawler.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            crawler.signal(signal.SIGKILL)
+            crawler.wait()
+
+
 def redis_restart(checkout: Path, folder: Path, variant: str, workers: int = 3) -> Result:
     """Three ``site_redis`` workers on a throw-away Redis without persistence, restarted
     when a quarter of the site is fetched."""
     db = create_pg_database("sf_bench")
-    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
     try:
         with PrivateRedis(persistent=False) as redis_server, site_of() as (site, total):
-            seed(redis_server.url(), keys.start_urls, [site.base_url + "/"])
-            settings = {
-                "SIMHASH_FILTER_DATABASE_URL": db,
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 5,
-            }
-            crawlers = [
-                start(checkout, folder / f"w{n}", ["crawl", "site_redis"], settings)
-                for n in range(workers)
-            ]
+            _keys, crawlers = redis_workers(checkout, folder, redis_server.url(), site, db, workers)
             wait_until(lambda: fetched(site) >= total // 4)
             began = time.time()
             redis_server.restart()
             result = Result("Redis restart, no persistence", variant, time.time() - began)
-            for crawler in crawlers:
-                try:
-                    crawler.wait(timeout=300)
-                except subprocess.TimeoutExpired:
-                    crawler.signal(signal.SIGKILL)
-                    crawler.wait()
+            wait_or_kill(crawlers, time.time() + 300)
             result.pages_fetched = len({p for p, _a in site.hits if p != "/robots.txt"})
         return measure(result, crawlers, db)
     finally:
@@ -403,31 +416,16 @@ def redis_gone(checkout: Path, folder: Path, variant: str, workers: int = 3) -> 
     good when a quarter of the site is fetched: does every worker close, and with how many
     warning lines? (A worker still running 60 s after the shutdown is killed.)"""
     db = create_pg_database("sf_bench")
-    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
     try:
         with PrivateRedis(persistent=True) as redis_server, site_of() as (site, total):
-            seed(redis_server.url(), keys.start_urls, [site.base_url + "/"])
-            settings = {
-                "SIMHASH_FILTER_DATABASE_URL": db,
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 5,
-                "DISTRIBUTED_REDIS_OUTAGE": 10,
-            }
-            crawlers = [
-                start(checkout, folder / f"w{n}", ["crawl", "site_redis"], settings)
-                for n in range(workers)
-            ]
+            _keys, crawlers = redis_workers(
+                checkout, folder, redis_server.url(), site, db, workers, DISTRIBUTED_REDIS_OUTAGE=10
+            )
             wait_until(lambda: fetched(site) >= total // 4)
             began = time.time()
             redis_server.stop()
             result = Result("Redis down past the limit (10 s)", variant, 0.0, began)
-            for crawler in crawlers:
-                try:
-                    crawler.wait(timeout=max(1.0, began + 60 - time.time()))
-                except subprocess.TimeoutExpired:
-                    crawler.signal(signal.SIGKILL)
-                    crawler.wait()
+            wait_or_kill(crawlers, began + 60)
             result.fault_seconds = time.time() - began
             result.pages_fetched = len({p for p, _a in site.hits if p != "/robots.txt"})
         for crawler in crawlers:

@@ -49,6 +49,19 @@ def common_settings(db_url: str) -> dict[str, object]:
     }
 
 
+def redis_settings(
+    pg_url: str, redis_url: str, keys: RedisKeys, **more: object
+) -> dict[str, object]:
+    """A ``site_redis`` worker's settings on ``redis_url`` under ``keys``."""
+    return {
+        **common_settings(pg_url),
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": keys.prefix,
+        "DISTRIBUTED_IDLE_TIMEOUT": 2,
+        **more,
+    }
+
+
 def fetched_by(site: SiteServer) -> list[tuple[str, str]]:
     """(path, User-Agent) of every page request but robots.txt, in order."""
     return [(p, a) for p, a in list(site.hits) if p != "/robots.txt"]
@@ -317,12 +330,7 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
             "w",
             ["crawl", "site_redis"],
             workdir=tmp_path / "w",
-            settings={
-                **common_settings(pg_url),
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 2,
-            },
+            settings=redis_settings(pg_url, redis_server.url(), keys),
         )
         wait_for(lambda: len(fetched(site)) >= 20, timeout=120, what="the crawl under way")
         with frozen([worker]):
@@ -366,13 +374,7 @@ def test_redis_down_past_the_limit_every_worker_closes_frontier_unreachable(
         WorkerGroup() as group,
     ):
         assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
-        settings = {
-            **common_settings(pg_url),
-            "REDIS_URL": redis_server.url(),
-            "REDIS_KEY_PREFIX": keys.prefix,
-            "DISTRIBUTED_IDLE_TIMEOUT": 2,
-            "DISTRIBUTED_REDIS_OUTAGE": 3,
-        }
+        settings = redis_settings(pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=3)
         workers = [
             group.start(name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings)
             for name in ("a", "b")
@@ -411,14 +413,9 @@ def test_redis_back_within_the_limit_the_crawl_finishes_one_warning_one_recovery
             "w",
             ["crawl", "site_redis"],
             workdir=tmp_path / "w",
-            settings={
-                **common_settings(pg_url),
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 2,
-                "DISTRIBUTED_REDIS_OUTAGE": 600,
-                "LOG_LEVEL": "DEBUG",  # the leases' connection errors, below
-            },
+            settings=redis_settings(  # DEBUG: the leases' connection errors, below
+                pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=600, LOG_LEVEL="DEBUG"
+            ),
         )
         wait_for(lambda: len(fetched(site)) >= 10, timeout=120, what="the crawl under way")
         with frozen([worker]):
