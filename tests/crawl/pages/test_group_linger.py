@@ -35,6 +35,9 @@ class Recording:
     def supersede(self, page: PageRow, kept: Any) -> Any:
         return self.store.supersede(page, kept)
 
+    def mark_canonical(self, page: PageRow, kept: Any) -> bool:
+        return self.store.mark_canonical(page, kept)
+
     def was_seen(self, url: str) -> bool:
         return self.store.was_seen(url)
 

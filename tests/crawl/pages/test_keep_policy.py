@@ -211,7 +211,7 @@ def test_a_keep_policy_lock_timeout_is_one_line_and_its_own_stat(
     that could not be checked, and logged as one line without the chained tracebacks."""
     import psycopg
 
-    pipeline = make_pipeline(pg_url, WORKERS=0, LOCK_TIMEOUT=0.3)
+    pipeline = make_pipeline(pg_url, WORKERS=0, LOCK_TIMEOUT=0.3, KEEP="supersede")
     store = pipeline.filter.store
     assert isinstance(store, FingerprintStore)
     real_supersede = store.supersede

@@ -456,6 +456,9 @@ class PickyStore:
     def supersede(self, page: PageRow, kept: Any) -> Any:
         return self.store.supersede(page, kept)
 
+    def mark_canonical(self, page: PageRow, kept: Any) -> bool:
+        return self.store.mark_canonical(page, kept)
+
     def close(self) -> None:
         self.store.close()
 
