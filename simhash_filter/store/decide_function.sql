@@ -8,7 +8,7 @@
 
 
 -- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte,
--- listing flag (2 or 0)}, or NULL for bytes that are not a sketch.
+-- listing flag (2 or 0), unsure flag (4 or 0)}, or NULL for bytes that are not a sketch.
 CREATE OR REPLACE FUNCTION simhash_filter_sketch__V__(s bytea) RETURNS int4[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
     SELECT CASE
@@ -19,7 +19,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
         ELSE ARRAY[1 << get_byte(s, 2),
                    CASE WHEN get_byte(s, 1) & 1 = 1 THEN 1 << get_byte(s, 3) ELSE 0 END,
                    get_byte(s, 4),
-                   get_byte(s, 1) & 2]
+                   get_byte(s, 1) & 2,
+                   get_byte(s, 1) & 4]
     END
 $f$;
 
@@ -59,8 +60,12 @@ BEGIN
             RETURN;
         END IF;
         page_similarity := simhash_filter_agreement__V__(a, b, 5 + 2 * pa[1], pa[2]);
+        -- an unsure page (signed before its host's template was known): the stricter
+        -- share, signature.UNSURE_TEXT_SHARE
         boilerplate := pa[3] <> 255 AND pb[3] <> 255
-            AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < max_text_share
+            AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < CASE
+                WHEN pa[5] <> 0 OR pb[5] <> 0 THEN greatest(max_text_share, 0.3)
+                ELSE max_text_share END
             AND page_similarity < min_page_similarity;
     END IF;
     listing := confirmed AND NOT boilerplate AND pa[4] <> pb[4];

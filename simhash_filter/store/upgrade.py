@@ -23,8 +23,9 @@ from .schema import (
     meta_table,
     pages_table,
 )
+from .templates import ensure_template_tables
 
-__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade"]
+__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_5_to_6"]
 
 ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
     (pages_table, "dropped_at"),
@@ -67,11 +68,21 @@ def _upgradable(version: int | None, dialect: str) -> bool:
     )
 
 
+def upgrade_5_to_6(engine: Engine) -> None:
+    """Schema 5 to 6: the template tables (store/templates.py), made where missing; new
+    tables only, so nothing else of a 5 changes."""
+    ensure_template_tables(engine)
+
+
 def upgrade(engine: Engine) -> None:
     """Add the missing :data:`ADDED_COLUMNS` (an older database: ``reindex`` converts
     those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
     additive version's schema version to the current one. Nothing when all is there."""
     dialect = engine.dialect.name
+    with engine.connect() as conn, conn.begin():
+        version = _stored_version(conn)
+    if version is not None and version < SCHEMA_VERSION:
+        upgrade_5_to_6(engine)
     with engine.connect() as conn:
         with conn.begin():
             if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):

@@ -1,0 +1,236 @@
+"""The hosts' templates a store learns: how many distinct pages of a host carried each block
+(core/template.py), so that crawlers sharing one PostgreSQL database learn one template.
+
+``template_blocks`` has a row per (host, block hash) with the pages of the host it was seen
+on and the host's page count when it was last seen; ``template_hosts`` a row per host with
+its pages learned from and its block rows. Counts are added in SQL (``pages = pages + 1``),
+so every crawler's pages count. A host keeps at most :data:`MAX_HOST_BLOCKS` block rows:
+past it, the rarest blocks not seen for :data:`PRUNE_AFTER` of the host's pages are forgotten
+(an article's own paragraphs, seen once), and a new block of a host still full is not
+counted. The tables are schema 6 and additive: a writer's open makes them where missing
+(:func:`ensure_template_tables`); a reader of a database without them sees no template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    and_,
+    delete,
+    func,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.types import BigInteger
+
+from simhash_filter.core.template import HostTemplate
+
+from .engine import WRITE_OPTION, error_reason
+from .locks import SCHEMA_LOCK
+from .reading import ReadableStore
+from .records import StoreError
+from .schema import metadata
+
+__all__ = [
+    "MAX_HOST_BLOCKS",
+    "PRUNE_AFTER",
+    "TEMPLATE_TABLES",
+    "TemplateStore",
+    "ensure_template_tables",
+    "template_blocks_table",
+    "template_hosts_table",
+]
+
+MAX_HOST_BLOCKS = 20_000
+"""Block rows a host keeps at most (a few hundred KB of a database a host)."""
+PRUNE_AFTER = 200
+"""A block of a full host not seen for this many of its pages, and below the template
+threshold, is forgotten."""
+
+template_blocks_table = Table(
+    "template_blocks",
+    metadata,
+    Column("domain", Text, nullable=False),
+    Column("block", BigInteger, autoincrement=False, nullable=False),
+    Column("pages", Integer, nullable=False),
+    Column("last_page", Integer, nullable=False),
+    PrimaryKeyConstraint("domain", "block"),
+)
+"""A block of a host's pages (its 32-bit hash, core/template.py) a row: on how many pages."""
+
+template_hosts_table = Table(
+    "template_hosts",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("pages", Integer, nullable=False),
+    Column("blocks", Integer, nullable=False),
+)
+"""A host a row: its pages learned from, its block rows."""
+
+TEMPLATE_TABLES = (template_hosts_table, template_blocks_table)
+_CHUNK = 500
+
+
+def ensure_template_tables(engine: Engine) -> None:
+    """Make the template tables where they are missing (a writer's open), as the rule
+    tables are made (url_rules.ensure_rule_tables)."""
+    with engine.connect() as conn:
+        with conn.begin():
+            inspector = inspect(conn)
+            if all(inspector.has_table(t.name) for t in TEMPLATE_TABLES):
+                return
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
+            metadata.create_all(conn, tables=list(TEMPLATE_TABLES), checkfirst=True)
+
+
+class TemplateStore:
+    """The template tables of an open store (``FingerprintStore`` or any :class:`ReadableStore`)."""
+
+    def __init__(self, store: ReadableStore, *, max_host_blocks: int = MAX_HOST_BLOCKS) -> None:
+        self._engine = store.engine
+        self._where = store.display_url
+        self.max_host_blocks = max_host_blocks
+
+    @contextmanager
+    def _connection(self, *, write: bool) -> Iterator[Connection]:
+        try:
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error on {self._where}: {error_reason(exc)}") from exc
+
+    def has_tables(self) -> bool:
+        """Whether the database has the template tables (one made before schema 6 may not)."""
+        with self._connection(write=False) as conn:
+            inspector = inspect(conn)
+            return all(inspector.has_table(t.name) for t in TEMPLATE_TABLES)
+
+    # -- learning
+
+    def learn(self, pages: Iterable[tuple[str, Sequence[int]]]) -> None:
+        """Count each (host, block hashes of one page) once: the host's page count and each
+        distinct block's, in one transaction."""
+        with self._connection(write=True) as conn:
+            for domain, blocks in pages:
+                self._learn_page(conn, domain, sorted(set(blocks)))
+
+    def _learn_page(self, conn: Connection, domain: str, blocks: list[int]) -> None:
+        h, b = template_hosts_table.c, template_blocks_table.c
+        n, held = self._count_page(conn, domain)
+        known: set[int] = set()
+        for start in range(0, len(blocks), _CHUNK):
+            chunk = blocks[start : start + _CHUNK]
+            known.update(
+                conn.execute(
+                    select(b.block).where(b.domain == domain, b.block.in_(chunk))
+                ).scalars()
+            )
+            conn.execute(
+                update(template_blocks_table)
+                .where(b.domain == domain, b.block.in_(chunk))
+                .values(pages=b.pages + 1, last_page=n)
+            )
+        new = [block for block in blocks if block not in known]
+        if new and held + len(new) > self.max_host_blocks:
+            held = self._prune(conn, domain, n)
+            new = new[: max(0, self.max_host_blocks - held)]
+        if not new:
+            return
+        rows = [{"domain": domain, "block": x, "pages": 1, "last_page": n} for x in new]
+        insert = _insert(conn)(template_blocks_table)
+        statement = insert.on_conflict_do_update(  # another crawler added it meanwhile
+            index_elements=["domain", "block"],
+            set_={"pages": template_blocks_table.c.pages + 1, "last_page": n},
+        )
+        conn.execute(statement, rows)
+        conn.execute(
+            update(template_hosts_table)
+            .where(h.domain == domain)
+            .values(blocks=h.blocks + len(new))
+        )
+
+    def _count_page(self, conn: Connection, domain: str) -> tuple[int, int]:
+        """One more page of ``domain``: its page count now, and its block rows."""
+        h = template_hosts_table.c
+        insert = _insert(conn)(template_hosts_table).values(domain=domain, pages=1, blocks=0)
+        conn.execute(
+            insert.on_conflict_do_update(index_elements=["domain"], set_={"pages": h.pages + 1})
+        )
+        row = conn.execute(select(h.pages, h.blocks).where(h.domain == domain)).one()
+        return int(row.pages), int(row.blocks)
+
+    def _prune(self, conn: Connection, domain: str, n: int) -> int:
+        """Forget the host's rare blocks not seen for :data:`PRUNE_AFTER` pages; its block
+        rows left."""
+        b, h = template_blocks_table.c, template_hosts_table.c
+        conn.execute(
+            delete(template_blocks_table).where(
+                and_(b.domain == domain, b.pages <= 1, b.last_page < n - PRUNE_AFTER)
+            )
+        )
+        held = conn.execute(
+            select(func.count()).select_from(template_blocks_table).where(b.domain == domain)
+        ).scalar_one()
+        conn.execute(update(template_hosts_table).where(h.domain == domain).values(blocks=held))
+        return int(held)
+
+    # -- reading
+
+    def template(self, domain: str, min_pages: int) -> HostTemplate:
+        """The host's template: its blocks seen on at least ``min_pages`` of its pages, its
+        pages learned from, and whether that is enough to trust it (``min_pages`` pages)."""
+        h, b = template_hosts_table.c, template_blocks_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_hosts_table.name):
+                return HostTemplate(frozenset())
+            pages = conn.execute(select(h.pages).where(h.domain == domain)).scalar()
+            if not pages:
+                return HostTemplate(frozenset())
+            blocks = conn.execute(
+                select(b.block).where(b.domain == domain, b.pages >= min_pages)
+            ).scalars()
+            return HostTemplate(frozenset(int(x) for x in blocks), int(pages), pages >= min_pages)
+
+    def hosts(self, min_pages: int) -> list[tuple[str, int, int]]:
+        """Every host learned from: (host, pages, template blocks), by host."""
+        h, b = template_hosts_table.c, template_blocks_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_hosts_table.name):
+                return []
+            counted = (
+                select(b.domain, func.count().label("n"))
+                .where(b.pages >= min_pages)
+                .group_by(b.domain)
+                .subquery()
+            )
+            query = (
+                select(h.domain, h.pages, func.coalesce(counted.c.n, 0))
+                .outerjoin(counted, counted.c.domain == h.domain)
+                .order_by(h.domain)
+            )
+            return [(str(d), int(p), int(n)) for d, p, n in conn.execute(query)]
+
+
+def _insert(conn: Connection) -> Any:
+    """The dialect's INSERT with ``on_conflict_do_update`` (SQLite and PostgreSQL have it)."""
+    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
