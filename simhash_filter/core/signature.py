@@ -34,6 +34,7 @@ __all__ = [
     "decode_sketch",
     "encode_sketch",
     "marks_listing",
+    "marks_unsure",
 ]
 
 SKETCH_FORMAT = 1
@@ -47,6 +48,16 @@ UNSURE_TEXT_SHARE = 0.3
 before its host's template was known): the same sidebar or menu extracted from two different
 pages of one site was 12.7% and 18% of their visible text in the false drops that made this
 rule (issue 43), beyond ``max_text_share``; the decide function in SQL spells it too."""
+UNSURE_SAME_TEMPLATE = 0.4
+"""Such a pair is judged so only when its pages are at least this alike (their visible texts'
+sketch): two pages of one site's template (0.55-0.94 on the test shapes); a copy of one
+article under two sites' templates shares only the article (well below), and is a copy."""
+UNSURE_MIN_SIMILARITY = 0.9
+"""Such a pair (both main texts under :data:`UNSURE_TEXT_SHARE` of their pages) is a copy
+only when its texts are this alike and its pages alike (``min_page_similarity``): a blog's
+short posts beside one sidebar, or two wiki info pages, share most of what a reader sees
+(0.94 of the page sketch) and 0.73-0.75 of their extracted text; a copy under the same
+template shares nearly all of both. The decide function in SQL spells it too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +141,11 @@ def marks_listing(data: bytes) -> bool:
     return len(data) >= _HEADER.size and data[0] == SKETCH_FORMAT and bool(data[1] & _LISTING)
 
 
+def marks_unsure(data: bytes) -> bool:
+    """Whether a sketch marks its page signed before its host's template was known."""
+    return len(data) >= _HEADER.size and data[0] == SKETCH_FORMAT and bool(data[1] & _UNSURE)
+
+
 def decode_sketch(data: bytes) -> DecodedSketch:
     """The parts of a sketch; ValueError, saying why, for bytes that are not one."""
     if len(data) < _HEADER.size:
@@ -160,11 +176,15 @@ class MatchRule:
     alone, within ``fallback_distance``. A confirmed pair is flagged ``boilerplate`` when
     both pages carry their visible text, the visible texts are less than
     ``min_page_similarity`` alike, and the main text is less than ``max_text_share`` of
-    the visible text on both pages (:data:`UNSURE_TEXT_SHARE` when either page was signed
-    before its host's template was known): the extractor found the same small block (a
-    sidebar, a menu, a disclaimer) on two different pages. A confirmed pair of a listing and
-    a page that is not one is flagged ``listing`` (one lists the other; ``page/listing.py``).
-    Flagged pairs are matches, not copies. Stored in the database's meta with the band scheme
+    the visible text on both pages: the extractor found the same small block (a sidebar, a
+    menu, a disclaimer) on two different pages. When either page was signed before its
+    host's template was known (*unsure*), a pair of one template (pages at least
+    :data:`UNSURE_SAME_TEMPLATE` alike) is judged with the share limit
+    :data:`UNSURE_TEXT_SHARE`, texts under :data:`UNSURE_MIN_SIMILARITY` counting as pages
+    that differ. A
+    confirmed pair of a listing and a page that is not one is flagged ``listing`` (one lists
+    the other; ``page/listing.py``). Flagged pairs are matches, not copies. Stored in the
+    database's meta with the band scheme
     (:meth:`describe`, :meth:`parse`).
     """
 
@@ -230,11 +250,17 @@ class MatchRule:
         boilerplate = False
         if confirmed and a.page is not None and b.page is not None:
             page_similarity = _sketch.agreement(a.page, b.page)
-            limit = self.max_text_share
-            if a.unsure or b.unsure:  # the host's template was not known: stricter
-                limit = max(limit, UNSURE_TEXT_SHARE)
-            small = a.share is not None and b.share is not None and max(a.share, b.share) < limit
-            boilerplate = small and page_similarity < self.min_page_similarity
+            share = None if a.share is None or b.share is None else max(a.share, b.share)
+            unlike = page_similarity < self.min_page_similarity
+            boilerplate = share is not None and share < self.max_text_share and unlike
+            if share is not None and (a.unsure or b.unsure) and not boilerplate:
+                # a host's template was not known yet: two pages of one template (pages
+                # alike in part), small texts, not near-identical pages and texts
+                boilerplate = (
+                    share < UNSURE_TEXT_SHARE
+                    and page_similarity >= UNSURE_SAME_TEMPLATE
+                    and (unlike or similarity < UNSURE_MIN_SIMILARITY)
+                )
         listing = confirmed and not boilerplate and a.listing != b.listing
         return Verification(
             confirmed=confirmed, similarity=similarity, boilerplate=boilerplate, listing=listing

@@ -171,6 +171,7 @@ class Config:
     keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
+    template_min_pages: int = 5  # pages of a host a block recurs on to be template (0: off)
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
@@ -291,6 +292,9 @@ class Config:
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
+            template_min_pages=_int(
+                settings, "TEMPLATE_MIN_PAGES", defaults.template_min_pages, minimum=0
+            ),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config

@@ -135,7 +135,8 @@ def work_page(
         )
     if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
         return PageWork(None, capped, hints)
-    if signature is None:
+    if signature is None:  # too little text; with a template left out, nothing but it
+        only = only or bool(share)
         signature = _exact_signature(text, html, page_text, fingerprinter)
     elif keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))

@@ -60,13 +60,16 @@ BEGIN
             RETURN;
         END IF;
         page_similarity := simhash_filter_agreement__V__(a, b, 5 + 2 * pa[1], pa[2]);
-        -- an unsure page (signed before its host's template was known): the stricter
-        -- share, signature.UNSURE_TEXT_SHARE
         boilerplate := pa[3] <> 255 AND pb[3] <> 255
-            AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < CASE
-                WHEN pa[5] <> 0 OR pb[5] <> 0 THEN greatest(max_text_share, 0.3)
-                ELSE max_text_share END
+            AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < max_text_share
             AND page_similarity < min_page_similarity;
+        -- an unsure page (signed before its host's template was known): signature's
+        -- UNSURE_TEXT_SHARE (0.3), UNSURE_SAME_TEMPLATE (0.4), UNSURE_MIN_SIMILARITY (0.9)
+        IF NOT boilerplate AND pa[3] <> 255 AND pb[3] <> 255 AND (pa[5] <> 0 OR pb[5] <> 0) THEN
+            boilerplate := greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < 0.3
+                AND page_similarity >= 0.4
+                AND (page_similarity < min_page_similarity OR similarity < 0.9);
+        END IF;
     END IF;
     listing := confirmed AND NOT boilerplate AND pa[4] <> pb[4];
     valid := true;

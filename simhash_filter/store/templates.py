@@ -33,7 +33,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import BigInteger
 
@@ -232,5 +231,12 @@ class TemplateStore:
 
 
 def _insert(conn: Connection) -> Any:
-    """The dialect's INSERT with ``on_conflict_do_update`` (SQLite and PostgreSQL have it)."""
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    """The dialect's INSERT with ``on_conflict_do_update`` (SQLite and PostgreSQL have it;
+    imported here: a SQLite crawl never loads PostgreSQL's dialect)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
