@@ -2,18 +2,18 @@
 recur on many pages of one host, learned as the crawl goes (DESIGN.md, invariant 9).
 
 A *block* is the text of one paragraph, list item, heading or table cell; its hash
-(:func:`block_hash`: 32 bits of MurmurHash3 over its words, case-folded, punctuation and
-white space dropped) is what the store counts per host, once a page. The page work splits the
+(:func:`block_hash`: 32 bits of MurmurHash3 of its text, case-folded, white space
+collapsed, bullets and separators off its ends) is what the store counts per host, once a
+page. The page work splits the
 main text into the same blocks (:func:`main_blocks`: lines, table rows at their ``|``) and
 leaves out those of the host's :class:`HostTemplate` (:func:`strip_template`), so two
-articles whose extraction returned the site's menu are not signed by the menu. The words
-are what count, not the markup: ``- Sports`` (trafilatura's list item) and ``<li>Sports``
+articles whose extraction returned the site's menu are not signed by the menu. The text is
+what counts, not the markup: ``- Sports`` (trafilatura's list item) and ``<li>Sports``
 hash alike. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 import mmh3
@@ -36,16 +36,21 @@ MAX_BLOCKS = 1000
 MAX_BLOCK_CHARS = 2000
 """Characters of a block hashed at most (a long paragraph is content, rarely template)."""
 
-_WORDS = re.compile(r"\w+")
+
+_MARKS = "-*•·–—|#>:;,. \u00a0"
+"""Characters stripped from a block's ends: list bullets (trafilatura's ``- ``), table bars,
+separators."""
 
 
 def block_key(text: str) -> str:
-    """A block as it is hashed: its words, case-folded, one space apart ('' for none)."""
-    return " ".join(_WORDS.findall(text[:MAX_BLOCK_CHARS].casefold()))
+    """A block as it is hashed: case-folded, white space collapsed, bullets and separators off
+    its ends ('' for a block of none). String methods only: a page has hundreds of
+    blocks, hashed in the page work."""
+    return " ".join(text[:MAX_BLOCK_CHARS].casefold().split()).strip(_MARKS)
 
 
 def block_hash(text: str) -> int | None:
-    """The 32-bit unsigned hash of a block's words, or None for a block without a word."""
+    """The 32-bit unsigned hash of a block, or None for an empty one."""
     key = block_key(text)
     return mmh3.hash(key, BLOCK_SEED, signed=False) if key else None
 
@@ -60,6 +65,9 @@ class HostTemplate(NamedTuple):
     known: bool = False
     """The host has been learned from long enough that its template is trusted
     (``pages`` reached ``TEMPLATE_MIN_PAGES``)."""
+    blocks_wanted: bool = True
+    """The page's own blocks are wanted (to learn from, and to tell whether the known
+    template fits it); a known host's pages are sampled (their hashing costs CPU)."""
 
 
 def _cells(line: str) -> list[str]:

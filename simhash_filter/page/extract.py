@@ -193,8 +193,8 @@ class ExtractedPage(NamedTuple):
     listing: bool = False
     """The page lists several entries (an archive, a home page): :func:`.listing.is_listing`."""
     blocks: tuple[int, ...] = ()
-    """The page's block hashes (:func:`.blocks.page_blocks`), read with the visible text:
-    what the host's template is learned from."""
+    """The page's block hashes (:func:`.blocks.page_blocks`), read with the visible text when
+    a ``template`` that wants them is given: what the host's template is learned from."""
     template_share: float | None = None
     """With a host template: the share of the first extraction's characters in the host's
     template blocks (None without one)."""
@@ -244,7 +244,8 @@ def extract_page(
         text = _main_text(tree, url) if main else None
     listing = text is not None and is_listing(tree, len(text))
     seen = _visible_text(tree) if visible else None
-    blocks = page_blocks(tree) if main and seen else ()
+    wanted = main and seen and template is not None and template.blocks_wanted
+    blocks = page_blocks(tree) if wanted else ()
     return ExtractedPage(text, seen, tuple(capped), hints, listing, blocks, share, template_only)
 
 

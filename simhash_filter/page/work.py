@@ -50,8 +50,10 @@ def unsure(template: HostTemplate | None, blocks: tuple[int, ...]) -> bool:
     under :data:`MIN_COVER` of the page's blocks."""
     if template is None:
         return False
-    if not template.known or not blocks:
+    if not template.known:
         return True
+    if not blocks:  # not sampled (or a page of no block): judged by the known template
+        return False
     return sum(block in template.blocks for block in blocks) < MIN_COVER * len(blocks)
 
 

@@ -4,10 +4,11 @@
 ``template_blocks`` has a row per (host, block hash) with the pages of the host it was seen
 on and the host's page count when it was last seen; ``template_hosts`` a row per host with
 its pages learned from and its block rows. Counts are added in SQL (``pages = pages + 1``),
-so every crawler's pages count. A host keeps at most :data:`MAX_HOST_BLOCKS` block rows:
-past it, the rarest blocks not seen for :data:`PRUNE_AFTER` of the host's pages are forgotten
-(an article's own paragraphs, seen once), and a new block of a host still full is not
-counted. The tables are schema 6 and additive: a writer's open makes them where missing
+so every crawler's pages count. A host keeps about :data:`MAX_HOST_BLOCKS` block rows at
+most (counted every :data:`RECOUNT_EVERY` of its pages): past it, the blocks seen once and not
+for :data:`PRUNE_AFTER` of the host's pages are forgotten (an article's own paragraphs), and a
+new block of a host still full is not counted. A page's blocks are one ``INSERT … ON
+CONFLICT DO UPDATE``. The tables are schema 6 and additive: a writer's open makes them where missing
 (:func:`ensure_template_tables`); a reader of a database without them sees no template.
 """
 
@@ -47,6 +48,7 @@ from .schema import metadata
 __all__ = [
     "MAX_HOST_BLOCKS",
     "PRUNE_AFTER",
+    "RECOUNT_EVERY",
     "TEMPLATE_TABLES",
     "TemplateStore",
     "ensure_template_tables",
@@ -56,6 +58,9 @@ __all__ = [
 
 MAX_HOST_BLOCKS = 20_000
 """Block rows a host keeps at most (a few hundred KB of a database a host)."""
+RECOUNT_EVERY = 10
+"""A host's block rows are counted every this many of its pages (so a host may pass its bound
+by this many pages' blocks at most)."""
 PRUNE_AFTER = 200
 """A block of a full host not seen for this many of its pages, and below the template
 threshold, is forgotten."""
@@ -134,39 +139,25 @@ class TemplateStore:
                 self._learn_page(conn, domain, sorted(set(blocks)))
 
     def _learn_page(self, conn: Connection, domain: str, blocks: list[int]) -> None:
-        h, b = template_hosts_table.c, template_blocks_table.c
+        b = template_blocks_table.c
         n, held = self._count_page(conn, domain)
-        known: set[int] = set()
-        for start in range(0, len(blocks), _CHUNK):
-            chunk = blocks[start : start + _CHUNK]
-            known.update(
+        if n % RECOUNT_EVERY == 0:
+            held = self._recount(conn, domain, n)
+        if held >= self.max_host_blocks:  # full: the blocks it holds still count
+            for start in range(0, len(blocks), _CHUNK):
                 conn.execute(
-                    select(b.block).where(b.domain == domain, b.block.in_(chunk))
-                ).scalars()
-            )
-            conn.execute(
-                update(template_blocks_table)
-                .where(b.domain == domain, b.block.in_(chunk))
-                .values(pages=b.pages + 1, last_page=n)
-            )
-        new = [block for block in blocks if block not in known]
-        if new and held + len(new) > self.max_host_blocks:
-            held = self._prune(conn, domain, n)
-            new = new[: max(0, self.max_host_blocks - held)]
-        if not new:
+                    update(template_blocks_table)
+                    .where(b.domain == domain, b.block.in_(blocks[start : start + _CHUNK]))
+                    .values(pages=b.pages + 1, last_page=n)
+                )
             return
-        rows = [{"domain": domain, "block": x, "pages": 1, "last_page": n} for x in new]
-        insert = _insert(conn)(template_blocks_table)
-        statement = insert.on_conflict_do_update(  # another crawler added it meanwhile
+        rows = [{"domain": domain, "block": x, "pages": 1, "last_page": n} for x in blocks]
+        statement = _insert(conn)(template_blocks_table).on_conflict_do_update(
             index_elements=["domain", "block"],
             set_={"pages": template_blocks_table.c.pages + 1, "last_page": n},
         )
-        conn.execute(statement, rows)
-        conn.execute(
-            update(template_hosts_table)
-            .where(h.domain == domain)
-            .values(blocks=h.blocks + len(new))
-        )
+        if rows:
+            conn.execute(statement, rows)
 
     def _count_page(self, conn: Connection, domain: str) -> tuple[int, int]:
         """One more page of ``domain``: its page count now, and its block rows."""
@@ -178,20 +169,21 @@ class TemplateStore:
         row = conn.execute(select(h.pages, h.blocks).where(h.domain == domain)).one()
         return int(row.pages), int(row.blocks)
 
-    def _prune(self, conn: Connection, domain: str, n: int) -> int:
-        """Forget the host's rare blocks not seen for :data:`PRUNE_AFTER` pages; its block
-        rows left."""
+    def _recount(self, conn: Connection, domain: str, n: int) -> int:
+        """The host's block rows counted again (every :data:`RECOUNT_EVERY` of its pages),
+        its rare old blocks forgotten first when it is over its bound; the rows left."""
         b, h = template_blocks_table.c, template_hosts_table.c
-        conn.execute(
-            delete(template_blocks_table).where(
-                and_(b.domain == domain, b.pages <= 1, b.last_page < n - PRUNE_AFTER)
+        count = select(func.count()).select_from(template_blocks_table).where(b.domain == domain)
+        held = int(conn.execute(count).scalar_one())
+        if held >= self.max_host_blocks:
+            conn.execute(
+                delete(template_blocks_table).where(
+                    and_(b.domain == domain, b.pages <= 1, b.last_page < n - PRUNE_AFTER)
+                )
             )
-        )
-        held = conn.execute(
-            select(func.count()).select_from(template_blocks_table).where(b.domain == domain)
-        ).scalar_one()
+            held = int(conn.execute(count).scalar_one())
         conn.execute(update(template_hosts_table).where(h.domain == domain).values(blocks=held))
-        return int(held)
+        return held
 
     # -- reading
 

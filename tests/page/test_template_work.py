@@ -29,7 +29,8 @@ def _sign(html: str, template: HostTemplate | None) -> PageSignature:
 
 def _learned(pages: list[str]) -> HostTemplate:
     """The template the store would hold after these pages: blocks on MIN_PAGES of them."""
-    counts = Counter(b for page in pages for b in set(_sign(page, None).blocks))
+    young = HostTemplate(frozenset())  # (a page's blocks are hashed when a template is asked)
+    counts = Counter(b for page in pages for b in set(_sign(page, young).blocks))
     blocks = frozenset(b for b, n in counts.items() if n >= MIN_PAGES)
     return HostTemplate(blocks, len(pages), len(pages) >= MIN_PAGES)
 

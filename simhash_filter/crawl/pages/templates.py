@@ -31,6 +31,12 @@ logger = logging.getLogger(__name__)
 
 REFRESH_PAGES = 20
 """Pages of a known host this process learns from before its template is read again."""
+SAMPLE_EVERY = 4
+"""A known host's pages whose blocks are hashed and learned from: 1 in this many (each costs
+~1 ms of page work); every page while the host is young or a page did not fit its template."""
+DOUBT_REFRESH = 5
+"""Pages learned from, after one that did not fit the known template, before the host's
+template is read again."""
 REFRESH_SECONDS = 30.0
 """Seconds a host's template is used before it is read again (other crawlers learn too)."""
 TEMPLATE_STATS = STATS_PREFIX + "template/"
@@ -40,13 +46,14 @@ bytes)."""
 
 
 class _Cached:
-    __slots__ = ("doubt", "learned", "read_at", "template")
+    __slots__ = ("doubt", "learned", "read_at", "served", "template")
 
     def __init__(self, template: HostTemplate, read_at: float) -> None:
         self.template = template
         self.read_at = read_at
         self.learned = 0  # pages of the host learned from since the read
         self.doubt = not template.known  # a page was signed unsure: read again soon
+        self.served = 0  # pages given the template (1 in SAMPLE_EVERY is sampled)
 
 
 class HostTemplates:
@@ -76,18 +83,22 @@ class HostTemplates:
         return self.min_pages > 0 and self._store is not None
 
     def cached(self, host: str) -> HostTemplate | None:
-        """The host's template when the cache holds it fresh, else None (:meth:`template`)."""
+        """The host's template when the cache holds it fresh, else None (:meth:`template`),
+        asking for the page's blocks (:attr:`HostTemplate.blocks_wanted`) as sampled."""
         with self._lock:
             entry = self._cache.get(host)
             if entry is None or self._stale(entry):
                 return None
-            return entry.template
+            entry.served += 1
+            sampled = entry.doubt or entry.served % SAMPLE_EVERY == 1
+            return entry.template._replace(blocks_wanted=sampled)
 
     def _stale(self, entry: _Cached) -> bool:
         if self._clock() - entry.read_at > REFRESH_SECONDS:
             return True
-        limit = 1 if entry.doubt else REFRESH_PAGES
-        return entry.learned >= limit
+        if not entry.template.known:
+            return entry.learned >= 1
+        return entry.learned >= (DOUBT_REFRESH if entry.doubt else REFRESH_PAGES)
 
     def template(self, host: str) -> HostTemplate | None:
         """Blocking: the host's template (read from the store when the cache's is stale), or
@@ -100,7 +111,8 @@ class HostTemplates:
             return fresh
         template = store.template(host, self.min_pages)
         with self._lock:
-            self._cache[host] = _Cached(template, self._clock())
+            self._cache[host] = entry = _Cached(template, self._clock())
+            entry.served = 1
         return template
 
     async def for_page(self, url: str, *, extracted: object) -> HostTemplate | None:

@@ -6,7 +6,7 @@ import threading
 
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore
-from simhash_filter.store.templates import TemplateStore
+from simhash_filter.store.templates import RECOUNT_EVERY, TemplateStore
 
 SPEC = Fingerprinter().spec
 MENU = (11, 12, 13)
@@ -29,12 +29,12 @@ def test_a_block_is_template_once_it_is_on_enough_pages(db_url: str) -> None:
 def test_a_host_keeps_a_bounded_number_of_blocks(sqlite_url: str) -> None:
     with FingerprintStore.open(sqlite_url, spec=SPEC) as store:
         templates = TemplateStore(store, max_host_blocks=50)
-        for n in range(40):  # every page: the menu and 5 blocks of its own
+        for n in range(300):  # every page: the menu and 5 blocks of its own
             templates.learn([("a.example", (*MENU, *range(1000 + 5 * n, 1005 + 5 * n)))])
         rows = store.engine.connect().exec_driver_sql(
             "SELECT count(*) FROM template_blocks WHERE domain = 'a.example'"
         )
-        assert rows.scalar_one() <= 50
+        assert rows.scalar_one() <= 50 + RECOUNT_EVERY * 8  # counted every RECOUNT_EVERY pages
         assert templates.template("a.example", 5).blocks == frozenset(MENU)
 
 
