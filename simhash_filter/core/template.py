@@ -33,8 +33,8 @@ BLOCK_SEED = 0x7E4D1A7E
 template)."""
 MAX_BLOCKS = 1000
 """Distinct blocks of a page counted at most (a page of 10,000 table cells teaches no more)."""
-MAX_BLOCK_CHARS = 2000
-"""Characters of a block hashed at most (a long paragraph is content, rarely template)."""
+MAX_BLOCK_CHARS = 1000
+"""Characters of a block at most: a longer one is content, never template (not counted)."""
 
 
 _MARKS = "-*•·–—|#>:;,. \u00a0"
@@ -46,7 +46,7 @@ def block_key(text: str) -> str:
     """A block as it is hashed: case-folded, white space collapsed, bullets and separators off
     its ends ('' for a block of none). String methods only: a page has hundreds of
     blocks, hashed in the page work."""
-    return " ".join(text[:MAX_BLOCK_CHARS].casefold().split()).strip(_MARKS)
+    return " ".join(text.casefold().split()).strip(_MARKS)
 
 
 def block_hash(text: str) -> int | None:

@@ -1,52 +1,35 @@
-"""The blocks of a parsed page (paragraphs, list items, headings, table cells), hashed as
-:func:`~simhash_filter.core.template.block_hash` hashes them: what the store counts per host
-to learn the host's template (core/template.py).
+"""The blocks of a parsed page, hashed as :func:`~simhash_filter.core.template.block_hash`
+hashes them: what the store counts per host to learn the host's template (core/template.py).
 
-Every block of the page counts, not only those of the main text: a site's menu is on every
-page of the site, and is learned from them all, including the pages whose extraction left
-it out; a page whose extraction then returns it is recognised by it.
+A block is one text node of the page (scripts and styles stripped): a menu item's link text,
+a table cell, a paragraph without inline markup, a label. trafilatura's lines of such blocks
+hash alike (``- Sports`` and ``<li><a>Sports</a>``); a paragraph split by inline markup is
+several nodes and never matches a line, so it is never left out of the main text as template
+(the safe side). Text nodes come from the one pass that reads the visible text; elements and
+their ``text_content`` cost 1.6x more CPU (measured on pages_en). Every block of the page
+counts, not only those of the main text: a site's menu is learned from every page of the
+site, including those whose extraction left it out.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from simhash_filter.core.template import MAX_BLOCKS, block_hash
+from simhash_filter.core.template import MAX_BLOCK_CHARS, MAX_BLOCKS, block_hash
 
-__all__ = ["BLOCK_TAGS", "page_blocks"]
-
-BLOCK_TAGS = (
-    "p",
-    "li",
-    "td",
-    "th",
-    "dt",
-    "dd",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "blockquote",
-    "pre",
-    "caption",
-    "figcaption",
-    "div",
-)
-"""The elements whose text is a block; a ``div`` only when no block is its child (a ``div``
-of text is a paragraph to trafilatura, a ``div`` of paragraphs is not one)."""
+__all__ = ["page_blocks"]
 
 
-def page_blocks(tree: Any) -> tuple[int, ...]:
-    """The distinct block hashes of a parsed page (scripts and styles already stripped), in
-    document order, at most :data:`~simhash_filter.core.template.MAX_BLOCKS`."""
+def page_blocks(nodes: Iterable[str]) -> tuple[int, ...]:
+    """The distinct block hashes of a page's text nodes, in document order, at most
+    :data:`~simhash_filter.core.template.MAX_BLOCKS`; a node longer than
+    :data:`~simhash_filter.core.template.MAX_BLOCK_CHARS` is content, not template."""
     seen: set[int] = set()
     hashes: list[int] = []
-    for element in tree.iter(*BLOCK_TAGS):
-        if element.tag == "div" and next(element.iterchildren(*BLOCK_TAGS), None) is not None:
-            continue  # a div of blocks: they count, not it
-        value = block_hash(element.text_content())  # (4x faster than joining itertext)
+    for node in nodes:
+        if len(node) < 2 or len(node) > MAX_BLOCK_CHARS or node.isspace():
+            continue
+        value = block_hash(node)
         if value is None or value in seen:
             continue
         seen.add(value)

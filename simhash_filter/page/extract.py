@@ -243,9 +243,10 @@ def extract_page(
     else:
         text = _main_text(tree, url) if main else None
     listing = text is not None and is_listing(tree, len(text))
-    seen = _visible_text(tree) if visible else None
+    nodes = _visible_nodes(tree) if visible else None
+    seen = _joined(nodes) if nodes is not None else None
     wanted = main and seen and template is not None and template.blocks_wanted
-    blocks = page_blocks(tree) if wanted else ()
+    blocks = page_blocks(nodes) if wanted and nodes is not None else ()
     return ExtractedPage(text, seen, tuple(capped), hints, listing, blocks, share, template_only)
 
 
@@ -509,12 +510,24 @@ def _trafilatura_text(source: Any, url: str | None, *, favor_precision: bool) ->
 
 def _visible_text(tree: Any) -> str | None:
     """The visible text of a parsed page; strips the invisible elements from ``tree``."""
+    nodes = _visible_nodes(tree)
+    return None if nodes is None else _joined(nodes)
+
+
+def _visible_nodes(tree: Any) -> list[str] | None:
+    """The text nodes of a parsed page a reader sees, or None when it cannot be read; strips
+    the invisible elements from ``tree``."""
     try:
         etree.strip_elements(
             tree, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
         )
-        text = " ".join(" ".join(tree.itertext()).split())[:MAX_VISIBLE_CHARS].rstrip()
+        return list(tree.itertext())
     except Exception:  # lxml raises several types on odd trees
         logger.debug("Could not read the visible text of a page", exc_info=True)
         return None
+
+
+def _joined(nodes: list[str]) -> str | None:
+    """Text nodes as the visible text: white space collapsed, capped, or None when empty."""
+    text = " ".join(" ".join(nodes).split())[:MAX_VISIBLE_CHARS].rstrip()
     return text or None
