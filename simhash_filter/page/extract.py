@@ -246,7 +246,7 @@ def extract_page(
     nodes = _visible_nodes(tree) if visible else None
     seen = _joined(nodes) if nodes is not None else None
     wanted = main and seen and template is not None and template.blocks_wanted
-    blocks = page_blocks(nodes) if wanted and nodes is not None else ()
+    blocks = page_blocks(nodes, tree) if wanted and nodes is not None else ()
     return ExtractedPage(text, seen, tuple(capped), hints, listing, blocks, share, template_only)
 
 
