@@ -14,8 +14,8 @@ CONFLICT DO UPDATE``. The tables are schema 6 and additive: a writer's open make
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlalchemy import (
@@ -31,19 +31,15 @@ from sqlalchemy import (
     func,
     inspect,
     select,
-    text,
     update,
 )
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import BigInteger
 
 from simhash_filter.core.template import HostTemplate
 
-from .engine import WRITE_OPTION, error_reason
-from .locks import SCHEMA_LOCK
 from .reading import ReadableStore
-from .records import StoreError
 from .schema import metadata
+from .side_tables import ensure_tables, side_connection
 
 __all__ = [
     "MAX_HOST_BLOCKS",
@@ -90,18 +86,8 @@ _CHUNK = 500
 
 
 def ensure_template_tables(engine: Engine) -> None:
-    """Make the template tables where they are missing (a writer's open), as the rule
-    tables are made (url_rules.ensure_rule_tables)."""
-    with engine.connect() as conn:
-        with conn.begin():
-            inspector = inspect(conn)
-            if all(inspector.has_table(t.name) for t in TEMPLATE_TABLES):
-                return
-        conn.execution_options(**{WRITE_OPTION: True})
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            metadata.create_all(conn, tables=list(TEMPLATE_TABLES), checkfirst=True)
+    """Make the template tables where they are missing (a writer's open: side_tables.py)."""
+    ensure_tables(engine, TEMPLATE_TABLES)
 
 
 class TemplateStore:
@@ -112,16 +98,8 @@ class TemplateStore:
         self._where = store.display_url
         self.max_host_blocks = max_host_blocks
 
-    @contextmanager
-    def _connection(self, *, write: bool) -> Iterator[Connection]:
-        try:
-            with self._engine.connect() as conn:
-                if write:
-                    conn.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    yield conn
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error on {self._where}: {error_reason(exc)}") from exc
+    def _connection(self, *, write: bool) -> AbstractContextManager[Connection]:
+        return side_connection(self._engine, self._where, write=write)
 
     def has_tables(self) -> bool:
         """Whether the database has the template tables (one made before schema 6 may not)."""
