@@ -76,7 +76,7 @@ def test_a_passage_finds_the_page_it_comes_from(
     assert rows[0]["contains"] == 1.0
     assert rows[0]["similarity"] < 0.7  # a sketch alone would not call it alike
     assert all(r["contains"] < 0.5 for r in rows[1:])  # the other pages hold little of it
-    assert "searched the 3 stored texts" in notes
+    assert "searched the passage index" in notes
     code, out, _ = run(capsys, "near", "--text", PASSAGE, "--db", db_url)
     assert code == 0
     assert "contains" in out.splitlines()[0]
