@@ -254,6 +254,61 @@ def run_size(
     return result
 
 
+def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None:
+    """PostgreSQL's other candidate, measured beside the chosen one on the same texts: the plain
+    texts in a table under a ``pg_trgm`` GIN index, a paragraph found by ``LIKE '%…%'`` (the
+    index's trigrams, then the heap's recheck), against ``page_passages``' terms (tsvector)."""
+    url = create_pg_database("sf_bench_trgm")
+    try:
+        fill_s, sample = fill(url, en, zh, size, args.chars)
+        engine = create_engine(url)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
+            conn.execute(text("CREATE TABLE plain (page_id bigint PRIMARY KEY, body text)"))
+            start = time.perf_counter()
+            for first in range(0, size, BATCH):
+                batch = make_texts(en, zh, min(BATCH, size - first), args.chars, seed=first + 7)
+                conn.execute(
+                    text("INSERT INTO plain VALUES (:i, :b)"),
+                    [{"i": first + i + 1, "b": t} for i, (_, t) in enumerate(batch)],
+                )
+            conn.execute(text("CREATE INDEX plain_trgm ON plain USING gin (body gin_trgm_ops)"))
+            conn.execute(text("VACUUM ANALYZE plain"))
+            trgm_fill = time.perf_counter() - start
+            trgm_mib = conn.execute(text("SELECT pg_total_relation_size('plain')")).scalar_one()
+        times: dict[str, list[float]] = {"trgm": [], "tsvector": []}
+        hits = {"trgm": 0, "tsvector": 0}
+        for source, paragraph in paragraphs(sample, args.queries, random.Random(size + 1)):
+            page_id = int(source.rsplit("/", 1)[1])
+            with engine.connect() as conn:
+                start = time.perf_counter()
+                found_ids = {
+                    r[0]
+                    for r in conn.execute(
+                        text("SELECT page_id FROM plain WHERE body LIKE :p LIMIT 200"),
+                        {"p": "%" + paragraph.replace("%", "").replace("_", "") + "%"},
+                    )
+                }
+                times["trgm"].append(time.perf_counter() - start)
+                hits["trgm"] += page_id in found_ids
+            seconds, rows = timed_near(url, paragraph)
+            times["tsvector"].append(seconds)
+            hits["tsvector"] += found(rows, source)
+        engine.dispose()
+        print(
+            f"fill (tsvector, the index write path's): {fill_s:.1f} s; trgm table + index: "
+            f"{trgm_fill:.1f} s, {trgm_mib / 2**20:.1f} MiB; tsvector: "
+            f"{database_bytes(url)['index'] / 2**20:.1f} MiB"
+        )
+        for name in times:
+            print(
+                f"{name}: p50 {statistics.median(times[name]):.3f} s, found {hits[name]}/"
+                f"{args.queries} ({'the LIKE query alone' if name == 'trgm' else 'near --text'})"
+            )
+    finally:
+        drop_pg_database(url)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
@@ -261,11 +316,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--scan-queries", type=int, default=3)
     parser.add_argument("--chars", type=int, default=2000)
+    parser.add_argument("--part", choices=["index", "trgm"], default="index")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     start = time.perf_counter()
     en, zh = chains()
     print(f"chains trained in {time.perf_counter() - start:.1f} s", flush=True)
+    if args.part == "trgm":
+        trgm_part(en, zh, int(args.sizes.split(",")[0]), args)
+        return
     results = []
     for size in map(int, args.sizes.split(",")):
         with tempfile.TemporaryDirectory(
