@@ -31,21 +31,28 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideographs
     "\uac00-\ud7af"  # Hangul syllables
 )
-_TOKEN = re.compile(rf"([{_CJK}]+)|((?:(?![{_CJK}])[^\W_])+)")
+_WORD = re.compile(r"[^\W_]+")
+_CJK_RUN = re.compile(rf"([{_CJK}]+)")
 
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order, repeats included (see the module doc)."""
+    if not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
+        text = unicodedata.normalize("NFKC", text)
     found: list[str] = []
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    for match in _TOKEN.finditer(folded):
-        run, word = match.group(1), match.group(2)
-        if word is not None:
+    for word in _WORD.findall(text.casefold()):
+        if word.isascii():  # (most words: no CJK run to look for)
             found.append(word[:MAX_TERM])
-        elif len(run) == 1:
-            found.append(run)
-        else:
-            found.extend(run[i : i + 2] for i in range(len(run) - 1))
+            continue
+        for n, part in enumerate(_CJK_RUN.split(word)):  # odd parts: the CJK runs
+            if not part:
+                continue
+            if n % 2 == 0:
+                found.append(part[:MAX_TERM])
+            elif len(part) == 1:
+                found.append(part)
+            else:
+                found.extend([part[i : i + 2] for i in range(len(part) - 1)])
     return found
 
 
