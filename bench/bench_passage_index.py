@@ -43,8 +43,9 @@ from sqlalchemy import create_engine, text
 from bench._common import DATA_DIR, create_pg_database, drop_pg_database, machine, write_results
 from simhash_filter.cli import main as cli
 from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, passage_index
+from simhash_filter.store import FingerprintStore, PageRow, passage_index
 from simhash_filter.store.schema import page_texts_table, pages_table
 
 BATCH = 5000
@@ -309,6 +310,54 @@ def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None
         drop_pg_database(url)
 
 
+def write_part(en: Chain, zh: Chain, args: argparse.Namespace) -> None:
+    """What the index costs the write path: ``add_many`` of real-size stored texts in the
+    crawl's batches (64), with the index and with it left out (``has_index`` patched to
+    False), on a new SQLite file each, interleaved; seconds a run, and their ratio."""
+    count = int(args.sizes.split(",")[0])
+    fingerprinter = Fingerprinter()
+    made = make_texts(en, zh, count, args.chars, seed=3)
+    rows = []
+    for n, (_, body) in enumerate(made):
+        signature = fingerprinter.sign(body)
+        assert signature is not None
+        rows.append(
+            PageRow(
+                f"https://bench.example/{n}",
+                signature.fingerprint,
+                len(body),
+                signature.sketch,
+                pack_text(body),
+            )
+        )
+    runs: dict[str, list[float]] = {"with the index": [], "without": []}
+    has_index = passage_index.has_index
+    for _ in range(args.repeats):
+        for name in runs:
+            if name == "without":
+                passage_index.has_index = lambda conn: False  # type: ignore[assignment]
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    url = f"sqlite:///{Path(tmp) / 'write.db'}"
+                    with FingerprintStore.open(
+                        url, spec=fingerprinter.spec, rule=MatchRule()
+                    ) as store:
+                        start = time.perf_counter()
+                        store.add_many(rows, batch_size=64)
+                        runs[name].append(time.perf_counter() - start)
+            finally:
+                passage_index.has_index = has_index  # type: ignore[assignment]
+    a, b = (statistics.median(runs[n]) for n in runs)
+    print("| pages | with the index (s) | without (s) | ratio | runs |")
+    print("| --- | --- | --- | --- | --- |")
+    print(
+        f"| {count:,} | {a:.2f} | {b:.2f} | {a / b:.2f}× | "
+        + "; ".join(f"{n}: {', '.join(f'{v:.2f}' for v in runs[n])}" for n in runs)
+        + " |"
+    )
+    print(f"per page: {1000 * (a - b) / count:.2f} ms more with the index")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
@@ -316,12 +365,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--scan-queries", type=int, default=3)
     parser.add_argument("--chars", type=int, default=2000)
-    parser.add_argument("--part", choices=["index", "trgm"], default="index")
+    parser.add_argument("--part", choices=["index", "trgm", "write"], default="index")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"machine: {machine()}")
     start = time.perf_counter()
     en, zh = chains()
     print(f"chains trained in {time.perf_counter() - start:.1f} s", flush=True)
+    if args.part == "write":
+        write_part(en, zh, args)
+        return
     if args.part == "trgm":
         trgm_part(en, zh, int(args.sizes.split(",")[0]), args)
         return
