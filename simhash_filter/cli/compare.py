@@ -236,8 +236,10 @@ def _containing(
         found = passage_index.candidates(store, query_groups(text), CANDIDATES)
         checked = {*sorted(found, key=lambda i: (-found[i], i))[:CHECKED], *also}
         shares = _shares(part, texts.page_texts(store, checked).items())
+        n = len(found)
         searched = (
-            f"the passage index ({len(found)} stored texts share words with it, {len(shares)} read)"
+            f"the passage index ({n} stored text{'s' * (n != 1)} with its words, "
+            f"{len(shares)} read)"
         )
     else:
         shares = _shares(part, texts.iter_page_texts(store))
@@ -361,7 +363,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
     )
     out.rows(
         [
-            Column("distance", "distance", right=True),
+            Column("distance", "distance", right=True, optional=True),  # (no fingerprint: none)
             SIMILARITY,
             Column("contains", "contains", right=True, optional=True),
             Column("fingerprint", "fingerprint"),
