@@ -255,6 +255,10 @@ def run_size(
     return result
 
 
+def _like_escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None:
     """PostgreSQL's other candidate, measured beside the chosen one on the same texts: the plain
     texts in a table under a ``pg_trgm`` GIN index, a paragraph found by ``LIKE '%…%'`` (the
@@ -287,7 +291,7 @@ def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None
                     r[0]
                     for r in conn.execute(
                         text("SELECT page_id FROM plain WHERE body LIKE :p LIMIT 200"),
-                        {"p": "%" + paragraph.replace("%", "").replace("_", "") + "%"},
+                        {"p": "%" + _like_escaped(paragraph) + "%"},
                     )
                 }
                 times["trgm"].append(time.perf_counter() - start)
