@@ -22,6 +22,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping
 
 from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy.exc import OperationalError
 
 from simhash_filter.core.passage import text_terms
 from simhash_filter.core.stored_text import unpack_text
@@ -54,12 +55,18 @@ def has_index(conn: Connection) -> bool:
 
 
 def create_index(conn: Connection) -> None:
-    """Make the (empty) index table, in the caller's write transaction."""
+    """Make the (empty) index table, in the caller's write transaction (none on an SQLite
+    built without FTS5: ``near --text`` then reads every stored text, as before schema 6)."""
     if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5("
-            "terms, content='', detail=none, tokenize='ascii')"
-        )
+        try:
+            conn.exec_driver_sql(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5("
+                "terms, content='', detail=none, tokenize='ascii')"
+            )
+        except OperationalError as exc:  # an SQLite built without FTS5: no index
+            if "no such module" not in str(exc):
+                raise
+            log.warning("SQLite without FTS5: near --text will read every stored text")
     else:
         conn.execute(
             text(f"CREATE TABLE IF NOT EXISTS {TABLE} (page_id BIGINT PRIMARY KEY, terms tsvector)")

@@ -177,3 +177,26 @@ def test_terms_of_a_passage_are_terms_of_its_text() -> None:
     for start in range(0, len(body) - 40, 37):  # cut anywhere, mid-word too
         for group in query_groups(body[start : start + 40]):
             assert set(group) <= whole
+
+
+def test_an_sqlite_without_fts5_opens_and_reads_every_text(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import Connection
+    from sqlalchemy.exc import OperationalError
+
+    run = Connection.exec_driver_sql
+
+    def without_fts5(self: Connection, statement: str, *args: object) -> object:
+        if "USING fts5" in statement:
+            raise OperationalError(statement, None, Exception("no such module: fts5"))
+        return run(self, statement, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Connection, "exec_driver_sql", without_fts5)
+    with FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec) as store:
+        for url, body in PAGES.items():
+            _add(store, url, body)
+        assert not passage_index.is_complete(store)  # (near: the scan)
+        assert texts.has_page_texts(store)
+    with FingerprintStore.open_existing(sqlite_url) as store:
+        assert not passage_index.is_complete(store)
