@@ -8,7 +8,7 @@ so every crawler's pages count. A host keeps about :data:`MAX_HOST_BLOCKS` block
 most (counted every :data:`RECOUNT_EVERY` of its pages): past it, the blocks seen once and not
 for :data:`PRUNE_AFTER` of the host's pages are forgotten (an article's own paragraphs), and a
 new block of a host still full is not counted. A page's blocks are one ``INSERT … ON
-CONFLICT DO UPDATE``. The tables are schema 6 and additive: a writer's open makes them where missing
+CONFLICT DO UPDATE``. The tables are schema 7 and additive: a writer's open makes them where missing
 (:func:`ensure_template_tables`); a reader of a database without them sees no template.
 """
 
@@ -102,7 +102,7 @@ class TemplateStore:
         return side_connection(self._engine, self._where, write=write)
 
     def has_tables(self) -> bool:
-        """Whether the database has the template tables (one made before schema 6 may not)."""
+        """Whether the database has the template tables (one made before schema 7 may not)."""
         with self._connection(write=False) as conn:
             inspector = inspect(conn)
             return all(inspector.has_table(t.name) for t in TEMPLATE_TABLES)
