@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from simhash_filter.cli import skips
 from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
     CommandError,
@@ -49,7 +50,22 @@ class AuditedPage:
 
 
 def audited_page(store: FingerprintStore, url: str) -> AuditedPage:
-    """The kept page of ``url``, else its newest drop (CommandError when neither)."""
+    """The kept page of ``url``, else its newest drop; a URL without a scheme as https://
+    or http://. CommandError when neither, saying so of a URL skipped before download
+    (which rule, the page it maps to)."""
+    tried = skips.candidates(url)
+    for each in tried:
+        found = _audited(store, each)
+        if found is not None:
+            return found
+    for each in tried:
+        if skip := skips.find_skip(store, each):
+            raise CommandError(f"{skip.sentence()}: no text of its own was stored")
+    shown = url if tried == [url] else f"{url} (as {' or '.join(tried)})"
+    raise CommandError(f"{shown} is neither kept, dropped nor skipped in {store.display_url}")
+
+
+def _audited(store: FingerprintStore, url: str) -> AuditedPage | None:
     page = store.lookup(url)
     if page is not None:
         blob = texts.page_texts(store, [page.page_id]).get(page.page_id)
@@ -57,7 +73,7 @@ def audited_page(store: FingerprintStore, url: str) -> AuditedPage:
         return AuditedPage(page.url, "kept", page.fingerprint, page, None, stored)
     drops = reports.drops_of_url(store, url, limit=1)
     if not drops:
-        raise CommandError(f"{url} is neither kept nor dropped in {store.display_url}")
+        return None
     drop = drops[0]
     blob = texts.drop_texts(store, [drop.duplicate_id]).get(drop.duplicate_id)
     stored = None if blob is None else unpack_text(blob)

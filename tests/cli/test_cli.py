@@ -422,9 +422,12 @@ def test_lookup_dropped_and_unknown(filled: str, capsys: pytest.CaptureFixture[s
         ],
     }
     code, out, _ = run(capsys, "lookup", "https://nowhere.example/", "--db", filled)
-    assert (code, out) == (
-        0,
-        lines("status  unknown (neither kept nor dropped)", "url     https://nowhere.example/"),
+    assert (code, out) == (  # exit 1: not found, as grep
+        1,
+        lines(
+            "status  unknown (neither kept, dropped nor skipped)",
+            "url     https://nowhere.example/",
+        ),
     )
     code, out, _ = run(capsys, "lookup", "--nl", "https://nowhere.example/", "--db", filled)
     assert out == '{"query":"https://nowhere.example/","status":"unknown"}\n'

@@ -154,7 +154,7 @@ def test_without_texts_each_says_so_and_exits_1(
         assert "STORE_TEXT" in err
     code, _, err = run(capsys, "--db", db_url, "show", "https://nowhere.example/")
     assert code == 1
-    assert "neither kept nor dropped" in err
+    assert "neither kept, dropped nor skipped" in err
 
 
 def test_report_without_texts_says_which_are_missing(
