@@ -17,6 +17,7 @@ from typing import Any
 from simhash_filter.cli import skips
 from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
+    SIMILARITY_MEASURE,
     CommandError,
     duplicate_row,
     existing_store,
@@ -32,6 +33,8 @@ from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
 from simhash_filter.store import FingerprintStore, reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord, SchemeMismatchError
 
+PASSAGES_MEASURE = "share of passages in both texts"
+"""What ``equal passages`` is: the stored texts compared sentence by sentence (difflib)."""
 NO_TEXT_HINT = "texts are stored by a crawl with SIMHASH_FILTER_STORE_TEXT, or import --store-text"
 _CONTEXT = 2  # equal passages shown around a change
 
@@ -185,7 +188,8 @@ def diff(args: argparse.Namespace, out: Output) -> int:
         "b": {"url": b.url, "status": b.status, "fingerprint": hex64(b.fingerprint)},
         "distance": distance,
         "similarity": similarity,
-        "text_similarity": round(text_similarity(steps), 3),
+        "equal_passages": round(text_similarity(steps), 3),
+        "text_similarity": round(text_similarity(steps), 3),  # (equal_passages' old name)
         "changed_passages": changed,
         "passages": [{"op": s.op, "a": list(s.a), "b": list(s.b)} for s in steps],
     }
@@ -194,8 +198,13 @@ def diff(args: argparse.Namespace, out: Output) -> int:
             ("a", f"{a.url} ({a.status})"),
             ("b", f"{b.url} ({b.status})"),
             ("distance", f"{distance} bits"),
-            ("similarity", "unknown (no sketch of both)" if similarity is None else similarity),
-            ("text similarity", document["text_similarity"]),
+            (
+                "similarity",
+                "unknown (no sketch of both)"
+                if similarity is None
+                else f"{similarity:.4g} ({SIMILARITY_MEASURE})",
+            ),
+            ("equal passages", f"{document['equal_passages']:.4g} ({PASSAGES_MEASURE})"),
             ("changed passages", changed),
         ]
     )
@@ -289,7 +298,8 @@ def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> l
                 "found_by": " ".join(f"t{t}:{key:x}" for t, key in keys) or None,
                 # a match flagged as boilerplate is admitted, so a logged drop never is one
                 "boilerplate": False,
-                "text_similarity": text_share,
+                "equal_passages": text_share,
+                "text_similarity": text_share,  # (its name before 0.x: equal_passages)
                 "texts_stored": [drop_blob is not None, page_blob is not None],
             }
         )

@@ -109,6 +109,8 @@ def similarity_of(
     return shown_similarity((rule or MatchRule()).verify(query, stored).similarity)
 
 
+SIMILARITY_MEASURE = "the sketches' estimate of the 5-grams the texts share"
+"""What ``similarity`` is, wherever it is shown: the match rule's own measure."""
 SIMILARITY = Column("similarity", "similarity", right=True, optional=True)
 """The second distance: the sketches' similarity (a table without any leaves it out)."""
 

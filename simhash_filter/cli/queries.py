@@ -221,7 +221,7 @@ def explain_columns(keys: bool) -> list[Column]:
         Column("judged_by", "judged by"),
         found,
         Column("boilerplate", "boilerplate"),
-        Column("text_similarity", "text sim.", right=True, optional=True),
+        Column("equal_passages", "equal passages", right=True, optional=True),
         *DUPLICATE_COLUMNS[3:],  # url, duplicate of
     ]
 

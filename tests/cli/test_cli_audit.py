@@ -68,7 +68,7 @@ def test_diff_marks_the_changed_words(with_texts: str, capsys: pytest.CaptureFix
     assert "~ " in out
     assert "[-bus-]{+tram+}" in out
     assert "distance" in out
-    assert "text similarity" in out
+    assert "equal passages" in out
     code, out, _ = run(capsys, "--db", with_texts, "diff", URL_A1, URL_A, "--json")
     document = json.loads(out)
     assert document["a"]["status"] == "dropped"
