@@ -133,6 +133,7 @@ class ReportData:
     sample_note: str = ""
     seconds: float | None = None
     superseded: int = 0  # of the duplicates: pages kept, then replaced by their canonical copy
+    request_side: str = ""  # the HTML of what was skipped before download (report_requests)
 
 
 # --- charts ----------------------------------------------------------------------------
@@ -510,6 +511,7 @@ made {esc(iso_time(data.generated_at))}{took}</p>
 to fingerprint pass without entering the database: the crawl's own
 <code>simhash_filter/no_text</code> stat counts them. "Without text": kept pages whose text was not
 stored (SIMHASH_FILTER_STORE_TEXT off when they were crawled).</p>
+{data.request_side}
 <h2>Domains</h2>
 {_domain_rows(data)}
 {more_domains}

@@ -303,9 +303,7 @@ def test_near_a_text_file_html_file_stdin_and_fingerprint(
 
     code, out, err = run(capsys, "near", hx(ARTICLE_A1), "--k", "0", "--db", filled)
     assert (code, out) == (0, "")
-    assert err == (
-        heading(0, hx(ARTICLE_A1), hx(ARTICLE_A1)) + "\nno stored page is that near\n"
-    )
+    assert err == (heading(0, hx(ARTICLE_A1), hx(ARTICLE_A1)) + "\nno stored page is that near\n")
     code, out, _ = run(capsys, "near", hx(ARTICLE_A), "--k", "0", "--db", filled)
     assert (code, out) == (
         0,

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 from support.cli_corpus import run
 
 from simhash_filter.store import FingerprintStore
-from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
-from simhash_filter.urls.rules import PREFIX, UrlRule
+from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, UrlRuleStore
+from simhash_filter.urls.rules import PARAM, PREFIX, RuleState, UrlRule
 
 H = "site.example"
 KEPT = f"https://{H}/news/a"
@@ -102,3 +103,50 @@ def test_rules_show_lists_what_a_rule_skipped(db: str, capsys: pytest.CaptureFix
     assert row.split()[-2:] == [COPY, KEPT]
     code, _, err = run(capsys, "rules", "show", "999", "--db", db)
     assert code == 1 and "no URL rule 999" in err
+
+
+def test_the_report_shows_the_request_side(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44 item 9: fetches saved by reason, the rules skipping now with their support
+    and examples, the rules retired and why."""
+    retired = UrlRule(H, PARAM, "/?p")
+    with FingerprintStore.open_existing(db) as store:
+        rules = UrlRuleStore(store)
+        rules.record([RuleDelta(PRINT_RULE, support=4, sampled_checks=2)])
+        rules.record([RuleDelta(retired, support=1, counterexamples=2)])
+        rules.set_state(_id(rules, retired), RuleState.RETIRED)
+    report = tmp_path / "report.html"
+    assert run(capsys, "report", "--out", str(report), "--db", db)[0] == 0
+    html = report.read_text(encoding="utf-8")
+    counts = dict(re.findall(r'id="([a-z-]+)" data-count="(\d+)"', html))
+    assert counts["fetches-saved"] == "2"
+    assert (counts["saved-tracking"], counts["saved-session"], counts["saved-rule"]) == (
+        "1",
+        "0",
+        "1",
+    )
+    assert counts["sampled"] == "2"
+    active = re.search(r'<table id="rules-active">.*?</table>', html, re.S)
+    assert active is not None
+    assert "/print/ -&gt; /" in active.group() and PRINTED in active.group()
+    assert TRACKED.replace("&", "&amp;") in active.group()
+    stopped = re.search(r'<table id="rules-retired">.*?</table>', html, re.S)
+    assert stopped is not None
+    assert "/?p" in stopped.group() and "2 counterexamples" in stopped.group()
+
+
+def test_the_report_of_a_crawl_without_rules_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'plain.db'}"
+    with FingerprintStore.open(url, spec="test") as store:
+        store.check_and_add(KEPT, 1)
+    report = tmp_path / "report.html"
+    assert run(capsys, "report", "--out", str(report), "--db", url)[0] == 0
+    assert 'id="requests-none"' in report.read_text(encoding="utf-8")
+
+
+def _id(rules: UrlRuleStore, rule: UrlRule) -> int:
+    (found,) = [stored.id for stored in rules.rules() if stored.rule == rule]
+    return found
