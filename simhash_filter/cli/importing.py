@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 PROG = "simhash-filter"
 COUNTS = ("read", "kept", "dropped", "unchanged", "changed", "no_text", "skipped")
+_IMPORTED = ("kept", "dropped", "unchanged", "changed", "no_text")  # records read through
 _VERDICT_COUNTS = {
     VerdictKind.NEW: "kept",
     VerdictKind.DUPLICATE: "dropped",
@@ -571,4 +572,10 @@ def import_(args: argparse.Namespace, out: Output) -> int:
     if run.interrupted:
         out.note(f"{PROG}: interrupted: the counts above were committed")
         return 130
+    if run.totals["skipped"] and not any(run.totals[key] for key in _IMPORTED):
+        out.note(
+            f"{PROG}: error: every record was skipped: nothing was imported (a crawl's feed "
+            "holds no text unless the crawl kept it: SIMHASH_FILTER_ADD_TEXT)"
+        )
+        return 1
     return 1 if any(tally.status != "complete" for tally in run.tallies) else 0
