@@ -76,7 +76,8 @@ def test_lookup_of_an_unknown_url_exits_1_and_says_where_rules_map_it(
 def test_lookup_of_a_url_without_a_scheme(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "lookup", f"{H}/news/a", "--db", db)
     assert code == 0
-    assert out.startswith("status ") and "kept" in out.splitlines()[0]
+    assert out.startswith("status ")
+    assert "kept" in out.splitlines()[0]
     assert f"looked up as {KEPT}" in err
     code, out, _ = run(capsys, "lookup", "nowhere.example/x", "--db", db)
     assert code == 1
@@ -102,7 +103,8 @@ def test_rules_show_lists_what_a_rule_skipped(db: str, capsys: pytest.CaptureFix
     (row,) = [line for line in out.splitlines() if PRINTED in line]
     assert row.split()[-2:] == [COPY, KEPT]
     code, _, err = run(capsys, "rules", "show", "999", "--db", db)
-    assert code == 1 and "no URL rule 999" in err
+    assert code == 1
+    assert "no URL rule 999" in err
 
 
 def test_the_report_shows_the_request_side(
@@ -129,11 +131,13 @@ def test_the_report_shows_the_request_side(
     assert counts["sampled"] == "2"
     active = re.search(r'<table id="rules-active">.*?</table>', html, re.S)
     assert active is not None
-    assert "/print/ -&gt; /" in active.group() and PRINTED in active.group()
+    assert "/print/ -&gt; /" in active.group()
+    assert PRINTED in active.group()
     assert TRACKED.replace("&", "&amp;") in active.group()
     stopped = re.search(r'<table id="rules-retired">.*?</table>', html, re.S)
     assert stopped is not None
-    assert "/?p" in stopped.group() and "2 counterexamples" in stopped.group()
+    assert "/?p" in stopped.group()
+    assert "2 counterexamples" in stopped.group()
 
 
 def test_the_report_of_a_crawl_without_rules_says_so(
