@@ -34,6 +34,7 @@ class PageJob(NamedTuple):
     text: str | None
     html: bytes | str | None
     keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
+    give_text: bool = False  # ADD_TEXT: the main text comes back whole (PageWork.main_text)
 
 
 class PageWork(NamedTuple):
@@ -45,6 +46,8 @@ class PageWork(NamedTuple):
     capped: tuple[str, ...] = ()
     hints: PageHints | None = None
     """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
+    main_text: str | None = None
+    """The main text that was fingerprinted, when asked for (``give_text``; ``ADD_TEXT``)."""
 
 
 def sign_page(
@@ -78,10 +81,12 @@ def work_page(
     *,
     max_bytes: int,
     keep_text: bool = False,
+    give_text: bool = False,
 ) -> PageWork:
     """:func:`sign_page`, with the caps the page met. A page with too little text to
     fingerprint is signed by its bytes (:func:`~simhash_filter.core.content_key.exact_signature`
-    of the HTML, else of the text): its exact copies are still caught."""
+    of the HTML, else of the text): its exact copies are still caught. ``give_text``: the
+    main text of a fingerprinted page comes back in :attr:`PageWork.main_text`."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     listing = False
@@ -108,7 +113,7 @@ def work_page(
         return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped, hints)
     if keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
-    return PageWork(signature, capped, hints)
+    return PageWork(signature, capped, hints, main_text if give_text else None)
 
 
 def _exact_signature(
@@ -129,5 +134,11 @@ def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> P
     """:func:`work_page` on a :class:`~simhash_filter.page.worker.PageJob` (what a page worker
     receives, and what ``import`` runs in-process with ``--jobs 1``)."""
     return work_page(
-        fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text
+        fingerprinter,
+        job.url,
+        job.text,
+        job.html,
+        max_bytes=max_bytes,
+        keep_text=job.keep_text,
+        give_text=job.give_text,
     )

@@ -13,7 +13,7 @@ from scrapy.utils.request import RequestFingerprinter, fingerprint
 from scrapy.utils.test import get_crawler
 from w3lib.url import canonicalize_url
 
-from simhash_filter.crawl.addon import Addon
+from simhash_filter.crawl.addon import Addon, import_path
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.outcomes import Outcome
@@ -124,7 +124,7 @@ def test_the_request_filter_can_be_turned_off() -> None:
 def test_the_addon_sets_the_fingerprinter_unless_the_project_did() -> None:
     crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}})
     assert crawler.settings["REQUEST_FINGERPRINTER_CLASS"] is RuleFingerprinter
-    assert RequestFilter in crawler.settings.getdict("EXTENSIONS")
+    assert import_path(RequestFilter) in crawler.settings.getdict("EXTENSIONS")
     own = "scrapy.utils.request.RequestFingerprinter"
     crawler = get_crawler(
         settings_dict={"ADDONS": {Addon: 100}, "REQUEST_FINGERPRINTER_CLASS": own}
