@@ -90,7 +90,9 @@ class Addon:
 
     @staticmethod
     def _request_side(settings: Settings) -> None:
-        settings.set("REQUEST_FINGERPRINTER_CLASS", RuleFingerprinter, priority="addon")
+        settings.set(
+            "REQUEST_FINGERPRINTER_CLASS", import_path(RuleFingerprinter), priority="addon"
+        )
         _setdefault_component(settings, "EXTENSIONS", RequestFilter, EXTENSION_PRIORITY)
         dupefilter = settings.get("DUPEFILTER_CLASS")
         if (
