@@ -27,10 +27,10 @@ from .testsite import SiteServer, build_site
 from .workers import project_env
 
 
-
 def similar(value: float | None) -> str:
     """The similarity as the drop lines and the command line name it (rounded to 3)."""
     return "" if value is None else f"similarity {round(value, 3):g}, "
+
 
 def _crawl(base_url: str, workdir: Path, *, middleware: bool) -> tuple[list[str], int]:
     command = [
