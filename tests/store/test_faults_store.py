@@ -22,7 +22,7 @@ from support import SiteServer, build_site, run_scrapy
 from support.helpers import make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
-from simhash_filter.crawl.pipeline import FilterUnavailable
+from simhash_filter.crawl.pages.pipeline import FilterUnavailable
 from simhash_filter.store import FingerprintStore, SchemeMismatchError, StoreError
 
 TEXTS = ["\n\n".join(a.paragraphs) for a in (HARBOUR_BRIDGE, URBAN_BEES, NIGHT_TRAINS, LIBRARY)]
@@ -248,7 +248,9 @@ def test_full_disk_at_start_stops_the_crawl_with_one_clear_error(tmp_path: Path)
         assert noise not in result.log
     assert requested == []  # not one page fetched, none let through unchecked
     assert result.items == []
-    assert "dedup.db" not in listing.read_text().split()  # no empty database left behind
+    left = listing.read_text().split()
+    assert "dedup.db" not in left  # no empty database left behind
+    assert "dedup.db-lock" not in left  # nor its writer lock file
 
 
 # -- passwords in database URLs -------------------------------------------------------

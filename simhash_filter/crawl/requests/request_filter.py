@@ -1,13 +1,14 @@
 """``RequestFilter``: what the URL rules skip, counted, recorded, and given back when wrong.
 
 The skipping itself is Scrapy's: the scheduler's dupefilter asks the
-:class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter` for a request's fingerprint,
+:class:`~simhash_filter.crawl.requests.fingerprinter.RuleFingerprinter` for a request's fingerprint,
 which is its canonical form's, and drops a variant whose form was seen. This extension
 listens to the scheduler (``request_scheduled``, ``request_dropped``): a dropped request that
 a rule mapped is a **skip** (``simhash_filter/requests/skipped/<reason>``: ``tracking``,
 ``session`` or ``rule``; the first logged at INFO with a hint, like Scrapy's dupefilter, the
 others at DEBUG under ``SIMHASH_FILTER_DEBUG``), recorded under its rules in the store. It
-feeds the page filter's verdicts to the :class:`~simhash_filter.crawl.rule_learner.RuleLearner`
+feeds the page filter's verdicts to the
+:class:`~simhash_filter.crawl.requests.rule_learner.RuleLearner`
 (in a thread of its own) and, when a counterexample retires a rule, schedules the requests
 that rule skipped again (``dont_filter``; ``simhash_filter/requests/refetched``).
 """
@@ -23,17 +24,17 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from simhash_filter.crawl.pages.error_log import RepeatedErrors
+from simhash_filter.crawl.pages.filter import PageFilter, _result
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config
+from simhash_filter.crawl.requests.rule_book import CANONICAL, RequestForm, RuleBook
+from simhash_filter.crawl.requests.rule_learner import RetiredRule, RuleLearner
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
-
-from .config import Config
-from .filter import PageFilter, _result
-from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .rule_book import CANONICAL, RequestForm, RuleBook
-from .rule_learner import RetiredRule, RuleLearner
 
 if TYPE_CHECKING:
     from typing import Self
@@ -70,16 +71,19 @@ class RequestFilter:
         self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
         self._swept: RuleSet | None = None  # the rules the last spider_idle applied
         self._logged_first_skip = False
+        self.rule_errors = RepeatedErrors(logger, counted="URL-rule learning errors")
+        """The URL rules' errors (``simhash_filter/errors/rule_learning``), apart from the
+        pages': learning failed, every page was still checked."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         if not config.request_filter:
             raise NotConfigured("SIMHASH_FILTER_REQUEST_FILTER is False")
-        book = RuleBook.for_crawler(crawler, config)
-        extension = cls(crawler, book, PageFilter.for_crawler(crawler, config))
+        book = RuleBook.for_crawler(crawler)
+        extension = cls(crawler, book, PageFilter.for_crawler(crawler))
         book.form_taken.append(extension.form_taken)
         book.rules_changed.append(extension.count_active)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
@@ -111,10 +115,11 @@ class RequestFilter:
         if learner is not None and thread is not None:
             try:
                 await self._run(learner.flush)
-            except Exception:
-                logger.warning("simhash_filter: could not record skipped requests", exc_info=True)
+            except Exception as exc:
+                self._learning_failed(exc, "Could not record skipped requests")
             thread.shutdown(wait=True)
         self.learner = self._thread = None
+        self.rule_errors.flush()
         await run_in_thread(self.page_filter.close)
 
     def count_active(self, ruleset: RuleSet) -> None:
@@ -284,13 +289,18 @@ class RequestFilter:
 
         error = future.exception()
         if error is not None:  # logged in the reactor: RepeatedErrors is not thread-safe
-            reactor.callFromThread(
-                self.page_filter.errors.error, "Could not learn URL rules", error
-            )
+            reactor.callFromThread(self._learning_failed, error)
             return
         retired = future.result()
         if retired:
             reactor.callFromThread(self._refetch, retired)
+
+    def _learning_failed(
+        self, error: BaseException, message: str = "Could not learn URL rules"
+    ) -> None:
+        """Count and log an error of the URL rules (never a page's: pages are checked)."""
+        self.stats.inc_value(STATS_PREFIX + "errors/rule_learning")
+        self.rule_errors.error(f"simhash_filter: {message}", error)
 
     def _reschedule(self, request: Request) -> bool:
         engine = self.crawler.engine

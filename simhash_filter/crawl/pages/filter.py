@@ -2,12 +2,12 @@
 
 Page text → signature (:mod:`~simhash_filter.page.work`, in the page pool or a thread) →
 ``FingerprintStore.check_and_add`` (grouped into shared transactions by
-:class:`~simhash_filter.crawl.group_commit.GroupCommit`), then stats and logs (the outcomes:
-:mod:`simhash_filter.crawl.outcomes`). There is one ``PageFilter`` (and one store) per crawler,
-kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever components use it;
-the pipeline and the middleware are thin Scrapy adapters around it. A response checked by
-the middleware is handed on to the pipeline (:class:`~simhash_filter.crawl.handoff.Handoff`), so
-its item is not checked twice.
+:class:`~simhash_filter.crawl.pages.group_commit.GroupCommit`), then stats and logs (the
+outcomes: :mod:`simhash_filter.crawl.pages.outcomes`). There is one ``PageFilter`` (and one
+store) per crawler, kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever
+components use it; the pipeline and the middleware are thin Scrapy adapters around it. A
+response checked by the middleware is handed on to the pipeline
+(:class:`~simhash_filter.crawl.pages.handoff.Handoff`), so its item is not checked twice.
 """
 
 from __future__ import annotations
@@ -25,27 +25,31 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.core.signature import marks_listing
+from simhash_filter.crawl.config import Config, unknown_settings
+from simhash_filter.crawl.pages.error_log import RepeatedErrors
+from simhash_filter.crawl.pages.group_commit import (
+    LINGER,
+    MAX_BATCH,
+    GroupCommit,
+    StoreFactory,
+    StoreLike,
+)
+from simhash_filter.crawl.pages.handoff import Handoff
+from simhash_filter.crawl.pages.hints import declared_hint
+from simhash_filter.crawl.pages.journal import UncheckedJournal
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
+from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
+from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
     Match,
     PageRow,
-    StoreBusy,
     StoreError,
-    StoreUnavailable,
     Supersession,
     Verdict,
     VerdictKind,
 )
-
-from .config import Config, unknown_settings
-from .error_log import RepeatedErrors
-from .group_commit import LINGER, MAX_BATCH, GroupCommit, StoreFactory, StoreLike
-from .handoff import Handoff
-from .hints import declared_hint
-from .journal import UncheckedJournal
-from .outcomes import STATS_PREFIX, FilterResult, Outcome, measures
-from .start_failure import report_start_failure
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -53,12 +57,10 @@ if TYPE_CHECKING:
 
     from simhash_filter.core.fingerprint import Fingerprinter
 
-__all__ = ["CRAWLER_ATTRIBUTE", "WORKER_STATS", "PageFilter"]
+__all__ = ["WORKER_STATS", "PageFilter"]
 
 logger = logging.getLogger(__name__)
 
-CRAWLER_ATTRIBUTE = "_simhash_filter_page_filter"
-"""The crawler attribute that holds its one :class:`PageFilter` (:meth:`PageFilter.for_crawler`)."""
 WORKER_STATS = STATS_PREFIX + "workers/"
 """Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
 in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
@@ -126,6 +128,12 @@ class PageFilter:
         """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
         ``page_superseded`` (with the item)."""
         self.errors = RepeatedErrors(logger, schedule=_call_later)
+        """The pages that could not be checked (``simhash_filter/errors``)."""
+        self.keep_errors = RepeatedErrors(
+            logger, schedule=_call_later, counted="keep-policy errors (the pages stay copies)"
+        )
+        """The keep policy's errors (``simhash_filter/errors/keep_policy``): the page was
+        checked, only the swap failed."""
         self.journal = UncheckedJournal()
         self._catching_up = False
         self._next_catch_up = 0.0
@@ -135,23 +143,22 @@ class PageFilter:
         """Called with every recorded result (the URL rules learn from the verdicts)."""
 
     @classmethod
-    def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
-        """The crawler's one filter, shared by every component: made by the first component
-        that asks (with the ``config`` its ``from_crawler`` read) and kept on the crawler
-        (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies with the crawler and two crawlers
-        in one process never share one."""
-        page_filter: PageFilter | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
-        if page_filter is None:
-            assert crawler.stats is not None
-            page_filter = cls(config, crawler.stats)
-            setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
-            for unknown in unknown_settings(crawler.settings):  # once a crawler
-                logger.warning(
-                    "simhash_filter: unknown setting %s is ignored%s",
-                    unknown.name,
-                    f" (did you mean {unknown.nearest}?)" if unknown.nearest else "",
-                )
-        return page_filter
+    def for_crawler(cls, crawler: Crawler) -> PageFilter:
+        """The crawler's one filter, shared by every component (made by the first that asks:
+        :mod:`~simhash_filter.crawl.per_crawler`)."""
+        return crawler_shared(crawler, PageFilter, lambda: cls._made_for(crawler))
+
+    @classmethod
+    def _made_for(cls, crawler: Crawler) -> PageFilter:
+        assert crawler.stats is not None
+        config = crawler_config(crawler)
+        for unknown in unknown_settings(crawler.settings):  # once a crawler
+            logger.warning(
+                "simhash_filter: unknown setting %s is ignored%s",
+                unknown.name,
+                f" (did you mean {unknown.nearest}?)" if unknown.nearest else "",
+            )
+        return cls(config, crawler.stats)
 
     def _open_store(self) -> StoreLike:
         return self.config.open_store(self.fingerprinter.spec)
@@ -185,6 +192,7 @@ class PageFilter:
                 self._catch_up_at_close()
             if self._users == 0:
                 self.errors.flush()
+                self.keep_errors.flush()
             if self._users == 0 and self._store is not None:
                 pool, self._pool = self._pool, None
                 store, self._store = self._store, None
@@ -344,7 +352,8 @@ class PageFilter:
         try:
             superseded = await self._keep(row, verdict)
         except Exception as exc:  # the verdict stands: the page stays a logged copy
-            self.errors.error(
+            self.stats.inc_value(STATS_PREFIX + "errors/keep_policy")
+            self.keep_errors.error(
                 f"Could not apply the keep policy to {url} (SIMHASH_FILTER_KEEP)", exc
             )
             superseded = None
@@ -484,9 +493,7 @@ class PageFilter:
                     else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
                 )
                 + ")",
-                check.error,
-                # a lock timeout or an outage says all in its message
-                traceback=not isinstance(check.error, StoreBusy | StoreUnavailable),
+                check.error,  # a lock timeout or an outage: its first line, no traceback
             )
         elif check.outcome is Outcome.DROPPED:
             if self.config.debug:

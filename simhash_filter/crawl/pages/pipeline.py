@@ -1,9 +1,9 @@
 """``NearDuplicatePipeline``: drop items whose page text is a near-duplicate of a kept page.
 
 A thin Scrapy adapter: it reads the item's fields and turns the
-:class:`~simhash_filter.crawl.filter.PageFilter`'s outcome into a ``DropItem`` or a pass (the
-outcomes and their stats are described in :mod:`simhash_filter.crawl.outcomes`). A near-duplicate
-raises :class:`NearDuplicate` (so Scrapy also counts
+:class:`~simhash_filter.crawl.pages.filter.PageFilter`'s outcome into a ``DropItem`` or a pass
+(the outcomes and their stats are described in :mod:`simhash_filter.crawl.pages.outcomes`). A
+near-duplicate raises :class:`NearDuplicate` (so Scrapy also counts
 ``item_dropped_reasons_count/NearDuplicate``); a page that could not be checked raises
 :class:`FilterUnavailable` when ``SIMHASH_FILTER_FAIL_OPEN`` is False.
 """
@@ -18,14 +18,13 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from simhash_filter.crawl.pages.error_log import first_line
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
+from simhash_filter.crawl.per_crawler import crawler_config
+from simhash_filter.crawl.signals import send_superseded
 from simhash_filter.page.work import has_text
 from simhash_filter.store.records import Match
-
-from .error_log import first_line
-from .filter import PageFilter
-from .outcomes import STATS_PREFIX, FilterResult, Outcome, measures
-from .signals import send_superseded
-from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -94,10 +93,10 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = crawl_config(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        return cls(PageFilter.for_crawler(crawler, config), crawler)
+        return cls(PageFilter.for_crawler(crawler), crawler)
 
     async def open_spider(self) -> None:
         await run_in_thread(self.filter.open)
@@ -123,17 +122,21 @@ class NearDuplicatePipeline:
             html, canonical = adapter.get(self.config.html_field), self._canonical(adapter)
             check = await self.filter.check(url, text, html, canonical=canonical)
             self.filter.record(check)
-        if not check.outcome.passes:
+        try:
+            self._raise_for(check)
+        except DropItem:
             # Scrapy logs a dropped item whole ("Dropped: ..." and the item): its page is
             # checked, and its HTML must not fill the log (nothing passes it on either)
             _remove_field(item, adapter, self.config.html_field)
-        self._raise_for(check)
+            raise
         if self.config.remove_html:
             _remove_field(item, adapter, self.config.html_field)
         if check.text is not None and not has_text(text):  # ADD_TEXT: for the feed
             self._set(adapter, self.config.text_field, check.text, "SIMHASH_FILTER_ADD_TEXT")
         field = self.config.fingerprint_field
-        if field and check.outcome.passes and check.hex_fingerprint is not None:
+        # a page that passed unchecked (fail-open) carries the fingerprint its page work made
+        emitted = check.outcome.passes or check.outcome is Outcome.ERROR
+        if field and emitted and check.hex_fingerprint is not None:
             self._set(adapter, field, check.hex_fingerprint, "SIMHASH_FILTER_FINGERPRINT_FIELD")
         if check.superseded is not None and self.crawler is not None:
             await send_superseded(self.crawler, check.superseded, item)  # the item as it leaves
