@@ -221,3 +221,31 @@ class Fingerprinter:
             sketch=self._sketch(content, page_text, listing, unsure),
             text_length=len(text),
         )
+
+
+SPEC_OPTIONS = ("weighting", "top_n", "segmenter")
+"""The options a crawl's settings may change (``WEIGHTING``, ``TOP_N``, ``SEGMENTER``) and
+``simhash-filter import`` takes (``--weighting``, ``--top-n``, ``--segmenter``)."""
+
+
+def spec_options(spec: str) -> dict[str, str] | None:
+    """The :data:`SPEC_OPTIONS` (as command-line values) that make a default
+    :class:`Fingerprinter` produce ``spec``; None when no such choice does (another version,
+    other stopwords, a custom hash: only a re-crawl gets there). Found by making the
+    Fingerprinter and comparing its spec, so it never names options that miss."""
+    items = dict(item.split("=", 1) for item in spec.split(";") if "=" in item)
+    weighting, top_n = items.get("weight", "tf"), items.get("top_n", "all")
+    segmenter = "jieba" if "+jieba-" in items.get("tok", "") else DEFAULT_SEGMENTER
+    try:
+        made = Fingerprinter(
+            weighting=weighting,
+            top_n=None if top_n == "all" else int(top_n),
+            segmenter=segmenter,
+        )
+    except ValueError:
+        return None
+    if made.spec != spec:
+        return None
+    found = {"weighting": weighting, "top_n": top_n, "segmenter": segmenter}
+    defaults = {"weighting": "tf", "top_n": "all", "segmenter": DEFAULT_SEGMENTER}
+    return {key: value for key, value in found.items() if value != defaults[key]}

@@ -36,6 +36,7 @@ class PageJob(NamedTuple):
     html: bytes | str | None
     keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
     template: HostTemplate | None = None  # the host's template as known (core/template.py)
+    give_text: bool = False  # ADD_TEXT: the main text comes back whole (PageWork.main_text)
 
 
 MIN_COVER = 0.25
@@ -66,6 +67,8 @@ class PageWork(NamedTuple):
     capped: tuple[str, ...] = ()
     hints: PageHints | None = None
     """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
+    main_text: str | None = None
+    """The main text that was fingerprinted, when asked for (``give_text``; ``ADD_TEXT``)."""
 
 
 def sign_page(
@@ -100,13 +103,16 @@ def work_page(
     max_bytes: int,
     keep_text: bool = False,
     template: HostTemplate | None = None,
+    give_text: bool = False,
 ) -> PageWork:
     """:func:`sign_page`, with the caps the page met. A page with too little text to
     fingerprint is signed by its bytes (:func:`~simhash_filter.core.content_key.exact_signature`
     of the HTML, else of the text): its exact copies are still caught. ``template``: the
     host's template, left out of the extracted main text (a page of nothing else is signed
     by its bytes, ``template_only``); a page judged before it is known is signed *unsure*
-    (:func:`unsure`). The signature carries the page's block hashes to learn from."""
+    (:func:`unsure`). The signature carries the page's block hashes to learn from.
+    ``give_text``: the main text of a fingerprinted page comes back in
+    :attr:`PageWork.main_text`."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     listing = doubt = only = False
@@ -144,7 +150,7 @@ def work_page(
         signature = replace(signature, stored_text=pack_text(main_text))
     if signature is not None and (blocks or share is not None):
         signature = replace(signature, blocks=blocks, template_share=share, template_only=only)
-    return PageWork(signature, capped, hints)
+    return PageWork(signature, capped, hints, main_text if give_text else None)
 
 
 def _exact_signature(
@@ -172,4 +178,5 @@ def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> P
         max_bytes=max_bytes,
         keep_text=job.keep_text,
         template=job.template,
+        give_text=job.give_text,
     )

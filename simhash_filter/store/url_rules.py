@@ -196,6 +196,36 @@ class UrlRuleStore:
             row = conn.execute(query).first()
         return None if row is None else str(row[0])
 
+    def skips_of(self, url: str) -> list[tuple[StoredRule, datetime]]:
+        """The rules under which ``url`` (canonicalized) was skipped before download, with
+        when, as recorded: empty when it was not (or its rule retired and it was fetched)."""
+        if not self.has_tables():
+            return []
+        s = skipped_requests_table.c
+        query = (
+            select(url_rules_table, s.skipped_at.label("skipped_on"))
+            .join(skipped_requests_table, s.rule_id == url_rules_table.c.id)
+            .where(s.url == canonical_url(url))
+            .order_by(url_rules_table.c.id)
+        )
+        with self._connection(write=False) as conn:
+            rows = conn.execute(query).mappings().all()
+        return [(_stored(row), row["skipped_on"]) for row in rows]
+
+    def skipped_samples(self, rule_id: int, limit: int | None) -> list[tuple[str, datetime]]:
+        """Up to ``limit`` (None: all) URLs the rule skipped (newest first), with when."""
+        if not self.has_tables():
+            return []
+        s = skipped_requests_table.c
+        query = (
+            select(s.url, s.skipped_at)
+            .where(s.rule_id == rule_id)
+            .order_by(s.skipped_at.desc(), s.url)
+            .limit(limit)
+        )
+        with self._connection(write=False) as conn:
+            return [(str(url), when) for url, when in conn.execute(query)]
+
     def is_kept(self, url: str) -> bool:
         """Whether a page is stored under ``url``'s canonical form."""
         with self._connection(write=False) as conn:

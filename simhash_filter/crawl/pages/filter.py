@@ -38,7 +38,7 @@ from simhash_filter.crawl.pages.group_commit import (
 from simhash_filter.crawl.pages.handoff import Handoff
 from simhash_filter.crawl.pages.hints import declared_hint
 from simhash_filter.crawl.pages.journal import UncheckedJournal
-from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
 from simhash_filter.crawl.pages.templates import HostTemplates
 from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
@@ -273,6 +273,7 @@ class PageFilter:
             max_bytes=self.config.max_bytes,
             keep_text=self.config.store_text,
             template=template,
+            give_text=self.config.add_text,
         )
 
     async def _sign_in_pool(
@@ -287,6 +288,7 @@ class PageFilter:
             source,
             keep_text=self.config.store_text,
             template=template,
+            give_text=self.config.add_text,
         )
         try:
             result: PageResult = await _result(pool.submit(job))
@@ -296,7 +298,7 @@ class PageFilter:
         self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
         self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
         self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
-        return PageWork(result.signature, result.capped, result.hints)
+        return PageWork(result.signature, result.capped, result.hints, result.main_text)
 
     def _count_restarts(self, pool: PagePool) -> None:
         new = pool.restarts - self._restarts_counted
@@ -341,7 +343,7 @@ class PageFilter:
 
     async def decide(self, url: str, work: PageWork, *, canonical: object = None) -> FilterResult:
         """Check-and-add of a page whose page work is done, then the keep policy."""
-        signature, capped, hints = work
+        signature, capped, hints, main_text = work
         declared = declared_hint(url, hints, canonical)
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
@@ -378,7 +380,7 @@ class PageFilter:
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
-            listing=marks_listing(signature.sketch),
+            listing=marks_listing(signature.sketch), text=main_text,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -551,11 +553,11 @@ class PageFilter:
 
     @staticmethod
     def drop_message(check: FilterResult) -> str:
-        """``Near-duplicate of <url> (distance <d>): <url>``."""
+        """``Near-duplicate of <url> (similarity <s>, distance <d> bits): <url>``."""
         match = check.verdict.duplicate_of if check.verdict else None
         if match is None:
             return f"Near-duplicate: {check.url}"
-        return f"Near-duplicate of {match.url} (distance {match.distance}): {check.url}"
+        return f"Near-duplicate of {match.url} ({measures(match)}): {check.url}"
 
 
 class _CatchUpCount:
