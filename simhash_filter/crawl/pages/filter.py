@@ -25,6 +25,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_FIRST, KEEP_SUPERSEDE, could_prefer_new
 from simhash_filter.core.signature import marks_listing
+from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.config import Config, unknown_settings
 from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.group_commit import (
@@ -35,14 +36,14 @@ from simhash_filter.crawl.pages.group_commit import (
     StoreLike,
 )
 from simhash_filter.crawl.pages.handoff import Handoff
-from simhash_filter.crawl.pages.hints import declared_hint
+from simhash_filter.crawl.pages.hints import declared_hint, named_canonical
 from simhash_filter.crawl.pages.journal import UncheckedJournal
-from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
+from simhash_filter.crawl.pages.templates import HostTemplates
 from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
-from simhash_filter.store.hints import hint_key
 from simhash_filter.store.records import (
     Match,
     PageRow,
@@ -142,6 +143,8 @@ class PageFilter:
         self._tasks: set[asyncio.Future[None]] = set()
         self.listeners: list[Callable[[FilterResult], None]] = []
         """Called with every recorded result (the URL rules learn from the verdicts)."""
+        self.templates = HostTemplates(config.template_min_pages)
+        """The hosts' templates, learned from the pages admitted (crawl/pages/templates.py)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> PageFilter:
@@ -183,6 +186,7 @@ class PageFilter:
                     report_start_failure(exc)
                     raise
                 self._pool = self._start_pool()
+                self.templates.attach(self._store)
             self._users += 1
 
     def close(self) -> None:
@@ -198,6 +202,7 @@ class PageFilter:
                 pool, self._pool = self._pool, None
                 store, self._store = self._store, None
                 try:
+                    self.templates.close()
                     if pool is not None:
                         pool.close()
                         self._count_restarts(pool)  # a replacement after the last page too
@@ -256,7 +261,9 @@ class PageFilter:
 
     # -- checks
 
-    def sign(self, url: str, text: object, html: object) -> PageWork:
+    def sign(
+        self, url: str, text: object, html: object, template: HostTemplate | None = None
+    ) -> PageWork:
         """Blocking: the page work (see :func:`~simhash_filter.page.work.work_page`)."""
         return work_page(
             self.fingerprinter,
@@ -265,14 +272,23 @@ class PageFilter:
             html,
             max_bytes=self.config.max_bytes,
             keep_text=self.config.store_text,
+            template=template,
+            give_text=self.config.add_text,
         )
 
-    async def _sign_in_pool(self, pool: PagePool, url: str, text: object, html: object) -> PageWork:
+    async def _sign_in_pool(
+        self, pool: PagePool, url: str, text: object, html: object, template: HostTemplate | None
+    ) -> PageWork:
         source = html if isinstance(html, bytes | str) and html else None
         if not has_text(text) and source is None:
             return PageWork(None)
         job = PageJob(
-            url, str(text) if has_text(text) else None, source, keep_text=self.config.store_text
+            url,
+            str(text) if has_text(text) else None,
+            source,
+            keep_text=self.config.store_text,
+            template=template,
+            give_text=self.config.add_text,
         )
         try:
             result: PageResult = await _result(pool.submit(job))
@@ -282,7 +298,7 @@ class PageFilter:
         self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
         self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
         self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
-        return PageWork(result.signature, result.capped, result.hints)
+        return PageWork(result.signature, result.capped, result.hints, result.main_text)
 
     def _count_restarts(self, pool: PagePool) -> None:
         new = pool.restarts - self._restarts_counted
@@ -300,12 +316,13 @@ class PageFilter:
         pool = self._pool
         self._in_work += 1
         try:
+            template = await self.templates.for_page(url, extracted=not has_text(text) and html)
             if pool is not None:
                 try:
-                    return await self._sign_in_pool(pool, url, text, html)
+                    return await self._sign_in_pool(pool, url, text, html, template)
                 except PoolNotStarted:  # never handed to a worker: the thread path signs it
                     pass
-            return await run_in_thread(self.sign, url, text, html)
+            return await run_in_thread(self.sign, url, text, html, template)
         finally:
             self._in_work -= 1
             if not self._in_work:
@@ -326,11 +343,11 @@ class PageFilter:
 
     async def decide(self, url: str, work: PageWork, *, canonical: object = None) -> FilterResult:
         """Check-and-add of a page whose page work is done, then the keep policy."""
-        signature, capped, hints = work
+        signature, capped, hints, main_text = work
         declared = declared_hint(url, hints, canonical)
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
-            named = await self._named_canonical(url, declared)
+            named = await named_canonical(self.store, url, declared)
             return FilterResult(outcome, url, capped=capped, declared=declared, canonical=named)
         row = PageRow(
             url,
@@ -357,15 +374,18 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
+        self.templates.admitted(url, signature, verdict.kind is VerdictKind.NEW, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
-        dropped = outcome is Outcome.DROPPED
-        names = None if dropped else await self._named_canonical(url, declared)
+        names = (
+            None if outcome is Outcome.DROPPED else await named_canonical(self.store, url, declared)
+        )
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
-            listing=marks_listing(signature.sketch), late_canonical=late, canonical=names,
+            listing=marks_listing(signature.sketch), text=main_text,
+            late_canonical=late, canonical=names,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -377,23 +397,9 @@ class PageFilter:
             logger.debug("simhash_filter: could not look %s up", url, exc_info=True)
             return True
 
-    async def _named_canonical(self, url: str, declared: str | None) -> str:
-        """The canonical a passing page's item names: the one it declares, unless the store
-        keeps that URL as another page (a wrong hint, or a canonical that differs), else the
-        page's own URL. One read, only for a page declaring another URL."""
-        if declared is None or declared == hint_key(url):
-            return url if declared is None else declared
-        try:
-            other = await run_in_thread(self._open_store_or_raise().lookup, declared)
-        except Exception:  # not worth an error: the declared URL stands
-            return declared
-        return url if other is not None and other.dropped_at is None else declared
-
     async def _keep(self, row: PageRow, verdict: Verdict) -> tuple[Supersession | None, bool]:
-        """The keep policy on a copy that could be the one to keep (it does not name the kept
-        page its canonical): ``"supersede"``: the store swaps them (a Supersession);
-        ``"canonical"``: the kept page was emitted and stays, the copy is recorded as the
-        cluster's canonical when preferred (True)."""
+        """The keep policy on a copy that could be kept instead: ``"supersede"`` swaps them (a
+        Supersession); ``"canonical"`` records the copy as the cluster's canonical (True)."""
         kept = verdict.duplicate_of
         if (
             kept is None
@@ -556,11 +562,11 @@ class PageFilter:
 
     @staticmethod
     def drop_message(check: FilterResult) -> str:
-        """``Near-duplicate of <url> (distance <d>): <url>``."""
+        """``Near-duplicate of <url> (similarity <s>, distance <d> bits): <url>``."""
         match = check.verdict.duplicate_of if check.verdict else None
         if match is None:
             return f"Near-duplicate: {check.url}"
-        return f"Near-duplicate of {match.url} (distance {match.distance}): {check.url}"
+        return f"Near-duplicate of {match.url} ({measures(match)}): {check.url}"
 
 
 class _CatchUpCount:

@@ -8,7 +8,9 @@ middleware reads them itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.core.canonical import (
     PageHints,
@@ -22,7 +24,9 @@ from simhash_filter.store.hints import hint_key
 if TYPE_CHECKING:
     from scrapy.http import Response
 
-__all__ = ["declared_hint", "link_canonical", "strong_hint"]
+    from simhash_filter.store.records import PageRecord
+
+__all__ = ["declared_hint", "link_canonical", "named_canonical", "strong_hint"]
 
 
 def link_canonical(response: Response) -> str | None:
@@ -45,3 +49,21 @@ def strong_hint(url: str, hints: PageHints | None, canonical: object = None) -> 
     middleware follows to fetch a canonical first."""
     outside = resolve_hint(canonical, url) if isinstance(canonical, str) else None
     return hint_key(one_hint((hints.link if hints else None, outside)))
+
+
+class _Lookup(Protocol):
+    def lookup(self, url: str) -> PageRecord | None: ...
+
+
+async def named_canonical(store: _Lookup | None, url: str, declared: str | None) -> str:
+    """The canonical a passing page's item names (``CANONICAL_URL_FIELD``): the one it
+    declares, unless ``store`` keeps that URL as another page (a wrong hint, or a canonical
+    whose text differs), else the page's own URL. One read, only for a page declaring another."""
+    if declared is None or declared == hint_key(url):
+        return url if declared is None else declared
+    try:
+        assert store is not None
+        other = await run_in_thread(store.lookup, declared)
+    except Exception:  # not worth an error: the declared URL stands
+        return declared
+    return url if other is not None and other.dropped_at is None else declared
