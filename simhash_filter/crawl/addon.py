@@ -91,12 +91,12 @@ class Addon:
                 settings, "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
             )
         elif config.enabled and config.keep != KEEP_FIRST:
-            settings.setdefault_in_component_priority_dict(
-                "DOWNLOADER_MIDDLEWARES", CanonicalFirstMiddleware, MIDDLEWARE_PRIORITY
+            _setdefault_component(
+                settings, "DOWNLOADER_MIDDLEWARES", CanonicalFirstMiddleware, MIDDLEWARE_PRIORITY
             )
         if config.enabled and config.variants_last:
-            settings.setdefault_in_component_priority_dict(
-                "SPIDER_MIDDLEWARES", VariantsLastMiddleware, VARIANTS_LAST_PRIORITY
+            _setdefault_component(
+                settings, "SPIDER_MIDDLEWARES", VariantsLastMiddleware, VARIANTS_LAST_PRIORITY
             )
         if config.enabled and config.request_filter:
             self._request_side(settings)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from scrapy.http import HtmlResponse, Request
-from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.test import get_crawler
 from support.helpers import run
 
@@ -92,7 +92,8 @@ def test_a_shared_frontier_holds_nothing(sqlite_url: str) -> None:
 def test_the_addon_installs_it_in_pipeline_mode() -> None:
     def middlewares(**settings: Any) -> dict[Any, int]:
         crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}, **settings})
-        return dict(crawler.settings.getdict("DOWNLOADER_MIDDLEWARES"))
+        listed = crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
+        return {load_object(name): priority for name, priority in listed.items()}
 
     assert middlewares().get(CanonicalFirstMiddleware) == 575
     assert CanonicalFirstMiddleware not in middlewares(SIMHASH_FILTER_KEEP="first")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
+from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import Addon
@@ -54,7 +55,8 @@ def test_variants_are_one_step_down_and_nothing_else_moves() -> None:
 def test_the_addon_installs_it_only_when_asked() -> None:
     def spider_middlewares(**settings: Any) -> dict[Any, int]:
         crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}, **settings})
-        return dict(crawler.settings.getdict("SPIDER_MIDDLEWARES"))
+        listed = crawler.settings.getdict("SPIDER_MIDDLEWARES")
+        return {load_object(name): priority for name, priority in listed.items()}
 
     assert VariantsLastMiddleware not in spider_middlewares()
     assert spider_middlewares(SIMHASH_FILTER_VARIANTS_LAST=True)[VariantsLastMiddleware] == 950
