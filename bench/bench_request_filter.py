@@ -27,9 +27,9 @@ from scrapy.utils.test import get_crawler
 
 from bench._common import machine, write_results
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.fingerprinter import RuleFingerprinter
-from simhash_filter.crawl.request_filter import RequestFilter
-from simhash_filter.crawl.rule_book import RuleBook
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.requests.request_filter import RequestFilter
+from simhash_filter.crawl.requests.rule_book import RuleBook
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 

@@ -17,9 +17,9 @@ from .core.simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
     from .crawl.addon import Addon
-    from .crawl.hints import link_canonical
-    from .crawl.middleware import NearDuplicateMiddleware
-    from .crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+    from .crawl.pages.hints import link_canonical
+    from .crawl.pages.middleware import NearDuplicateMiddleware
+    from .crawl.pages.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
     from .crawl.signals import page_superseded
     from .index.schemes import BandScheme, PermutedScheme
     from .page.extract import extract_page, extract_text
@@ -61,13 +61,13 @@ _LAZY = {
     "Match": ".store.records",
     "Verdict": ".store.records",
     "VerdictKind": ".store.records",
-    "NearDuplicate": ".crawl.pipeline",
-    "FilterUnavailable": ".crawl.pipeline",
+    "NearDuplicate": ".crawl.pages.pipeline",
+    "FilterUnavailable": ".crawl.pages.pipeline",
     "extract_page": ".page.extract",
     "extract_text": ".page.extract",
-    "NearDuplicatePipeline": ".crawl.pipeline",
-    "NearDuplicateMiddleware": ".crawl.middleware",
-    "link_canonical": ".crawl.hints",
+    "NearDuplicatePipeline": ".crawl.pages.pipeline",
+    "NearDuplicateMiddleware": ".crawl.pages.middleware",
+    "link_canonical": ".crawl.pages.hints",
     "page_superseded": ".crawl.signals",
 }
 """Where each lazily imported public name lives (``BandScheme``: the old name of

@@ -27,8 +27,8 @@ import simhash_filter.page.extract as extract_module
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from simhash_filter import hamming_distance
 from simhash_filter.core.text import Tokenizer
-from simhash_filter.crawl.middleware import NearDuplicateMiddleware
-from simhash_filter.crawl.pipeline import (
+from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pages.pipeline import (
     FilterUnavailable,
     NearDuplicate,
     NearDuplicatePipeline,

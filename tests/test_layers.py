@@ -6,6 +6,9 @@
 - ``urls`` (URL rules): nothing else of the package (and w3lib).
 - ``store``: the core, the index kinds and the URL rules (and SQLAlchemy, psycopg); never Scrapy.
 - ``cli``: anything but the Scrapy side (``crawl``).
+- ``crawl`` is two rooms: ``crawl.pages`` (the page check) never imports ``crawl.requests``
+  (the request side), which may use the page room's results; the modules at the top of
+  ``crawl`` (config, signals, start-up) import neither room, only the add-on takes both.
 - no import cycle between modules, no module over 600 lines, no function over 80 lines.
 
 The import graph is read from the source (``ast``): every ``import`` and ``from ... import``
@@ -219,6 +222,46 @@ def test_no_function_over_80_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{name}.{node.name}"] = lines
     assert set(long) - PENDING == set(), long
+
+
+CRAWL_ROOMS = ("pages", "requests")
+CRAWL_TOP_MAY_IMPORT_ROOMS = {f"{PACKAGE}.crawl.addon"}
+"""The one module at the top of ``crawl`` that takes both rooms: the add-on wires them."""
+
+
+def _crawl_room(module: str) -> str | None:
+    """``pages``, ``requests``, ``top`` (a module at the top of ``crawl``) or None (elsewhere)."""
+    parts = module.split(".")
+    if parts[:2] != [PACKAGE, "crawl"]:
+        return None
+    return parts[2] if len(parts) > 3 and parts[2] in CRAWL_ROOMS else "top"
+
+
+def test_the_crawl_rooms_are_folders() -> None:
+    rooms = {_crawl_room(name) for name in _modules()} - {None}
+    assert rooms == {"top", *CRAWL_ROOMS}
+
+
+def test_the_page_room_never_imports_the_request_room() -> None:
+    graph = import_graph()
+    wrong = set()
+    for name, targets in graph.items():
+        room = _crawl_room(name)
+        for target in targets:
+            other = _crawl_room(target)
+            if (room == "pages" and other == "requests") or (
+                room == "top" and other in CRAWL_ROOMS and name not in CRAWL_TOP_MAY_IMPORT_ROOMS
+            ):
+                wrong.add((name, target))
+    assert wrong == set()
+
+
+def test_the_rule_of_the_rooms_finds_a_wrong_import() -> None:
+    assert _crawl_room(f"{PACKAGE}.crawl.pages.filter") == "pages"
+    assert _crawl_room(f"{PACKAGE}.crawl.requests.rule_book") == "requests"
+    assert _crawl_room(f"{PACKAGE}.crawl.config") == "top"
+    assert _crawl_room(f"{PACKAGE}.crawl.pages") == "top"  # the room's own __init__
+    assert _crawl_room(f"{PACKAGE}.store.schema") is None
 
 
 def test_nothing_is_pending() -> None:

@@ -2,17 +2,20 @@
 
     ADDONS = {"simhash_filter.Addon": 100}
 
-The add-on registers :class:`~simhash_filter.crawl.pipeline.NearDuplicatePipeline` in
+The add-on registers :class:`~simhash_filter.crawl.pages.pipeline.NearDuplicatePipeline` in
 ``ITEM_PIPELINES`` (at :data:`PIPELINE_PRIORITY`, unless the project already lists it), and,
 when ``SIMHASH_FILTER_MIDDLEWARE`` is True,
-:class:`~simhash_filter.crawl.middleware.NearDuplicateMiddleware` in ``DOWNLOADER_MIDDLEWARES``
+:class:`~simhash_filter.crawl.pages.middleware.NearDuplicateMiddleware` in
+``DOWNLOADER_MIDDLEWARES``
 too. Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
-``REQUEST_FINGERPRINTER_CLASS`` to :class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter`
+``REQUEST_FINGERPRINTER_CLASS`` to
+:class:`~simhash_filter.crawl.requests.fingerprinter.RuleFingerprinter`
 (at the add-on's priority: a fingerprinter the project set stays), adds the
-:class:`~simhash_filter.crawl.request_filter.RequestFilter` extension and (unless
+:class:`~simhash_filter.crawl.requests.request_filter.RequestFilter` extension and (unless
 ``SIMHASH_FILTER_FORM_FIRST`` is False) the
-:class:`~simhash_filter.crawl.form_first.FormFirstMiddleware`, and replaces
-scrapy-redis's dupefilter by :class:`~simhash_filter.crawl.redis_dupefilter.RedisDupeFilter`.
+:class:`~simhash_filter.crawl.requests.form_first.FormFirstMiddleware`, and replaces
+scrapy-redis's dupefilter by
+:class:`~simhash_filter.crawl.requests.redis_dupefilter.RedisDupeFilter`.
 Every other setting keeps its ``SIMHASH_FILTER_*`` default.
 """
 
@@ -20,14 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .fingerprinter import RuleFingerprinter
-from .form_first import PRIORITY as FORM_FIRST_PRIORITY
-from .form_first import FormFirstMiddleware
-from .middleware import PRIORITY as MIDDLEWARE_PRIORITY
-from .middleware import NearDuplicateMiddleware
-from .pipeline import NearDuplicatePipeline
-from .request_filter import RequestFilter
-from .start_failure import crawl_config
+from simhash_filter.crawl.pages.middleware import PRIORITY as MIDDLEWARE_PRIORITY
+from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.requests.form_first import PRIORITY as FORM_FIRST_PRIORITY
+from simhash_filter.crawl.requests.form_first import FormFirstMiddleware
+from simhash_filter.crawl.requests.request_filter import RequestFilter
+from simhash_filter.crawl.start_failure import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.settings import Settings
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EXTENSION_PRIORITY", "PIPELINE_PRIORITY", "Addon"]
 
 EXTENSION_PRIORITY = 500
-REDIS_DUPEFILTER = "simhash_filter.crawl.redis_dupefilter.RedisDupeFilter"
+REDIS_DUPEFILTER = "simhash_filter.crawl.requests.redis_dupefilter.RedisDupeFilter"
 SCRAPY_REDIS_DUPEFILTER = "scrapy_redis.dupefilter.RFPDupeFilter"
 
 PIPELINE_PRIORITY = 250

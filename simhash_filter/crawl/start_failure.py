@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.extensions.corestats import CoreStats
 
+from simhash_filter.crawl.config import Config, SettingsError
 from simhash_filter.store.records import StoreError
-
-from .config import Config, SettingsError
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

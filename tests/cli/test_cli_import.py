@@ -41,7 +41,7 @@ from support.cli_corpus import (
 
 from simhash_filter.cli.importing import _Progress
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.filter import PageFilter
+from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.engine import display_url
 

@@ -128,7 +128,7 @@ def test_the_crawl_stores_texts_only_when_asked(
     from crawler.articles import HARBOUR_BRIDGE
     from crawler.testsite import blog_template, news_template
     from simhash_filter.crawl.config import Config
-    from simhash_filter.crawl.filter import PageFilter
+    from simhash_filter.crawl.pages.filter import PageFilter
 
     crawler = get_crawler()
     assert crawler.stats is not None

@@ -35,9 +35,9 @@ from simhash_filter.core.text import (
     fold,
 )
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.error_log import RepeatedErrors, error_kind
-from simhash_filter.crawl.filter import PageFilter
-from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicatePipeline
+from simhash_filter.crawl.pages.error_log import RepeatedErrors, error_kind
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.pipeline import FilterUnavailable, NearDuplicatePipeline
 from simhash_filter.page.extract import MAX_ELEMENTS, MAX_VISIBLE_CHARS, extract_page
 from simhash_filter.page.pool import PageJob, _Worker
 from simhash_filter.page.work import work_page

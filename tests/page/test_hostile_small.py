@@ -23,7 +23,7 @@ from crawler.workers import project_env
 from simhash_filter.cli.importers import read_html_files
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.filter import WORKER_STATS, PageFilter
+from simhash_filter.crawl.pages.filter import WORKER_STATS, PageFilter
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES, MAX_ELEMENTS
 from simhash_filter.store import FingerprintStore
 

@@ -22,7 +22,7 @@ from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH
 from crawler.testsite import blog_template, news_template
 from crawler.workers import crawl_command, descendants, project_env
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicate
+from simhash_filter.crawl.pages.pipeline import FilterUnavailable, NearDuplicate
 from simhash_filter.page.pool import (
     PageJob,
     PagePool,

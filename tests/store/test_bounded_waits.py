@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from simhash_filter.crawl.group_commit import GroupCommit
+from simhash_filter.crawl.pages.group_commit import GroupCommit
 from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, VerdictKind
 from simhash_filter.store.faults import WaitBounds
 

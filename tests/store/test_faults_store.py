@@ -22,7 +22,7 @@ from support import SiteServer, build_site, run_scrapy
 from support.helpers import make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
-from simhash_filter.crawl.pipeline import FilterUnavailable
+from simhash_filter.crawl.pages.pipeline import FilterUnavailable
 from simhash_filter.store import FingerprintStore, SchemeMismatchError, StoreError
 
 TEXTS = ["\n\n".join(a.paragraphs) for a in (HARBOUR_BRIDGE, URBAN_BEES, NIGHT_TRAINS, LIBRARY)]

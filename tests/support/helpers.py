@@ -14,8 +14,8 @@ from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from simhash_filter.crawl.middleware import NearDuplicateMiddleware
-from simhash_filter.crawl.pipeline import NearDuplicatePipeline
+from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
 
 __all__ = [
     "crawler_on",

@@ -15,15 +15,15 @@ from scrapy.utils.request import RequestFingerprinter
 from scrapy.utils.test import get_crawler
 
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.fingerprinter import RuleFingerprinter
-from simhash_filter.crawl.outcomes import FilterResult, Outcome
-from simhash_filter.crawl.request_filter import REQUEST_STATS, RequestFilter
-from simhash_filter.crawl.rule_book import CANONICAL, RuleBook
+from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
+from simhash_filter.crawl.requests.rule_book import CANONICAL, RuleBook
 from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKind
 from simhash_filter.urls.rules import SUFFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 from simhash_filter.urls.sampling import is_sampled
-from tests.crawl.test_request_filter import Crawl
+from tests.crawl.requests.test_request_filter import Crawl
 
 H = "site.example"
 

@@ -27,10 +27,14 @@ from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from crawler.testsite import blog_template, news_template
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.filter import PageFilter
-from simhash_filter.crawl.group_commit import GroupCommit
-from simhash_filter.crawl.outcomes import FilterResult, Outcome
-from simhash_filter.crawl.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.group_commit import GroupCommit
+from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
+from simhash_filter.crawl.pages.pipeline import (
+    FilterUnavailable,
+    NearDuplicate,
+    NearDuplicatePipeline,
+)
 from simhash_filter.store import FingerprintStore, StoreError
 from simhash_filter.store.records import Match, PageRow, Verdict, VerdictKind
 
@@ -421,7 +425,7 @@ def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
 
 def test_package_root_exports() -> None:
     from simhash_filter.crawl.addon import Addon
-    from simhash_filter.crawl.middleware import NearDuplicateMiddleware
+    from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
 
     assert simhash_filter.Addon is Addon
     assert simhash_filter.NearDuplicatePipeline is NearDuplicatePipeline

@@ -1,6 +1,6 @@
 """``NearDuplicateMiddleware``: ignore near-duplicate responses before the spider parses them.
 
-A thin Scrapy adapter around the crawler's :class:`~simhash_filter.crawl.filter.PageFilter`.
+A thin Scrapy adapter around the crawler's :class:`~simhash_filter.crawl.pages.filter.PageFilter`.
 
 As in the paper, a near-duplicate page is ignored together with its outgoing links: the
 downloader middleware fingerprints each HTML response (status 200) and raises
@@ -9,14 +9,14 @@ links. Same settings, same store, same stats as the pipeline.
 
 With both components enabled, each page is checked once: the middleware hands its verdict
 on to the pipeline (keyed by the canonical URL, through the crawler's shared
-:class:`~simhash_filter.crawl.filter.PageFilter`), which then passes the item without a second
+:class:`~simhash_filter.crawl.pages.filter.PageFilter`), which then passes the item without a second
 extraction, fingerprint or insert, and without counting it again. Items the middleware
 never saw (other URLs, non-HTML responses) are checked by the pipeline as usual, and so is
 an item with its own text field whose HTML gave the middleware no text.
 
 Under ``SIMHASH_FILTER_KEEP = "canonical"`` a variant whose declared canonical (``<link
 rel="canonical">`` or the ``Link`` header) is on its host and was never seen waits while
-the canonical is fetched and checked first (:mod:`~simhash_filter.crawl.detours`).
+the canonical is fetched and checked first (:mod:`~simhash_filter.crawl.pages.detours`).
 
 Enable it in ``DOWNLOADER_MIDDLEWARES`` (see :data:`PRIORITY`); a request with
 ``meta={"dont_simhash_filter": True}`` skips the check. The verdict is recorded in
@@ -35,15 +35,20 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL
+from simhash_filter.crawl.pages.detours import (
+    DETOUR_META_KEY,
+    REPLAY_META_KEY,
+    CanonicalFirst,
+    Detours,
+    Held,
+)
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.signals import send_superseded
+from simhash_filter.crawl.start_failure import crawl_config
 from simhash_filter.store.hints import hint_key
 from simhash_filter.store.urls import url_domain
-
-from .detours import DETOUR_META_KEY, REPLAY_META_KEY, CanonicalFirst, Detours, Held
-from .filter import PageFilter
-from .hints import link_canonical, strong_hint
-from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .signals import send_superseded
-from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self
@@ -182,7 +187,8 @@ class NearDuplicateMiddleware:
         self, request: Request, response: Response, work: PageWork, canonical: str | None
     ) -> bool:
         """Hold the variant and schedule its canonical, when the page declares (strongly) a
-        canonical on its own host that was never seen (:mod:`~simhash_filter.crawl.detours`)."""
+        canonical on its own host that was never seen
+        (:mod:`~simhash_filter.crawl.pages.detours`)."""
         engine = self._engine()
         if (
             engine is None

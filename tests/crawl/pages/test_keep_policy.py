@@ -15,9 +15,9 @@ from support.helpers import make_middleware, make_pipeline, run, stat
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from simhash_filter import page_superseded
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.filter import PageFilter
-from simhash_filter.crawl.outcomes import Outcome
-from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.outcomes import Outcome
+from simhash_filter.crawl.pages.pipeline import NearDuplicate, NearDuplicatePipeline
 from simhash_filter.store import FingerprintStore, StoreError
 
 SITE = "https://site.example"

@@ -1,9 +1,9 @@
 """``NearDuplicatePipeline``: drop items whose page text is a near-duplicate of a kept page.
 
 A thin Scrapy adapter: it reads the item's fields and turns the
-:class:`~simhash_filter.crawl.filter.PageFilter`'s outcome into a ``DropItem`` or a pass (the
-outcomes and their stats are described in :mod:`simhash_filter.crawl.outcomes`). A near-duplicate
-raises :class:`NearDuplicate` (so Scrapy also counts
+:class:`~simhash_filter.crawl.pages.filter.PageFilter`'s outcome into a ``DropItem`` or a pass
+(the outcomes and their stats are described in :mod:`simhash_filter.crawl.pages.outcomes`). A
+near-duplicate raises :class:`NearDuplicate` (so Scrapy also counts
 ``item_dropped_reasons_count/NearDuplicate``); a page that could not be checked raises
 :class:`FilterUnavailable` when ``SIMHASH_FILTER_FAIL_OPEN`` is False.
 """
@@ -18,13 +18,12 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from simhash_filter.crawl.pages.error_log import first_line
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.signals import send_superseded
+from simhash_filter.crawl.start_failure import crawl_config
 from simhash_filter.page.work import has_text
-
-from .error_log import first_line
-from .filter import PageFilter
-from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .signals import send_superseded
-from .start_failure import crawl_config
 
 if TYPE_CHECKING:
     from typing import Self

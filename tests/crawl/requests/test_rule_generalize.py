@@ -6,7 +6,7 @@ from pathlib import Path
 
 from simhash_filter.store.url_rules import SkippedRequest
 from simhash_filter.urls.rules import PARAM, RuleState, UrlRule
-from tests.crawl.test_request_filter import Crawl
+from tests.crawl.requests.test_request_filter import Crawl
 
 H = "site.example"
 YEAR = UrlRule(H, PARAM, "/2024/?replytocom")

@@ -18,10 +18,10 @@ from support.helpers import run
 
 from crawler.articles import HARBOUR_BRIDGE, NIGHT_TRAINS, URBAN_BEES
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.error_log import RepeatedErrors
-from simhash_filter.crawl.filter import PageFilter
-from simhash_filter.crawl.group_commit import GroupCommit
-from simhash_filter.crawl.pipeline import NearDuplicatePipeline
+from simhash_filter.crawl.pages.error_log import RepeatedErrors
+from simhash_filter.crawl.pages.filter import PageFilter
+from simhash_filter.crawl.pages.group_commit import GroupCommit
+from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
 from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, StoreUnavailable, Verdict
 from simhash_filter.store.faults import WaitBounds
 

@@ -1,4 +1,4 @@
-"""Form first (simhash_filter/crawl/form_first.py): a mapped variant's download fetches its
+"""Form first (simhash_filter/crawl/requests/form_first.py): a mapped variant's download fetches its
 form's URL instead; the variant's own URL when the form answers anything but 200 or fails;
 a variant decided before its rule was active is skipped at the download when its form was
 seen; the skipped variant is recorded like a dupefilter skip, so a retiring rule refetches it."""
@@ -10,14 +10,18 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.utils.request import RequestFingerprinter, fingerprint
 
-from simhash_filter.crawl.fingerprinter import RuleFingerprinter
-from simhash_filter.crawl.form_first import FORM_OF_META_KEY, FormFirstMiddleware, SkippedLate
-from simhash_filter.crawl.request_filter import REQUEST_STATS, RequestFilter
-from simhash_filter.crawl.rule_book import RuleBook
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.requests.form_first import (
+    FORM_OF_META_KEY,
+    FormFirstMiddleware,
+    SkippedLate,
+)
+from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
+from simhash_filter.crawl.requests.rule_book import RuleBook
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 from simhash_filter.urls.sampling import is_sampled
-from tests.crawl.test_canonical_requests import _extension
+from tests.crawl.requests.test_canonical_requests import _extension
 
 H = "site.example"
 REPLY = UrlRule(H, PARAM, "/news/?replytocom")

@@ -2,12 +2,12 @@
 
 Page text → signature (:mod:`~simhash_filter.page.work`, in the page pool or a thread) →
 ``FingerprintStore.check_and_add`` (grouped into shared transactions by
-:class:`~simhash_filter.crawl.group_commit.GroupCommit`), then stats and logs (the outcomes:
-:mod:`simhash_filter.crawl.outcomes`). There is one ``PageFilter`` (and one store) per crawler,
-kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever components use it;
-the pipeline and the middleware are thin Scrapy adapters around it. A response checked by
-the middleware is handed on to the pipeline (:class:`~simhash_filter.crawl.handoff.Handoff`), so
-its item is not checked twice.
+:class:`~simhash_filter.crawl.pages.group_commit.GroupCommit`), then stats and logs (the
+outcomes: :mod:`simhash_filter.crawl.pages.outcomes`). There is one ``PageFilter`` (and one
+store) per crawler, kept on the crawler itself (:meth:`PageFilter.for_crawler`), whichever
+components use it; the pipeline and the middleware are thin Scrapy adapters around it. A
+response checked by the middleware is handed on to the pipeline
+(:class:`~simhash_filter.crawl.pages.handoff.Handoff`), so its item is not checked twice.
 """
 
 from __future__ import annotations
@@ -25,6 +25,20 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.core.signature import marks_listing
+from simhash_filter.crawl.config import Config, unknown_settings
+from simhash_filter.crawl.pages.error_log import RepeatedErrors
+from simhash_filter.crawl.pages.group_commit import (
+    LINGER,
+    MAX_BATCH,
+    GroupCommit,
+    StoreFactory,
+    StoreLike,
+)
+from simhash_filter.crawl.pages.handoff import Handoff
+from simhash_filter.crawl.pages.hints import declared_hint
+from simhash_filter.crawl.pages.journal import UncheckedJournal
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
@@ -37,15 +51,6 @@ from simhash_filter.store.records import (
     Verdict,
     VerdictKind,
 )
-
-from .config import Config, unknown_settings
-from .error_log import RepeatedErrors
-from .group_commit import LINGER, MAX_BATCH, GroupCommit, StoreFactory, StoreLike
-from .handoff import Handoff
-from .hints import declared_hint
-from .journal import UncheckedJournal
-from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .start_failure import report_start_failure
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

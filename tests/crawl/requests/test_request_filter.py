@@ -15,11 +15,11 @@ from w3lib.url import canonicalize_url
 
 from simhash_filter.crawl.addon import Addon
 from simhash_filter.crawl.config import Config
-from simhash_filter.crawl.fingerprinter import RuleFingerprinter
-from simhash_filter.crawl.outcomes import Outcome
-from simhash_filter.crawl.request_filter import REQUEST_STATS, RequestFilter
-from simhash_filter.crawl.rule_book import RuleBook, canonical_fingerprint
-from simhash_filter.crawl.rule_learner import RuleLearner
+from simhash_filter.crawl.pages.outcomes import Outcome
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
+from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
+from simhash_filter.crawl.requests.rule_book import RuleBook, canonical_fingerprint
+from simhash_filter.crawl.requests.rule_learner import RuleLearner
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, RuleState, UrlRule

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from .outcomes import FilterResult
+from simhash_filter.crawl.pages.outcomes import FilterResult
 
 __all__ = ["HANDOFF_SIZE", "Handoff"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from simhash_filter.crawl.group_commit import MAX_BATCH, GroupCommit
+from simhash_filter.crawl.pages.group_commit import MAX_BATCH, GroupCommit
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.records import PageRow, Verdict
 

@@ -1,13 +1,14 @@
 """``RequestFilter``: what the URL rules skip, counted, recorded, and given back when wrong.
 
 The skipping itself is Scrapy's: the scheduler's dupefilter asks the
-:class:`~simhash_filter.crawl.fingerprinter.RuleFingerprinter` for a request's fingerprint,
+:class:`~simhash_filter.crawl.requests.fingerprinter.RuleFingerprinter` for a request's fingerprint,
 which is its canonical form's, and drops a variant whose form was seen. This extension
 listens to the scheduler (``request_scheduled``, ``request_dropped``): a dropped request that
 a rule mapped is a **skip** (``simhash_filter/requests/skipped/<reason>``: ``tracking``,
 ``session`` or ``rule``; the first logged at INFO with a hint, like Scrapy's dupefilter, the
 others at DEBUG under ``SIMHASH_FILTER_DEBUG``), recorded under its rules in the store. It
-feeds the page filter's verdicts to the :class:`~simhash_filter.crawl.rule_learner.RuleLearner`
+feeds the page filter's verdicts to the
+:class:`~simhash_filter.crawl.requests.rule_learner.RuleLearner`
 (in a thread of its own) and, when a counterexample retires a rule, schedules the requests
 that rule skipped again (``dont_filter``; ``simhash_filter/requests/refetched``).
 """
@@ -23,17 +24,16 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.pages.filter import PageFilter, _result
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.requests.rule_book import CANONICAL, RequestForm, RuleBook
+from simhash_filter.crawl.requests.rule_learner import RetiredRule, RuleLearner
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
-
-from .config import Config
-from .filter import PageFilter, _result
-from .outcomes import STATS_PREFIX, FilterResult, Outcome
-from .rule_book import CANONICAL, RequestForm, RuleBook
-from .rule_learner import RetiredRule, RuleLearner
 
 if TYPE_CHECKING:
     from typing import Self

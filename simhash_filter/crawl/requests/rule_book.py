@@ -20,11 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.pages.detours import DETOUR_META_KEY
 from simhash_filter.urls.ruleset import RuleSet, UrlForm, canonical_host, url_host
 from simhash_filter.urls.sampling import is_sampled
-
-from .config import Config
-from .detours import DETOUR_META_KEY
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -220,8 +219,8 @@ class RuleBook:
 
     def note_form_fetched(self, url: str) -> None:
         """The form ``url`` is downloaded under its own URL in place of a variant mapped onto
-        it (:mod:`~simhash_filter.crawl.form_first`): a page naming it its canonical needs no
-        fetch of it again."""
+        it (:mod:`~simhash_filter.crawl.requests.form_first`): a page naming it its canonical
+        needs no fetch of it again."""
         self._fetched_forms.add(hash(url))  # one set.add: safe beside the reactor's reads
 
     def form_fetched(self, url: str) -> bool:

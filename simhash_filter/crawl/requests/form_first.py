@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from .config import Config
-from .outcomes import STATS_PREFIX
-from .rule_book import RuleBook, canonical_fingerprint
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
+from simhash_filter.crawl.requests.rule_book import RuleBook, canonical_fingerprint
 
 if TYPE_CHECKING:
     from typing import Self

@@ -3,9 +3,9 @@
 The add-on sets it as ``REQUEST_FINGERPRINTER_CLASS`` (unless the project set its own), so
 everything in Scrapy that asks for a request's fingerprint (the scheduler's dupefilter,
 ``JOBDIR``'s ``requests.seen``, the HTTP cache, scrapy-redis through
-:class:`~simhash_filter.crawl.redis_dupefilter.RedisDupeFilter`) sees a URL variant as the
+:class:`~simhash_filter.crawl.requests.redis_dupefilter.RedisDupeFilter`) sees a URL variant as the
 page it is a variant of, and skips it natively. A request no rule changes, or one
-fingerprinted by its own URL (:class:`~simhash_filter.crawl.rule_book.RuleBook`), gets
+fingerprinted by its own URL (:class:`~simhash_filter.crawl.requests.rule_book.RuleBook`), gets
 exactly Scrapy's default fingerprint, so turning the filter off or on keeps a ``JOBDIR``. The
 target of a redirect from a URL of its own canonical form gets a fingerprint of its own:
 ``/a?utm_source=x`` marked ``/a`` seen, and its redirect to ``/a`` must still be fetched; so
@@ -22,8 +22,13 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.request import RequestFingerprinter
 
-from .config import Config
-from .rule_book import CANONICAL, REDIRECT, RuleBook, canonical_fingerprint
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.requests.rule_book import (
+    CANONICAL,
+    REDIRECT,
+    RuleBook,
+    canonical_fingerprint,
+)
 
 if TYPE_CHECKING:
     from typing import Self

@@ -15,10 +15,10 @@ from support.helpers import filter_stats, open_middleware, run
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from crawler.testsite import blog_template, news_template, portal_template
 from simhash_filter import Addon
-from simhash_filter.crawl.detours import CanonicalFirst
-from simhash_filter.crawl.form_first import FormFirstMiddleware
-from simhash_filter.crawl.middleware import NearDuplicateMiddleware
-from simhash_filter.crawl.pipeline import NearDuplicate, NearDuplicatePipeline
+from simhash_filter.crawl.pages.detours import CanonicalFirst
+from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
+from simhash_filter.crawl.pages.pipeline import NearDuplicate, NearDuplicatePipeline
+from simhash_filter.crawl.requests.form_first import FormFirstMiddleware
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.reports import iter_pages
 

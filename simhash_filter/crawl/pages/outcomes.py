@@ -34,7 +34,8 @@ Outcomes (each one a stat under ``simhash_filter/``; they are disjoint):
   (``FAIL_OPEN = False``: nothing unchecked gets through; the page is not in the index, so
   a later crawl checks it again). One bad page never stops a crawl. The first error of each
   kind is logged with its traceback, the next ones as one line per kind with a count
-  (:class:`~simhash_filter.crawl.error_log.RepeatedErrors`): a full disk does not flood the log.
+  (:class:`~simhash_filter.crawl.pages.error_log.RepeatedErrors`): a full disk does not flood
+  the log.
 
 Caps a page met on the way (``capped/<cap>``, not disjoint; :mod:`simhash_filter.page.extract`,
 :mod:`simhash_filter.core.text`): ``bytes`` (``MAX_BYTES``), ``elements`` (the tree cut after

@@ -44,7 +44,7 @@ REPLAY_META_KEY = "simhash_filter_replay"
 
 
 class CanonicalFirst(IgnoreRequest):
-    """The variant's response waits for its canonical (``simhash_filter.crawl.detours``); its
+    """The variant's response waits for its canonical (``simhash_filter.crawl.pages.detours``); its
     request is replayed once the canonical's outcome is known. An errback sees this first."""
 
 

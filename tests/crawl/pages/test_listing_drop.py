@@ -26,7 +26,7 @@ import random
 import pytest
 from support.helpers import filter_stats, make_pipeline, run
 
-from simhash_filter.crawl.pipeline import NearDuplicate
+from simhash_filter.crawl.pages.pipeline import NearDuplicate
 
 SITE = "http://blog.example"
 _SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]

@@ -1,6 +1,6 @@
 """``RuleLearner``: site rules learned from the crawl's own verdicts, kept honest by them.
 
-Every recorded page (:class:`~simhash_filter.crawl.outcomes.FilterResult`) is evidence:
+Every recorded page (:class:`~simhash_filter.crawl.pages.outcomes.FilterResult`) is evidence:
 
 - a page **dropped** as a copy of a kept page is a pair with the same content: it proposes
   candidate rules (:func:`~simhash_filter.urls.learning.candidate_rules`) and supports every
@@ -31,6 +31,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.pages.outcomes import Outcome
+from simhash_filter.crawl.requests.rule_book import RuleBook
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.learning import (
@@ -43,10 +46,6 @@ from simhash_filter.urls.learning import (
 )
 from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
-
-from .config import Config
-from .outcomes import Outcome
-from .rule_book import RuleBook
 
 __all__ = ["RELOAD_SECONDS", "RetiredRule", "RuleLearner"]
 
