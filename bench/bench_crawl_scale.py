@@ -13,8 +13,8 @@ the process's CPU (its threads, not the page workers), RSS, and the learner's ba
 (``simhash_filter/rules/backlog``); the table shows per crawl: pages, CPU ms a page over the
 whole crawl and in its second and last tenth, pages/min in the second and last tenth, RSS at
 the end and its growth over the last two thirds, the largest learner backlog, pages
-unchecked, and the seconds from the last response to the spider's close and to the
-process's exit.
+unchecked, and the seconds from the last response to ``Spider closed`` in the log and to
+the process's exit.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def crawl(
         "LOG_LEVEL": "INFO",
         "LOG_FILE": workdir / "crawl.log",
         "LOG_FILE_APPEND": False,
+        "LOG_FORMAT": "%(created).3f [%(name)s] %(levelname)s: %(message)s",
         "TELNETCONSOLE_ENABLED": False,
         "STATS_FILE": stats_path,
         "EXTENSIONS": json.dumps({"crawler.extensions.StatsFile": 500}),
@@ -133,7 +134,9 @@ def crawl(
     stats = dict(json.loads(stats_path.read_text()))
     lines = [json.loads(line) for line in samples.read_text().splitlines()]
     log = (workdir / "crawl.log").read_text(errors="replace")
+    closed = [line for line in log.splitlines() if "] INFO: Spider closed" in line]
     return {
+        "spider_closed": float(closed[-1].split(" ", 1)[0]) if closed else float("nan"),
         "stats": stats,
         "samples": lines,
         "exited": exited,
@@ -178,7 +181,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "rss_growth_mib": (third[-1]["rss_kib"] - third[0]["rss_kib"]) / 1024 if third else 0,
         "backlog_max": max(s["backlog"] for s in samples),
         "unchecked": sum(v for k, v in stats.items() if k.startswith("simhash_filter/unchecked/")),
-        "to_close_s": closed["time"] - last,
+        "to_close_s": result["spider_closed"] - last,
         "to_exit_s": result["exited"] - last,
         "skipped": sum(
             v for k, v in stats.items() if k.startswith("simhash_filter/requests/skipped/")
