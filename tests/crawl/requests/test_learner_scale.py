@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Request
+from scrapy.utils.request import RequestFingerprinter
 from scrapy.utils.test import get_crawler
 from sqlalchemy import event
 
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
-from simhash_filter.crawl.requests import rule_learner
+from simhash_filter.crawl.requests import rule_book, rule_learner
+from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.request_filter import (
     MAX_BACKLOG,
     RULE_STATS,
@@ -203,3 +206,15 @@ def test_the_images_remembered_are_bounded(tmp_path: Path, monkeypatch: pytest.M
     for k in range(1, 40):  # kept: what the candidates map them onto is remembered
         crawl.keep(f"http://{H}/doc/{k}?view=v{k}")
     assert len(crawl.learner._images) == 10
+
+
+def test_the_fingerprints_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rule_book, "MAX_FINGERPRINTS", 8)
+    book = RuleBook(Config())
+    fingerprinter = RuleFingerprinter(book, RequestFingerprinter())
+    for k in range(30):
+        fingerprinter.fingerprint(Request(f"http://{H}/p/{k}"))
+    assert len(book._given) <= 8
+    assert len(book._prints) <= 8
+    assert book.decide(Request(f"http://{H}/p/29")).repeat  # the newest are remembered
+    assert not book.decide(Request(f"http://{H}/p/0")).repeat
