@@ -152,7 +152,7 @@ class RuleLearner:
         """Requests the scheduler skipped under these rules (written with the next evidence,
         or by :meth:`flush`)."""
         self._pending_skips.extend(skips)
-        if len(self._pending_skips) >= 100 * self._batch:
+        if len(self._pending_skips) >= 1_000:
             self.flush()
 
     def flush(self) -> list[RetiredRule]:
