@@ -90,6 +90,12 @@ class ScaleSpider(scrapy.Spider):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._sample("closed")
+        trace = os.environ.get("SCALE_TRACEMALLOC")  # PYTHONTRACEMALLOC=1 set: where is RSS
+        if trace:
+            import tracemalloc
+
+            top = tracemalloc.take_snapshot().statistics("filename")[:30]
+            Path(trace).write_text("\n".join(str(stat) for stat in top))
 
 
 def crawl(
