@@ -26,7 +26,6 @@ from scrapy.utils.request import RequestFingerprinter
 from scrapy.utils.test import get_crawler
 
 from bench._common import machine, write_results
-from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.request_filter import RequestFilter
 from simhash_filter.crawl.requests.rule_book import RuleBook
@@ -71,8 +70,7 @@ def make_requests(count: int, seed: int) -> list[Request]:
 
 def rule_variant(rules: list[UrlRule]) -> Callable[[Request], object]:
     crawler = get_crawler(settings_dict={"SIMHASH_FILTER_DATABASE_URL": "sqlite:///unused.db"})
-    config = Config()
-    book = RuleBook.for_crawler(crawler, config)
+    book = RuleBook.for_crawler(crawler)
     book.set_rules(RuleSet(rules))
     fingerprinter = RuleFingerprinter(book, RequestFingerprinter())
     extension = RequestFilter.from_crawler(crawler)

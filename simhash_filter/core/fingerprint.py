@@ -52,7 +52,7 @@ class Fingerprinter:
         machine_text: ``drop`` (default) removes URLs, e-mail addresses, Markdown link
             targets and HTML tags before tokenizing (:func:`.text.strip_machine_text`);
             ``keep`` fingerprints them like words.
-        segmenter: ``jieba`` (default) or ``rjieba`` (jieba-rs; :mod:`.segment`) for Han runs.
+        segmenter: ``rjieba`` (jieba-rs, default) or ``jieba`` (:mod:`.segment`) for Han runs.
     """
 
     def __init__(

@@ -5,9 +5,8 @@ jieba's tokenizer is made and its dictionary loaded once per dictionary, on firs
 :func:`segment_function`; this module imports nothing of the package.
 
 ``rjieba`` is the Python binding of jieba-rs, a Rust port of jieba with the same dictionary
-and HMM: on the Han runs this project segments it gave the same words as jieba on every
-Chinese and Japanese text of the public data (5,118 texts, 4.0 M tokens, 0 differing; see
-bench/history/cost.md), 4.7x faster, so it is the default. The segmenter is
+and HMM: it gave jieba's words on every Chinese and Japanese text of the public data, several
+times faster (bench/history/cost.md, 2026-11-26), so it is the default. The segmenter is
 named in the fingerprint spec, so a database never mixes the two: identical output on the
 data measured is not a proof of identical output on every text. ``jieba`` stays for a custom
 dictionary (``SIMHASH_FILTER_SEGMENTER = "jieba"``).

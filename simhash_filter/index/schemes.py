@@ -30,7 +30,7 @@ The simhash schemes ignore the sketch.
 Keys are plain unsigned ints, compact (at most ``bits`` wide, usually far fewer), so a
 database stores them in few bytes. Pure code: no I/O, no state beyond the frozen scheme.
 The measured cost of each (rows and bytes per page, candidates, latency) is in
-bench/README.md.
+bench/history/index.md.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ __all__ = [
 PERMUTED_MAX_DEFAULT_DISTANCE = 4
 """The largest k whose default scheme is the permuted tables (C(b, k) rows a page grow
 too fast beyond it: 21 tables at k=5, 120 at k=7); larger k get multi-index hashing
-(bench/README.md compares them)."""
+(bench/history/index.md compares them)."""
 
 
 def default_index(max_distance: int, *, sketches: bool = False) -> str:

@@ -259,7 +259,7 @@ def default_multi_index_blocks(bits: int = 64, max_distance: int = DEFAULT_MAX_D
     Narrower blocks probe fewer keys but share each key with more stored pages: at
     k = 5..8 and a million pages or more, 3 blocks read the fewest rows per query; at
     k = 9 they probe 2,258 keys, which costs PostgreSQL its per-key locks and its probe
-    time, while 4 blocks probe 308 (bench/README.md, "Index schemes for larger k")."""
+    time, while 4 blocks probe 308 (bench/history/index.md, 2026-11-22)."""
     blocks = max(1, round(bits / 21))
     while blocks < bits and _probe_count(bits, max_distance, blocks) > MAX_DEFAULT_PROBES:
         blocks += 1

@@ -126,7 +126,7 @@ def _exact_signature(
 
 
 def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> PageWork:
-    """:func:`work_page` on a :class:`~simhash_filter.page.worker.PageJob` (what a page worker
+    """:func:`work_page` on a :class:`PageJob` (what a page worker
     receives, and what ``import`` runs in-process with ``--jobs 1``)."""
     return work_page(
         fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text

@@ -5,8 +5,8 @@ UNCHANGED or CHANGED on the "sqlalchemy" and "pg-pipeline" write paths (write_pa
 batch's own earlier rows (the paper's batch mode), so ``add_many(rows)`` returns exactly
 the verdicts ``check_and_add`` would have returned row by row; ``check_and_add`` is a
 batch of one. The "pg-function" path makes the same decision in SQL
-(decide_function.sql); the equivalence tests (tests/test_pg_path.py,
-tests/test_pg_function.py) pin that the two agree.
+(decide_function.sql); the equivalence tests (tests/store/test_pg_path.py,
+tests/store/test_pg_function.py) pin that the two agree.
 
 It never touches SQL: it works on what a :class:`BatchIO` reads for it
 (statements.py's ``SqlBatchIO`` on a SQLAlchemy connection, pg_pipeline.py's

@@ -3,7 +3,7 @@
 With SQLite's default, the commit that takes the WAL past 1,000 frames copies them into
 the database file and syncs it before it returns: at 10M stored pages that is ~70 KB of
 scattered writes and an fsync a page inside the writer, most of a bulk add's wait and a
-check's p99 (bench/README.md, "What still grows at 10M"). SQLite's documentation suggests
+check's p99 (bench/history/scale.md, 2026-11-24). SQLite's documentation suggests
 the alternative used here: the store's connections checkpoint only as a backstop
 (:data:`BACKSTOP_FRAMES`), and this thread runs a PASSIVE checkpoint every
 :data:`INTERVAL_S` seconds on a connection of its own. PASSIVE never waits for readers or

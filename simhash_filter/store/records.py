@@ -74,7 +74,8 @@ class Match:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The outcome of one ``check_and_add``."""
+    """The store's verdict on one page: what ``check_and_add`` found and did (the Scrapy
+    side turns it into an :class:`~simhash_filter.crawl.pages.outcomes.Outcome`)."""
 
     kind: VerdictKind
     url: str  # canonical URL

@@ -1,11 +1,11 @@
 """The PostgreSQL settings that decide whether a check costs the same on a large index.
 
 A check changes about 20 leaves of the store's indexes at random. Two server settings then
-decide whether its cost grows with the database (bench/README.md, "What grows on
-PostgreSQL at 10M"): ``shared_buffers`` (a leaf outside it is read from the OS cache, and
-a buffer, often dirty, evicted for it) and the checkpoint distance (``max_wal_size``: the
-first change to a page after a checkpoint writes the whole page into the WAL, so when
-checkpoints come before the leaves are changed again, almost every change does).
+decide whether its cost grows with the database (bench/history/scale.md, 2026-11-25):
+``shared_buffers`` (a leaf outside it is read from the OS cache, and a buffer, often dirty,
+evicted for it) and the checkpoint distance (``max_wal_size``: the first change to a page
+after a checkpoint writes the whole page into the WAL, so when checkpoints come before the
+leaves are changed again, almost every change does).
 ``stats`` shows them beside the indexes' size, with :func:`advice` (docs/distributed.md).
 """
 
@@ -29,8 +29,8 @@ SETTINGS = text(
 WAL_PER_INDEX = 2
 """``max_wal_size`` below this many times the indexes' bytes draws :func:`advice`: a
 checkpoint starts about every ``max_wal_size / 2`` of WAL, too soon for the leaves to be
-changed again before it (measured: 14–16 full-page images a check at 1M and 10M pages with
-1 GB, 0.1–1.8 at 10M with 20 GB)."""
+changed again before it: most of a check's changes then write whole pages into the WAL
+(bench/history/scale.md, 2026-11-25)."""
 
 
 class ServerSettings(NamedTuple):

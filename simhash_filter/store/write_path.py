@@ -12,7 +12,7 @@
 ===============  ========================================  ==================================
 
 Every path takes the same advisory locks and writes the same rows; the equivalence tests
-(tests/test_pg_path.py, tests/test_pg_function.py) pin that the Python and the SQL
+(tests/store/test_pg_path.py, tests/store/test_pg_function.py) pin that the Python and the SQL
 decisions agree. ``near()`` goes through the path too: the PostgreSQL paths filter by
 distance on the server.
 """

@@ -235,7 +235,7 @@ def test_a_new_database_gets_the_same_defaults_from_import_and_the_crawl(
         "SIMHASH_FILTER_MAX_DISTANCE": max_distance,
     }
     crawler = get_crawler(settings_dict=settings)
-    page_filter = PageFilter.for_crawler(crawler, Config.from_settings(crawler.settings))
+    page_filter = PageFilter.for_crawler(crawler)
     page_filter.open()
     page_filter.close()
     with (

@@ -38,6 +38,7 @@ from simhash_filter.crawl.pages.handoff import Handoff
 from simhash_filter.crawl.pages.hints import declared_hint
 from simhash_filter.crawl.pages.journal import UncheckedJournal
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
@@ -58,12 +59,10 @@ if TYPE_CHECKING:
 
     from simhash_filter.core.fingerprint import Fingerprinter
 
-__all__ = ["CRAWLER_ATTRIBUTE", "WORKER_STATS", "PageFilter"]
+__all__ = ["WORKER_STATS", "PageFilter"]
 
 logger = logging.getLogger(__name__)
 
-CRAWLER_ATTRIBUTE = "_simhash_filter_page_filter"
-"""The crawler attribute that holds its one :class:`PageFilter` (:meth:`PageFilter.for_crawler`)."""
 WORKER_STATS = STATS_PREFIX + "workers/"
 """Prefix of the page pool's stats: ``pages`` signed in workers, their ``cpu_ms`` (CPU time
 in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``wait_ms``
@@ -140,23 +139,22 @@ class PageFilter:
         """Called with every recorded result (the URL rules learn from the verdicts)."""
 
     @classmethod
-    def for_crawler(cls, crawler: Crawler, config: Config) -> PageFilter:
-        """The crawler's one filter, shared by every component: made by the first component
-        that asks (with the ``config`` its ``from_crawler`` read) and kept on the crawler
-        (:data:`CRAWLER_ATTRIBUTE`), so it lives and dies with the crawler and two crawlers
-        in one process never share one."""
-        page_filter: PageFilter | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
-        if page_filter is None:
-            assert crawler.stats is not None
-            page_filter = cls(config, crawler.stats)
-            setattr(crawler, CRAWLER_ATTRIBUTE, page_filter)
-            for unknown in unknown_settings(crawler.settings):  # once a crawler
-                logger.warning(
-                    "simhash_filter: unknown setting %s is ignored%s",
-                    unknown.name,
-                    f" (did you mean {unknown.nearest}?)" if unknown.nearest else "",
-                )
-        return page_filter
+    def for_crawler(cls, crawler: Crawler) -> PageFilter:
+        """The crawler's one filter, shared by every component (made by the first that asks:
+        :mod:`~simhash_filter.crawl.per_crawler`)."""
+        return crawler_shared(crawler, PageFilter, lambda: cls._made_for(crawler))
+
+    @classmethod
+    def _made_for(cls, crawler: Crawler) -> PageFilter:
+        assert crawler.stats is not None
+        config = crawler_config(crawler)
+        for unknown in unknown_settings(crawler.settings):  # once a crawler
+            logger.warning(
+                "simhash_filter: unknown setting %s is ignored%s",
+                unknown.name,
+                f" (did you mean {unknown.nearest}?)" if unknown.nearest else "",
+            )
+        return cls(config, crawler.stats)
 
     def _open_store(self) -> StoreLike:
         return self.config.open_store(self.fingerprinter.spec)

@@ -14,8 +14,9 @@ for one more lock timeout in all, and the pages left get the error.
 
 A transaction also *lingers* before it starts, at most :data:`LINGER` seconds, while more
 pages are on their way (``more_coming``: the filter's pages in the page work): in a crawl
-bound by the page work a page arrives every 10-40 ms and a transaction takes ~1 ms, so
-without it most transactions carry one page, each paying the transaction's fixed cost.
+bound by the page work pages arrive far apart next to a transaction's time, so without it
+most transactions carry one page, each paying the transaction's fixed cost
+(bench/history/cost.md, 2026-11-27).
 The verdicts are the same (``add_many`` in arrival order); only the first page of a
 transaction waits, by the bound at most.
 """

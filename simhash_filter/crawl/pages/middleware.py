@@ -45,8 +45,8 @@ from simhash_filter.crawl.pages.detours import (
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded
-from simhash_filter.crawl.start_failure import crawl_config
 from simhash_filter.store.hints import hint_key
 from simhash_filter.store.urls import url_domain
 
@@ -81,10 +81,10 @@ class NearDuplicateMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = crawl_config(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        middleware = cls(PageFilter.for_crawler(crawler, config), crawler)
+        middleware = cls(PageFilter.for_crawler(crawler), crawler)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)

@@ -21,8 +21,8 @@ from scrapy.utils.asyncio import run_in_thread
 from simhash_filter.crawl.pages.error_log import first_line
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded
-from simhash_filter.crawl.start_failure import crawl_config
 from simhash_filter.page.work import has_text
 
 if TYPE_CHECKING:
@@ -81,10 +81,10 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = crawl_config(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
-        return cls(PageFilter.for_crawler(crawler, config), crawler)
+        return cls(PageFilter.for_crawler(crawler), crawler)
 
     async def open_spider(self) -> None:
         await run_in_thread(self.filter.open)

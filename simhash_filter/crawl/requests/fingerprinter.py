@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.request import RequestFingerprinter
 
-from simhash_filter.crawl.config import Config
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.requests.rule_book import (
     CANONICAL,
     REDIRECT,
@@ -48,9 +48,9 @@ class RuleFingerprinter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawler_config(crawler)
         on = config.enabled and config.request_filter
-        return cls(RuleBook.for_crawler(crawler, config) if on else None, RequestFingerprinter())
+        return cls(RuleBook.for_crawler(crawler) if on else None, RequestFingerprinter())
 
     def fingerprint(self, request: Request) -> bytes:
         """The default fingerprint of the request's canonical form (of its own URL when no

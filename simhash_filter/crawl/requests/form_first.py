@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.requests.rule_book import RuleBook, canonical_fingerprint
 
 if TYPE_CHECKING:
@@ -57,11 +57,11 @@ class FormFirstMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawler_config(crawler)
         if not (config.enabled and config.request_filter and config.form_first):
             raise NotConfigured("SIMHASH_FILTER_FORM_FIRST is off")
         assert crawler.stats is not None
-        return cls(RuleBook.for_crawler(crawler, config), crawler.stats)
+        return cls(RuleBook.for_crawler(crawler), crawler.stats)
 
     def process_request(self, request: Request) -> Request | None:
         """The form's request in place of a mapped variant's (None: download it as it is).

@@ -29,9 +29,9 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
-from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.filter import PageFilter, _result
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.requests.rule_book import CANONICAL, RequestForm, RuleBook
 from simhash_filter.crawl.requests.rule_learner import RetiredRule, RuleLearner
 from simhash_filter.store import FingerprintStore
@@ -88,13 +88,13 @@ class RequestFilter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = Config.from_settings(crawler.settings)
+        config = crawler_config(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         if not config.request_filter:
             raise NotConfigured("SIMHASH_FILTER_REQUEST_FILTER is False")
-        book = RuleBook.for_crawler(crawler, config)
-        extension = cls(crawler, book, PageFilter.for_crawler(crawler, config))
+        book = RuleBook.for_crawler(crawler)
+        extension = cls(crawler, book, PageFilter.for_crawler(crawler))
         book.form_taken.append(extension.form_taken)
         book.rules_changed.append(extension.count_active)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)

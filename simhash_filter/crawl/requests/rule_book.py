@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.detours import DETOUR_META_KEY
+from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.urls.ruleset import RuleSet, UrlForm, canonical_host, url_host
 from simhash_filter.urls.sampling import is_sampled
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANONICAL",
-    "CRAWLER_ATTRIBUTE",
     "MAX_CANONICALS",
     "MAX_FINGERPRINTS",
     "REDIRECT",
@@ -41,7 +41,6 @@ __all__ = [
     "canonical_fingerprint",
 ]
 
-CRAWLER_ATTRIBUTE = "_simhash_filter_rule_book"
 REDIRECT = "redirect"
 CANONICAL = "canonical"
 MAX_CANONICALS = 100_000
@@ -106,13 +105,10 @@ class RuleBook:
         (form first), or seen already (with the form it was decided to then)."""
 
     @classmethod
-    def for_crawler(cls, crawler: Crawler, config: Config | None = None) -> RuleBook:
-        """The crawler's one rule book, made by the first component that asks."""
-        book: RuleBook | None = getattr(crawler, CRAWLER_ATTRIBUTE, None)
-        if book is None:
-            book = cls(config or Config.from_settings(crawler.settings))
-            setattr(crawler, CRAWLER_ATTRIBUTE, book)
-        return book
+    def for_crawler(cls, crawler: Crawler) -> RuleBook:
+        """The crawler's one rule book, made by the first component that asks
+        (:mod:`~simhash_filter.crawl.per_crawler`)."""
+        return crawler_shared(crawler, RuleBook, lambda: cls(crawler_config(crawler)))
 
     def set_rules(self, ruleset: RuleSet) -> None:
         """Use these rules from now on (one assignment: readers see the old or the new), and
