@@ -4,6 +4,7 @@ written in batches through the store's writer queue, bounded memory."""
 from __future__ import annotations
 
 import random
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,43 @@ def test_the_fingerprints_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch
     assert len(book._prints) <= 8
     assert book.decide(Request(f"http://{H}/p/29")).repeat  # the newest are remembered
     assert not book.decide(Request(f"http://{H}/p/0")).repeat
+
+
+def test_a_page_check_meeting_a_rule_write_waits_for_it_and_is_checked(tmp_path: Path) -> None:
+    """One process, SQLite, a short lock timeout: a page check arrives while the learner's
+    transaction holds the write lock. It waits in the writer queue for the rule write and
+    gets its verdict; before, it waited in SQLite's busy wait and failed (StoreBusy: the
+    page passed unchecked)."""
+    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'rules.db'}?timeout=0.3", spec="test")
+    rules = UrlRuleStore(store)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("INSERT INTO url_rules") and not release.is_set():
+            inside.set()
+            release.wait(10)  # the rule write holds the lock until the page check is done
+
+    event.listen(store.engine, "before_cursor_execute", hold)
+    writer = threading.Thread(
+        target=rules.record, args=([RuleDelta(UrlRule(H, PARAM, "/a/?ref"), witnesses=("x",))],)
+    )
+    writer.start()
+    assert inside.wait(10)
+    verdicts: list[object] = []
+    page = threading.Thread(
+        target=lambda: verdicts.append(_checked(store, f"http://{H}/a/news.html"))
+    )
+    page.start()
+    page.join(2)  # past the lock timeout: a check in SQLite's busy wait has failed by now
+    release.set()
+    page.join(10)
+    writer.join(10)
+    assert verdicts == [True]
+    store.close()
+
+
+def _checked(store: FingerprintStore, url: str) -> object:
+    try:
+        return store.check_and_add(url, 12345).admitted
+    except Exception as exc:  # StoreBusy: the page would pass unchecked
+        return exc
