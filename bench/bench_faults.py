@@ -1,5 +1,6 @@
 """Faults in real crawls, measured: a table lock, a stuck peer, a PostgreSQL restart and
-outage, a Redis restart without persistence (issue 32's scenarios).
+outage, a Redis restart without persistence (issue 32's scenarios); Redis down past
+``DISTRIBUTED_REDIS_OUTAGE`` and a crawler stopped inside the keep policy's swap (issue 41's).
 
     .venv/bin/python -m bench.bench_faults                          # every scenario, head
     .venv/bin/python -m bench.bench_faults --base /path/to/old/checkout --rounds 2
@@ -45,6 +46,7 @@ from bench._common import REDIS_URL, ROOT, machine, write_results
 from crawler.distributed import RedisKeys, clear, seed
 from crawler.services import admin_statement, create_pg_database, drop_pg_database
 from crawler.testsite import SiteServer, build_site
+from crawler.testsite.aliasing import AliasingSite, generated_corpus
 
 sys.path.insert(0, str(ROOT / "tests"))  # the index checks and throw-away servers the tests use
 from support.distributed import is_copy as rule_calls_copies
@@ -164,6 +166,8 @@ class Result:
     error_lines: int = 0
     tracebacks: int = 0
     pages_fetched: int = 0  # distinct paths (a clean crawl of the site fetches 538)
+    redis_warnings: list[int] = field(default_factory=list)  # a worker's Redis WARNING lines
+    recovery_lines: list[int] = field(default_factory=list)  # its "answers again" lines
 
 
 def measure(result: Result, crawlers: list[Crawler], db_url: str | None) -> Result:
@@ -277,34 +281,47 @@ def outage(checkout: Path, folder: Path, variant: str) -> Result:
     return pg_restart(checkout, folder, variant, down=20.0)
 
 
+def redis_workers(
+    checkout: Path, folder: Path, redis_url: str, site: SiteServer, db: str, n: int, **more: object
+) -> tuple[RedisKeys, list[Crawler]]:
+    """``n`` ``site_redis`` workers on ``redis_url`` under fresh keys, the site seeded."""
+    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
+    seed(redis_url, keys.start_urls, [site.base_url + "/"])
+    settings = {
+        "SIMHASH_FILTER_DATABASE_URL": db,
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": keys.prefix,
+        "DISTRIBUTED_IDLE_TIMEOUT": 5,
+        **more,
+    }
+    crawlers = [
+        start(checkout, folder / f"w{i}", ["crawl", "site_redis"], settings) for i in range(n)
+    ]
+    return keys, crawlers
+
+
+def wait_or_kill(crawlers: list[Crawler], deadline: float) -> None:
+    """Wait for every crawler until ``deadline`` (``time.time()``); SIGKILL the rest."""
+    for crawler in crawlers:
+        try:
+            crawler.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            crawler.signal(signal.SIGKILL)
+            crawler.wait()
+
+
 def redis_restart(checkout: Path, folder: Path, variant: str, workers: int = 3) -> Result:
     """Three ``site_redis`` workers on a throw-away Redis without persistence, restarted
     when a quarter of the site is fetched."""
     db = create_pg_database("sf_bench")
-    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
     try:
         with PrivateRedis(persistent=False) as redis_server, site_of() as (site, total):
-            seed(redis_server.url(), keys.start_urls, [site.base_url + "/"])
-            settings = {
-                "SIMHASH_FILTER_DATABASE_URL": db,
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 5,
-            }
-            crawlers = [
-                start(checkout, folder / f"w{n}", ["crawl", "site_redis"], settings)
-                for n in range(workers)
-            ]
+            _keys, crawlers = redis_workers(checkout, folder, redis_server.url(), site, db, workers)
             wait_until(lambda: fetched(site) >= total // 4)
             began = time.time()
             redis_server.restart()
             result = Result("Redis restart, no persistence", variant, time.time() - began)
-            for crawler in crawlers:
-                try:
-                    crawler.wait(timeout=300)
-                except subprocess.TimeoutExpired:
-                    crawler.signal(signal.SIGKILL)
-                    crawler.wait()
+            wait_or_kill(crawlers, time.time() + 300)
             result.pages_fetched = len({p for p, _a in site.hits if p != "/robots.txt"})
         return measure(result, crawlers, db)
     finally:
@@ -394,12 +411,118 @@ def stuck_peer(checkout: Path, folder: Path, variant: str, hold: float = 60.0) -
             admin_statement(PG_ADMIN, f"DROP ROLE IF EXISTS {role}")
 
 
+def redis_gone(checkout: Path, folder: Path, variant: str, workers: int = 3) -> Result:
+    """Three ``site_redis`` workers, ``DISTRIBUTED_REDIS_OUTAGE = 10``; Redis shut down for
+    good when a quarter of the site is fetched: does every worker close, and with how many
+    warning lines? (A worker still running 60 s after the shutdown is killed.)"""
+    db = create_pg_database("sf_bench")
+    try:
+        with PrivateRedis(persistent=True) as redis_server, site_of() as (site, total):
+            _keys, crawlers = redis_workers(
+                checkout, folder, redis_server.url(), site, db, workers, DISTRIBUTED_REDIS_OUTAGE=10
+            )
+            wait_until(lambda: fetched(site) >= total // 4)
+            began = time.time()
+            redis_server.stop()
+            result = Result("Redis down past the limit (10 s)", variant, 0.0, began)
+            wait_or_kill(crawlers, began + 60)
+            result.fault_seconds = time.time() - began
+            result.pages_fetched = len({p for p, _a in site.hits if p != "/robots.txt"})
+        for crawler in crawlers:
+            lines = crawler.log.splitlines()
+            result.redis_warnings.append(
+                sum(" WARNING: " in line and "Redis" in line for line in lines)
+            )
+            result.recovery_lines.append(sum("answers again" in line for line in lines))
+        return measure(result, crawlers, db)
+    finally:
+        drop_pg_database(db)
+
+
+IN_THE_SWAP = (
+    "SELECT count(*) FROM pg_stat_activity a WHERE a.application_name = %s "
+    "AND a.state = 'idle in transaction' AND EXISTS (SELECT 1 FROM pg_locks l "
+    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted "
+    "AND l.mode = 'ExclusiveLock')"
+)
+"""A session between two round trips of a transaction holding exclusive advisory locks: on
+the default pg-function path only the keep policy's swap does that (store/supersede.py; the
+URL rules' writes hold the database-wide lock shared, as every single write does)."""
+
+
+def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float = 30.0) -> Result:
+    """Two ``site_redis`` workers on the default (pg-function) path over the aliasing site
+    (canonical hints), the keep policy ``canonical``, variants before their canonical
+    (``FORM_FIRST`` off); one is SIGSTOPped between two round trips of its swap (advisory
+    locks held), for ``hold`` s: what does the other one do?"""
+    db = create_pg_database("sf_bench")
+    keys = RedisKeys(f"bench-faults-{uuid.uuid4().hex[:8]}")
+    site = AliasingSite(generated_corpus(120)).serve()  # canonical hints: swaps to catch
+    site.latency = 0.05
+    try:
+        if True:  # (the site is served already; stopped below)
+            seed(REDIS_URL, keys.start_urls, [site.base_url + "/"])
+            crawlers = [
+                start(
+                    checkout,
+                    folder / f"w{n}",
+                    ["crawl", "site_redis"],
+                    {
+                        "SIMHASH_FILTER_DATABASE_URL": f"{db}?application_name=bench-w{n}",
+                        "SIMHASH_FILTER_KEEP": "canonical",
+                        "SIMHASH_FILTER_FORM_FIRST": False,  # variants first: more swaps
+                        "REDIS_URL": REDIS_URL,
+                        "REDIS_KEY_PREFIX": keys.prefix,
+                        "DISTRIBUTED_IDLE_TIMEOUT": 5,
+                    },
+                )
+                for n in range(2)
+            ]
+            stuck, healthy = crawlers
+            wait_until(lambda: len(stuck.exits()) + len(healthy.exits()) >= 30)
+            caught = _freeze_when(stuck, db, IN_THE_SWAP, "bench-w0")
+            began = time.time()
+            if caught:
+                time.sleep(hold)
+            ended = time.time()
+            stuck.signal(signal.SIGCONT)
+            for crawler in crawlers:
+                crawler.wait()
+        exits = healthy.exits()
+        label = f"stopped in the swap {hold:.0f} s (pg-function)"
+        result = Result(label if caught else label + ", never caught", variant, hold, began, ended)
+        result.longest_gap = longest_gap(exits, began, min(ended, max(exits)))
+        result.exits_during_fault = sum(began <= t <= ended for t in exits)
+        return measure(result, crawlers, db)
+    finally:
+        site.stop()
+        clear(REDIS_URL, keys)
+        drop_pg_database(db)
+
+
+def _freeze_when(crawler: Crawler, db: str, query: str, application: str) -> bool:
+    """SIGSTOP ``crawler`` at a moment ``query`` counts its session (tried for two minutes
+    at most); False when it never did."""
+    deadline = time.monotonic() + 120
+    with psycopg.connect(libpq(db), autocommit=True) as conn:
+        while time.monotonic() < deadline and crawler.process.poll() is None:
+            if conn.execute(query, (application,)).fetchone()[0]:  # type: ignore[index]
+                crawler.signal(signal.SIGSTOP)
+                if conn.execute(query, (application,)).fetchone()[0]:  # type: ignore[index]
+                    return True
+                crawler.signal(signal.SIGCONT)
+            time.sleep(0.001)
+    return False
+
+
 SCENARIOS: dict[str, Callable[[Path, Path, str], Result]] = {
     "table-lock": table_lock,
     "stuck-peer": stuck_peer,
     "restart": pg_restart,
     "outage": outage,
     "redis": redis_restart,
+    "redis-gone": redis_gone,
+    "swap-stop": stopped_in_the_swap,
 }
 
 
@@ -409,8 +532,10 @@ def table(results: list[Result]) -> str:
         "| scenario | variant | runs | longest gap in the fault (s): all items / checked pages "
         "| items out in the fault "
         "| unchecked | checked later | unchecked not in the index | kept copy pairs "
-        "| finish reasons | ERROR lines | tracebacks | distinct pages fetched |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| finish reasons | exit codes | ERROR lines | tracebacks | distinct pages fetched "
+        "| Redis warnings / recoveries a worker (max) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: "
+        "| ---: | --- |",
     ]
     groups: dict[tuple[str, str], list[Result]] = {}
     for result in results:
@@ -422,13 +547,21 @@ def table(results: list[Result]) -> str:
             return f"{statistics.median(values):.3g}" if values else "-"
 
         reasons = sorted({reason for r in runs for reason in r.finish_reasons})
+        codes = sorted({code for r in runs for code in r.exit_codes})
         pages = med("pages_fetched") if runs[0].pages_fetched else "-"
+        redis = (
+            f"{max(w for r in runs for w in r.redis_warnings)} / "
+            f"{max(n for r in runs for n in r.recovery_lines)}"
+            if runs[0].redis_warnings
+            else "-"
+        )
         lines.append(
             f"| {scenario} | {variant} | {len(runs)} "
             f"| {med('longest_gap')} / {med('longest_gap_checked')} "
             f"| {med('exits_during_fault')} | {med('unchecked')} | {med('caught_up')} "
             f"| {med('unchecked_not_in_index')} | {med('kept_copy_pairs')} | {', '.join(reasons)} "
-            f"| {med('error_lines')} | {med('tracebacks')} | {pages} |"
+            f"| {', '.join(map(str, codes))} | {med('error_lines')} | {med('tracebacks')} "
+            f"| {pages} | {redis} |"
         )
     return "\n".join(lines)
 

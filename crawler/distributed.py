@@ -192,6 +192,9 @@ class WaitForPeers:
         self._wake_call: Any = None
         self._heartbeat: Any = None
         self._peer_errors = 0
+        self.outage_reported = False
+        """True when the scheduler (crawler.frontier.FrontierScheduler) reports a Redis
+        outage: the leases' connection errors are then logged at DEBUG, not once more."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -200,6 +203,7 @@ class WaitForPeers:
         if timeout < 0 or poll < 0:
             raise NotConfigured("DISTRIBUTED_IDLE_TIMEOUT and DISTRIBUTED_POLL_INTERVAL >= 0")
         extension = cls(timeout, poll, crawler, PeerLeases.from_crawler(crawler))
+        extension.outage_reported = _frontier_reports_outages(crawler)
         crawler.signals.connect(extension.busy, signal=signals.response_received)
         crawler.signals.connect(extension.busy, signal=signals.item_scraped)
         crawler.signals.connect(extension.busy, signal=signals.item_dropped)
@@ -247,13 +251,17 @@ class WaitForPeers:
         self._peers_say("resting" if idle else "working")
 
     def _peers_say(self, method: str) -> Any:
-        """Call ``self.peers.<method>()``; a Redis error is logged (the first few) and answers None:
-        the worker then falls back on the idle timeout alone."""
+        """Call ``self.peers.<method>()``; a Redis error is logged (the first few, or at DEBUG
+        a connection error the scheduler reports) and answers None: the worker then falls
+        back on the idle timeout alone."""
         if self.peers is None:
             return None
         try:
             return getattr(self.peers, method)()
         except Exception as exc:  # redis.exceptions.* without importing redis here
+            if self.outage_reported and _is_redis_down(exc):
+                log.debug("Could not reach the workers' leases in Redis: %s", exc)
+                return None
             self._peer_errors += 1
             if self._peer_errors <= 3:
                 log.warning("Could not reach the workers' leases in Redis: %s", exc)
@@ -275,6 +283,24 @@ class WaitForPeers:
         nextcall = getattr(slot, "nextcall", None)
         if nextcall is not None:
             nextcall.schedule()
+
+
+def _frontier_reports_outages(crawler: Crawler) -> bool:
+    """Whether the crawler's scheduler is a ``FrontierScheduler`` (it logs Redis outages)."""
+    try:
+        from scrapy.utils.misc import load_object
+
+        from crawler.frontier import FrontierScheduler
+
+        return issubclass(load_object(crawler.settings["SCHEDULER"]), FrontierScheduler)
+    except (ImportError, TypeError, ValueError, NameError, AttributeError):
+        return False
+
+
+def _is_redis_down(exc: Exception) -> bool:
+    from crawler.frontier import REDIS_DOWN
+
+    return isinstance(exc, REDIS_DOWN)
 
 
 def _redis(url: str) -> Any:

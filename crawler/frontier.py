@@ -14,7 +14,11 @@ This scheduler:
   queued is held (up to :data:`MAX_HELD` of them) and queued when Redis is back, and while
   Redis is away the worker counts as having pending requests, so it does not close as
   ``finished``; an outage longer than ``DISTRIBUTED_REDIS_OUTAGE`` (60 s) closes the worker
-  with ``finish_reason = "frontier_unreachable"`` and one ERROR line;
+  with ``finish_reason = "frontier_unreachable"`` and one ERROR line (``scrapy crawl`` then
+  exits 1: crawler/commands/crawl.py). Only a call that reached Redis ends an outage: a call
+  that met an error anywhere inside it (scrapy-redis's ``has_pending_requests`` asks
+  ``len(self)``, itself guarded) counts as failed, so the warning is not re-armed and the
+  outage clock does not start over;
 - marks the frontier: a key ``DISTRIBUTED_FRONTIER_KEY`` (``<prefix>:frontier``) made with
   the queue, looked at every :data:`CHECK_INTERVAL` seconds and after every outage. When it
   is gone, so is everything Redis held (a restart without persistence, or the keys were
@@ -83,6 +87,7 @@ class FrontierScheduler(Scheduler):  # type: ignore[misc]
     def open(self, spider: Spider) -> None:
         self._held: deque[Request] = deque()
         self._errors: dict[str, int] = {}
+        self._failures = 0  # errors met, ever: a guarded call that met one did not reach Redis
         self._down_since: float | None = None
         self._checked_at = 0.0
         self._closing = False
@@ -118,21 +123,28 @@ class FrontierScheduler(Scheduler):  # type: ignore[misc]
     def has_pending_requests(self) -> bool:
         if self._closing:
             return False
-        pending = self._guarded(lambda: bool(super(FrontierScheduler, self).has_pending_requests()))
+        # the queue itself: scrapy-redis's has_pending_requests asks len(self), guarded
+        # below, which would answer from the held requests without reaching Redis
+        pending = self._guarded(lambda: len(self.queue) > 0)
         return True if pending is None else pending or bool(self._held)
 
     def __len__(self) -> int:
-        length = self._guarded(lambda: int(super(FrontierScheduler, self).__len__()))
+        length = self._guarded(lambda: len(self.queue))
         return len(self._held) + (length or 0)
 
     # -- the outage
 
     def _guarded(self, call: Callable[[], T]) -> T | None:
-        """``call()``, or None while Redis cannot be reached (counted, logged once a kind)."""
+        """``call()``, or None while Redis cannot be reached (counted, logged once a kind).
+        A call that met an error inside it (a nested guarded call caught it) failed too:
+        only a call that reached Redis ends an outage."""
+        failures = self._failures
         try:
             result = call()
         except REDIS_DOWN as exc:
             self._unreachable(exc)
+            return None
+        if self._failures != failures:
             return None
         if self._down_since is not None:
             self._reachable()
@@ -143,6 +155,7 @@ class FrontierScheduler(Scheduler):  # type: ignore[misc]
         if self._down_since is None:
             self._down_since = now
         kind = type(exc).__name__
+        self._failures += 1
         self._errors[kind] = self._errors.get(kind, 0) + 1
         self._count_stat("errors")
         if self._errors[kind] == 1:

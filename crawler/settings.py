@@ -6,6 +6,8 @@ Depth and page limits are the usual ones: ``-s DEPTH_LIMIT=3``, ``-s CLOSESPIDER
 
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
+# `scrapy crawl` exits 1 when the shared frontier stopped the worker (crawler/commands/)
+COMMANDS_MODULE = "crawler.commands"
 NEWSPIDER_MODULE = "crawler.spiders"
 
 USER_AGENT = "simhash-filter-crawler/0.1 (+https://github.com/simhash-filter/simhash-filter)"

@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from simhash_filter.cli import options
 from simhash_filter.cli.command import Handler, command, limit, option
@@ -32,10 +35,11 @@ from simhash_filter.cli.common import (
 from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.passage import query_groups
 from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.core.sketch import contained_share, passage_hashes
 from simhash_filter.core.stored_text import unpack_text
-from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store import FingerprintStore, passage_index, reports, texts
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.records import DatabaseNotFoundError, Match
 
@@ -52,7 +56,7 @@ class Query:
     """What ``near``/``fingerprint`` work on: a fingerprint, and the text when known."""
 
     source: str  # for messages and output: the URL, file name, <stdin>, --text, hex
-    fingerprint: int
+    fingerprint: int | None  # None: a text too short to fingerprint (a passage search)
     text: str | None = None
     stored_url: str | None = None  # the canonical URL, when it came from the database
     sketch: bytes | None = None  # its second signature, when known: for the similarities
@@ -177,6 +181,11 @@ def target(what: str) -> Callable[[Handler], Handler]:
 
 CONTAINED_MIN = 0.5
 """``near`` on a text lists the stored pages holding at least this share of its 5-grams."""
+CANDIDATES = 200
+"""Pages a group of the text's terms finds in the passage index, at most."""
+CHECKED = 50
+"""Pages the passage index found whose stored texts are read and measured, at most (those
+holding the most groups of the text's terms first)."""
 
 
 def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]:
@@ -205,24 +214,45 @@ def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]
     return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=kept), note
 
 
-def _containing(store: FingerprintStore, text: str) -> tuple[dict[int, float] | None, str]:
+def _shares(part: npt.NDArray[np.uint64], blobs: Iterable[tuple[int, bytes]]) -> dict[int, float]:
+    return {
+        page_id: round(contained_share(part, passage_hashes(unpack_text(blob).text)), 3)
+        for page_id, blob in blobs
+    }
+
+
+def _containing(
+    store: FingerprintStore, text: str, also: Iterable[int] = ()
+) -> tuple[dict[int, float] | None, str]:
     """How much of ``text`` (a passage: its sketch is too unlike a whole page's for the
-    index to find it) each stored page's stored text holds, and a note saying what was
-    read; None, and why it cannot be answered, when no text is stored."""
+    index to find it) the stored texts that hold it hold, and a note saying what was read;
+    None, and why it cannot be answered, when no text is stored. The database's passage
+    index finds the pages holding a stretch of its words (store/passage_index.py); those
+    most often found are read and their real overlap measured. Without the index (being
+    filled by another process) every stored text is read. ``also``: pages to measure too
+    (those the fingerprint index found)."""
     part = passage_hashes(text)
-    shares: dict[int, float] = {}
-    for page_id, blob in texts.iter_page_texts(store):
-        whole = passage_hashes(unpack_text(blob).text)
-        shares[page_id] = round(contained_share(part, whole), 3)
-    if not shares:
+    if passage_index.is_complete(store):
+        found = passage_index.candidates(store, query_groups(text), CANDIDATES)
+        checked = {*sorted(found, key=lambda i: (-found[i], i))[:CHECKED], *also}
+        shares = _shares(part, texts.page_texts(store, checked).items())
+        n = len(found)
+        searched = (
+            f"the passage index ({n} stored text{'s' * (n != 1)} with its words, "
+            f"{len(shares)} read)"
+        )
+    else:
+        shares = _shares(part, texts.iter_page_texts(store))
+        searched = f"the {len(shares)} stored texts (the passage index is being built)"
+    if not shares and not texts.has_page_texts(store):
         return None, (
             "(a passage is much less alike a whole page than the page's copies are, so the "
             "index cannot find the page it comes from; with SIMHASH_FILTER_STORE_TEXT the "
             "stored texts would be searched for it)"
         )
     return shares, (
-        f"(searched the {len(shares)} stored texts for pages holding at least "
-        f"{CONTAINED_MIN:.0%} of the text: 'contains')"
+        f"(searched {searched} for pages holding at least {CONTAINED_MIN:.0%} of the text: "
+        "'contains')"
     )
 
 
@@ -252,7 +282,11 @@ def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Nei
     rule = store.rule
     found = {
         m.page_id: m
-        for m in store.near(query.fingerprint, k, sketch=query.sketch)
+        for m in (
+            store.near(query.fingerprint, k, sketch=query.sketch)
+            if query.fingerprint is not None
+            else []
+        )
         if m.url != query.stored_url
     }
     contained: dict[int, float] | None = None
@@ -265,10 +299,10 @@ def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Nei
         if (judged := judge(m.distance, query.sketch, sketches.get(i))) is not None and judged.copy
     ]
     if query.text is not None and not copies:
-        contained, note = _containing(store, query.text)
+        contained, note = _containing(store, query.text, found)
         holding = {i for i, share in (contained or {}).items() if share >= CONTAINED_MIN}
         for page_id, page in reports.pages_by_id(store, holding - set(found)).items():
-            distance = hamming_distance(page.fingerprint, query.fingerprint)
+            distance = hamming_distance(page.fingerprint, query.fingerprint or page.fingerprint)
             found[page_id] = Match(page.url, page.fingerprint, distance, page_id)
         sketches = reports.page_sketches(store, found)
     neighbours = [
@@ -305,11 +339,15 @@ def near(args: argparse.Namespace, out: Output) -> int:
         else:
             fingerprinter = fingerprinter_for(store.spec)
             source, text = _read_input(args)
-            fingerprint = _fingerprint_text(fingerprinter, source, text)
-            query = Query(source, fingerprint, text, sketch=fingerprinter.sketch(text))
+            fingerprint = fingerprinter.fingerprint(text)  # None: a passage search alone
+            sketch = None if fingerprint is None else fingerprinter.sketch(text)
+            query = Query(source, fingerprint, text, sketch=sketch)
         k = check_k(store, args.k)
         neighbours, searched = _neighbours(store, query, k)
-    out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
+    if query.fingerprint is None:
+        out.note(f"stored pages holding the text ({query.source}: too short to fingerprint):")
+    else:
+        out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
     for note in [*notes, searched]:
         if note:
             out.note(note)
@@ -317,7 +355,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
         {
             "url": n.match.url,
             "fingerprint": hex64(n.match.fingerprint),
-            "distance": n.match.distance,
+            "distance": None if query.fingerprint is None else n.match.distance,
             "similarity": n.similarity,
             **({} if n.contains is None else {"contains": n.contains}),
         }
@@ -325,7 +363,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
     )
     out.rows(
         [
-            Column("distance", "distance", right=True),
+            Column("distance", "distance", right=True, optional=True),  # (no fingerprint: none)
             SIMILARITY,
             Column("contains", "contains", right=True, optional=True),
             Column("fingerprint", "fingerprint"),
@@ -373,6 +411,7 @@ def fingerprint(args: argparse.Namespace, out: Output) -> int:
     finally:
         if store is not None:
             store.close()
+    assert query.fingerprint is not None  # (a stored page's, a hex one's, or refused above)
     document: dict[str, Any] = {"source": query.source, "fingerprint": hex64(query.fingerprint)}
     features: Table | None = None
     if fingerprinter is not None and query.text is not None:

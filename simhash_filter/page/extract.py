@@ -48,7 +48,7 @@ from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS, EXTRACTION
 from simhash_filter.core.text import cap_non_starters
 
-from . import fast_xpath, link_density, tree_copies
+from . import fast_xpath, link_density, trailing_titles, tree_copies
 from .decode import decode_html
 from .hints import page_hints
 from .limits import DEFAULT_MAX_BYTES
@@ -76,6 +76,7 @@ logger = logging.getLogger(__name__)
 fast_xpath.install()  # trafilatura's XPaths as Python walks: the same nodes, less CPU
 tree_copies.install()  # and without the tree copies nothing reads
 link_density.install()  # its link-density tests without ElementPath: the same answers
+trailing_titles.install()  # trailing titles removed in one pass, not n child counts
 
 MAX_TEXT_CHARS = DEFAULT_MAX_CHARS
 """Characters of page text handed to tokenization at most: the Fingerprinter's own cap

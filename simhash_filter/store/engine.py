@@ -337,9 +337,13 @@ class WriterQueue:
         self._stuck = False  # a wait was given up; nobody has had the file lock since
         self.waited = 0.0  # seconds the last entry waited for the locks
         self._fd: int | None = None
+        self._made_file = False  # this queue created <database>-lock
         if database is not None and fcntl is not None:
             try:
-                self._fd = os.open(_lock_path(database), os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = os.open(_lock_path(database), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                self._made_file = True
+            except FileExistsError:
+                self._fd = os.open(_lock_path(database), os.O_RDWR)
             except OSError as exc:  # read-only folder: BEGIN IMMEDIATE still queues
                 log.debug("no writer lock file next to %s: %s", database, exc)
 
@@ -406,6 +410,16 @@ class WriterQueue:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def remove_made_file(self) -> None:
+        """Remove ``<database>-lock`` when this queue created it: the database it goes with
+        could not be made (a full disk at start), so nothing is left behind."""
+        if self._made_file and self._database is not None:
+            self._made_file = False
+            try:
+                os.unlink(_lock_path(self._database))
+            except OSError as exc:
+                log.debug("cannot remove the writer lock file of %s: %s", self._database, exc)
 
 
 def _lock_path(database: Path) -> str:

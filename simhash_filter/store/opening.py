@@ -103,6 +103,8 @@ def init_database(
             if new_file is not None:  # made empty by this call (a full disk, say)
                 engine.dispose()
                 remove_if_empty(new_file)
+                if queue is not None and not new_file.exists():  # and its writer lock file
+                    queue.remove_made_file()
             raise
     return stored
 

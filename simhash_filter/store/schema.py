@@ -35,7 +35,7 @@ from sqlalchemy import (
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (table keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
@@ -49,7 +49,10 @@ tables, made on a writer's open where missing (url_rules.py): ``url_rules`` (lea
 universal URL rules per host, with their state, support, counterexamples, fetches saved and
 sampled checks), ``rule_witnesses`` (what each supporting pair showed: support counts
 distinct witnesses, so a pair seen again counts once) and ``skipped_requests`` (the URLs
-skipped under each rule, fetched after all when it retires)."""
+skipped under each rule, fetched after all when it retires).
+6 (additive: a 5 is upgraded when it opens): ``page_passages``, the stored page texts' own
+text index (SQLite FTS5, PostgreSQL tsvector + GIN) that ``near --text`` finds a passage
+by, made and filled from the stored texts on open (passage_index.py)."""
 
 ADDITIVE_SINCE = 4
 """The oldest schema version a database is upgraded from when it opens: every table and

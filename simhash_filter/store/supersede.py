@@ -39,6 +39,7 @@ from sqlalchemy import (
 from simhash_filter.core.keep import ClusterPage, defers, prefers_new
 from simhash_filter.index.schemes import IndexScheme, TableKey
 
+from . import passage_index
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
 from .hints import cluster_votes
 from .keep_evidence import disproved_hints, rule_forms
@@ -273,6 +274,7 @@ class Superseder:
                     ),
                 )
             )
+            passage_index.unindex_texts(conn, [old.page_id])  # (before: it reads the text)
             conn.execute(delete(page_texts_table).where(t.page_id == old.page_id))
         conn.execute(
             update(duplicates_table)

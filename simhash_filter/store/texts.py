@@ -35,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
+from . import passage_index
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
 from .reading import ReadableStore, reading
@@ -64,6 +65,8 @@ def ensure_text_tables(engine: Engine) -> None:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
             metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
+            passage_index.create_index(conn)  # (new texts: an empty index, complete)
+            passage_index.mark_complete(conn)
 
 
 def has_text_tables(conn: Connection) -> bool:
@@ -147,9 +150,14 @@ def write_texts(
         ids = {
             url: page_id for page_id, url in conn.exec_driver_sql(by_url.sql, by_url.bind([values]))
         }
-        for blobs, is_replace in ((replace, True), (fill, False)):
-            rows = [(ids[u], b) for u, b in blobs.items() if u in ids]
-            _write(conn, page_texts_table, rows, is_replace)
+        new = [(ids[u], b) for u, b in replace.items() if u in ids]
+        filled = [(ids[u], b) for u, b in fill.items() if u in ids]
+        if filled:  # (an unchanged page's text fills in a missing one only)
+            present = passage_index.stored(conn, [i for i, _ in filled])
+            filled = [(i, b) for i, b in filled if i not in present]
+        passage_index.index_texts(conn, dict(new + filled))  # (before: it reads the old)
+        _write(conn, page_texts_table, new, replace=True)
+        _write(conn, page_texts_table, filled, replace=False)
     wanted = sorted(url for url, blobs in dropped.items() if any(b is not None for b in blobs))
     if wanted:
         drop_ids: dict[str, list[int]] = defaultdict(list)
@@ -224,6 +232,14 @@ def iter_page_texts(store: ReadableStore, *, chunk: int = _IN_CHUNK) -> Iterator
         last = rows[-1][0]
         for page_id, blob in rows:
             yield page_id, bytes(blob)
+
+
+def has_page_texts(store: ReadableStore) -> bool:
+    """Whether any kept page has a stored text."""
+    with reading(store) as conn:
+        if not has_text_tables(conn):
+            return False
+        return conn.execute(select(page_texts_table.c.page_id).limit(1)).first() is not None
 
 
 def text_counts(store: ReadableStore) -> tuple[int, int]:

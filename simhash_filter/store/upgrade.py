@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
+from .passage_index import build_index
 from .schema import (
     ADDITIVE_SINCE,
     SCHEMA_VERSION,
@@ -72,6 +73,7 @@ def upgrade(engine: Engine) -> None:
     those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
     additive version's schema version to the current one. Nothing when all is there."""
     dialect = engine.dialect.name
+    build_index(engine)  # schema 6: the stored texts' passage index (passage_index.py)
     with engine.connect() as conn:
         with conn.begin():
             if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):

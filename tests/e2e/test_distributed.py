@@ -231,3 +231,59 @@ def test_three_workers_share_one_frontier_and_one_index(
     assert len(items) - total("simhash_filter/superseded") == len(single.items) - int(
         single.stat("simhash_filter/superseded")
     )
+
+
+@pytest.mark.redis
+def test_frontier_outage_is_ended_only_by_a_call_that_reaches_redis(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """scrapy-redis's ``has_pending_requests`` asks ``len(self)``, guarded itself: while
+    Redis is down it must not count as Redis answering (which re-armed the warning and
+    started the outage clock over, so a worker never reached DISTRIBUTED_REDIS_OUTAGE)."""
+    import logging
+
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+    from support.redisserver import PrivateRedis
+
+    from crawler.frontier import FrontierScheduler
+
+    class Probe(Spider):
+        name = "probe"
+
+    with PrivateRedis(persistent=False) as server:
+        settings = {
+            "REDIS_URL": server.url(),
+            "SCHEDULER_PERSIST": True,
+            "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        }
+        crawler = get_crawler(Probe, settings)
+        crawler.spider = Probe.from_crawler(crawler)
+        scheduler = FrontierScheduler.from_crawler(crawler)
+        scheduler.open(crawler.spider)
+        server.stop()
+        with caplog.at_level(logging.INFO, logger="crawler.frontier"):
+            assert scheduler.next_request() is None
+            down_since = scheduler._down_since
+            assert down_since is not None
+            for n in range(1, 4):
+                assert scheduler.has_pending_requests()  # not known: not "finished"
+                assert scheduler.enqueue_request(Request(f"https://example.com/{n}"))  # held
+                assert len(scheduler) == n
+                assert scheduler.next_request() is None
+            assert scheduler._down_since == down_since  # the clock did not start over
+    messages = [record.getMessage() for record in caplog.records]
+    assert not [m for m in messages if "answers again" in m], messages
+    assert len([m for m in messages if "cannot be reached" in m]) == 1, messages
+
+
+def test_crawl_command_exits_1_when_the_frontier_stopped_the_worker() -> None:
+    from crawler.commands.crawl import FAILED_REASONS, Command
+    from crawler.frontier import FRONTIER_LOST, FRONTIER_UNREACHABLE
+
+    assert {FRONTIER_LOST, FRONTIER_UNREACHABLE} == FAILED_REASONS
+    command = Command()
+    command._spider_closed(reason="finished")
+    assert command.exitcode == 0
+    command._spider_closed(reason=FRONTIER_UNREACHABLE)
+    assert command.exitcode == 1

@@ -49,6 +49,19 @@ def common_settings(db_url: str) -> dict[str, object]:
     }
 
 
+def redis_settings(
+    pg_url: str, redis_url: str, keys: RedisKeys, **more: object
+) -> dict[str, object]:
+    """A ``site_redis`` worker's settings on ``redis_url`` under ``keys``."""
+    return {
+        **common_settings(pg_url),
+        "REDIS_URL": redis_url,
+        "REDIS_KEY_PREFIX": keys.prefix,
+        "DISTRIBUTED_IDLE_TIMEOUT": 2,
+        **more,
+    }
+
+
 def fetched_by(site: SiteServer) -> list[tuple[str, str]]:
     """(path, User-Agent) of every page request but robots.txt, in order."""
     return [(p, a) for p, a in list(site.hits) if p != "/robots.txt"]
@@ -301,7 +314,8 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
     tmp_path: Path, pg_url: str, persistent: bool
 ) -> None:
     """Without persistence a Redis restart loses the queue and the seen-set: the worker
-    says so in one ERROR line and ends with finish_reason "frontier_lost", not "finished".
+    says so in one ERROR line and ends with finish_reason "frontier_lost", not "finished",
+    exit status 1.
     With it (appendonly yes) the crawl finishes, every page fetched. Either way, no
     connection-error traceback."""
     pages = build_site(huge_page_bytes=50_000, clusters=40, seed=4)
@@ -316,12 +330,7 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
             "w",
             ["crawl", "site_redis"],
             workdir=tmp_path / "w",
-            settings={
-                **common_settings(pg_url),
-                "REDIS_URL": redis_server.url(),
-                "REDIS_KEY_PREFIX": keys.prefix,
-                "DISTRIBUTED_IDLE_TIMEOUT": 2,
-            },
+            settings=redis_settings(pg_url, redis_server.url(), keys),
         )
         wait_for(lambda: len(fetched(site)) >= 20, timeout=120, what="the crawl under way")
         with frozen([worker]):
@@ -330,7 +339,7 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
         result = worker.wait(timeout=180)
         total = len(pages) - 2  # but robots.txt and the disallowed page
         hits = fetched(site)
-    assert result.returncode == 0, result.log[-3000:]
+    assert result.returncode == (0 if persistent else 1), result.log[-3000:]
     for noise in ("Task exception was never retrieved", "Traceback"):
         assert noise not in result.log, result.log[-3000:]
     errors = [line for line in result.log.splitlines() if " ERROR: " in line]
@@ -344,3 +353,89 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
         assert "The shared frontier in Redis was lost" in errors[0]
         assert len(set(hits)) < total
     assert_consistent(read_index(pg_url))
+
+
+def redis_warnings(log: str) -> list[str]:
+    """The worker's WARNING lines about Redis (the frontier's, the peers' leases')."""
+    return [line for line in log.splitlines() if " WARNING: " in line and "Redis" in line]
+
+
+@pytest.mark.redis
+def test_redis_down_past_the_limit_every_worker_closes_frontier_unreachable(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Redis shut down for good: each worker waits out DISTRIBUTED_REDIS_OUTAGE (a call that
+    did not reach Redis never ends the outage), then closes with finish_reason
+    "frontier_unreachable", one ERROR line, exit status 1, and at most 2 Redis warnings."""
+    keys = RedisKeys("faults-redis-gone")
+    with (
+        PrivateRedis(persistent=True) as redis_server,
+        SiteServer(build_site(huge_page_bytes=50_000, clusters=30, seed=5), latency=0.1) as site,
+        WorkerGroup() as group,
+    ):
+        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
+        settings = redis_settings(pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=3)
+        workers = [
+            group.start(name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings)
+            for name in ("a", "b")
+        ]
+        wait_for(lambda: len(fetched(site)) >= 10, timeout=120, what="the crawl under way")
+        with frozen(workers):
+            redis_server.stop()
+        results = [worker.wait(timeout=180) for worker in workers]
+    for result in results:
+        assert result.stats["finish_reason"] == "frontier_unreachable", result.log[-3000:]
+        assert result.returncode != 0
+        assert "answers again" not in result.log
+        assert len(redis_warnings(result.log)) <= 2, redis_warnings(result.log)
+        errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+        assert len(errors) == 1, errors
+        assert "unreachable for more than 3 s" in errors[0]
+        for noise in ("Task exception was never retrieved", "Traceback"):
+            assert noise not in result.log, result.log[-3000:]
+
+
+@pytest.mark.redis
+def test_redis_back_within_the_limit_the_crawl_finishes_one_warning_one_recovery(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Redis shut down and started again (appendonly) after the worker met the outage: the
+    crawl finishes, every page fetched, with one warning and one "answers again" line."""
+    pages = build_site(huge_page_bytes=50_000, clusters=30, seed=6)
+    keys = RedisKeys("faults-redis-back")
+    with (
+        PrivateRedis(persistent=True) as redis_server,
+        SiteServer(pages, latency=0.1) as site,
+        WorkerGroup() as group,
+    ):
+        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
+        worker = group.start(
+            "w",
+            ["crawl", "site_redis"],
+            workdir=tmp_path / "w",
+            settings=redis_settings(  # DEBUG: the leases' connection errors, below
+                pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=600, LOG_LEVEL="DEBUG"
+            ),
+        )
+        wait_for(lambda: len(fetched(site)) >= 10, timeout=120, what="the crawl under way")
+        with frozen([worker]):
+            assert queued(redis_server.url(), keys) > 0, "nothing queued"
+            redis_server.stop()
+        wait_for(  # each poll interval asks the scheduler and the leases: 3 of them
+            lambda: worker.log_path.read_text().count("Could not reach the workers' leases") >= 3,
+            timeout=120,
+            what="the worker polling Redis 3 times through the outage",
+        )
+        redis_server.start()
+        result = worker.wait(timeout=180)
+        total = len(pages) - 2  # but robots.txt and the disallowed page
+        hits = fetched(site)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    warnings = redis_warnings(result.log)
+    assert len(warnings) == 1, warnings
+    assert "cannot be reached" in warnings[0]
+    recoveries = [line for line in result.log.splitlines() if "answers again" in line]
+    assert len(recoveries) == 1, recoveries
+    assert [line for line in result.log.splitlines() if " ERROR: " in line] == []
+    assert len(set(hits)) >= total - CONCURRENCY  # (a request popped at the stop may go)

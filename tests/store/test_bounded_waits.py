@@ -70,6 +70,16 @@ class StoppedPeer:
 
     def __init__(self, url: str, write_path: str, module: str, hook: str) -> None:
         code = PEER.format(module=module, hook=hook, spec=SPEC, fingerprint=A)
+        self._start(code, url, write_path)
+
+    @classmethod
+    def running(cls, code: str, url: str) -> StoppedPeer:
+        """A peer running ``code`` (it prints "stopping", stops itself, then its verdict)."""
+        peer = cls.__new__(cls)
+        peer._start(code, url, "")
+        return peer
+
+    def _start(self, code: str, url: str, write_path: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(code), url, write_path],
             stdout=subprocess.PIPE,
@@ -313,3 +323,87 @@ def test_outages_and_lock_timeouts_are_told_apart(
     error = Exception(message)
     error.sqlstate = sqlstate  # type: ignore[attr-defined]
     assert (is_outage(error), is_lock_timeout(error)) == (outage, lock_timeout)
+
+
+SWAPPING_PEER = """
+import os, signal, sys
+from crawler.articles import ENGLISH_ARTICLES
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.signature import MatchRule
+from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store.supersede import Superseder
+
+original = Superseder._retire
+
+def stop_here(*args, **kwargs):
+    print("stopping", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)  # frozen inside the swap's transaction
+    return original(*args, **kwargs)
+
+Superseder._retire = stop_here
+fingerprinter = Fingerprinter()
+body = "\\n\\n".join(ENGLISH_ARTICLES[0].paragraphs)
+canonical = "https://peer.example/bridge"
+
+def row(url, edit):
+    signature = fingerprinter.sign(body + edit)
+    return PageRow(url, signature.fingerprint, signature.text_length, signature.sketch,
+                   None, canonical)
+
+store = FingerprintStore.open(sys.argv[1], spec=fingerprinter.spec, rule=MatchRule(),
+                              write_path="pg-function")
+first, page = row(canonical + "?utm_source=rss", ""), row(canonical, " Share.")
+store.check_and_add(first.url, first.fingerprint, text_length=first.text_length,
+                    sketch=first.sketch, canonical=canonical)
+verdict = store.check_and_add(page.url, page.fingerprint, text_length=page.text_length,
+                              sketch=page.sketch, canonical=canonical)
+swap = store.supersede(page, verdict.duplicate_of)
+print("superseded" if swap is not None else "not superseded", flush=True)
+"""
+
+
+@pytest.mark.postgres
+def test_a_peer_stopped_in_the_keep_policy_swap_delays_a_copy_one_bound(
+    pg_url: str, peers: list[StoppedPeer]
+) -> None:
+    """pg-function, the keep policy's swap (store/supersede.py): several round trips in one
+    transaction under the advisory locks of both pages' keys. A peer stopped inside it holds
+    them: a copy of its cluster times out once, naming it, and every other page is checked
+    meanwhile; once it goes on, the copy is dropped as a copy of the page the swap kept."""
+    from crawler.articles import ENGLISH_ARTICLES
+    from simhash_filter.core.fingerprint import Fingerprinter
+    from simhash_filter.core.signature import MatchRule
+
+    fingerprinter = Fingerprinter()
+    FingerprintStore.open(pg_url, spec=fingerprinter.spec, rule=MatchRule()).close()
+    peer = StoppedPeer.running(SWAPPING_PEER, pg_url)
+    peers.append(peer)
+    store = FingerprintStore.open(
+        pg_url, spec=fingerprinter.spec, rule=MatchRule(), bounds=WaitBounds(0.5)
+    )
+    body = "\n\n".join(ENGLISH_ARTICLES[0].paragraphs)
+    copy = fingerprinter.sign(body + " Print.")
+    other = fingerprinter.sign("\n\n".join(ENGLISH_ARTICLES[1].paragraphs))
+    assert copy is not None
+    assert other is not None
+
+    def check(url: str, signature: Any) -> Any:
+        return store.check_and_add(
+            url, signature.fingerprint, text_length=signature.text_length, sketch=signature.sketch
+        )
+
+    try:
+        busy = in_thread(lambda: check("https://x.example/print/bridge", copy), 30)
+        assert isinstance(busy, StoreBusy), busy
+        assert f"'simhash-filter pid {peer.process.pid}'" in str(busy)
+        assert "(advisory)" in str(busy)
+        assert not busy.whole_database
+        assert check("https://x.example/other", other).kind is VerdictKind.NEW
+        assert state(peer.process.pid) == "T"  # all of that while the peer was stopped
+        assert peer.resume() == "superseded"
+        verdict = check("https://x.example/print/bridge", copy)
+        assert verdict.kind is VerdictKind.DUPLICATE
+        assert verdict.duplicate_of is not None
+        assert verdict.duplicate_of.url == "https://peer.example/bridge"
+    finally:
+        store.close()

@@ -248,7 +248,9 @@ def test_full_disk_at_start_stops_the_crawl_with_one_clear_error(tmp_path: Path)
         assert noise not in result.log
     assert requested == []  # not one page fetched, none let through unchecked
     assert result.items == []
-    assert "dedup.db" not in listing.read_text().split()  # no empty database left behind
+    left = listing.read_text().split()
+    assert "dedup.db" not in left  # no empty database left behind
+    assert "dedup.db-lock" not in left  # nor its writer lock file
 
 
 # -- passwords in database URLs -------------------------------------------------------

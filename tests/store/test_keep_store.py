@@ -69,6 +69,19 @@ def store(request: pytest.FixtureRequest, sqlite_url: str) -> Iterator[Fingerpri
         yield opened
 
 
+def _passage_entries(store: FingerprintStore) -> set[int]:
+    """The page ids the passage index has an entry for (SQLite: FTS5's docsize rows)."""
+    sqlite = store.dialect == "sqlite"
+    table, key = ("page_passages_docsize", "id") if sqlite else ("page_passages", "page_id")
+    with store.engine.connect() as conn:
+        return {r[0] for r in conn.execute(text(f"SELECT {key} FROM {table}"))}
+
+
+def _stored_page_texts(store: FingerprintStore) -> set[int]:
+    with store.engine.connect() as conn:
+        return {r[0] for r in conn.execute(text("SELECT page_id FROM page_texts"))}
+
+
 def test_hints_are_stored_with_the_verdicts(store: FingerprintStore) -> None:
     assert add(store, row(f"{SITE}/a?ref=x", 0, canonical=f"{SITE}/a")).kind is VerdictKind.NEW
     page = store.lookup(f"{SITE}/a?ref=x")
@@ -124,6 +137,7 @@ def test_the_canonical_arriving_after_its_variants_supersedes_the_first(
     assert unpack_text(texts[kept.page_id]).text.endswith("Share.")
     old_text = drop_texts(store, [drops[first.url].duplicate_id])
     assert unpack_text(old_text[drops[first.url].duplicate_id]).text == TEXTS[0]
+    assert _passage_entries(store) == _stored_page_texts(store)  # the old entry went too
     # later crawls: the variant is a copy of the canonical, the canonical is unchanged
     again = add(store, first)
     assert again.kind is VerdictKind.DUPLICATE
@@ -294,7 +308,7 @@ def test_a_schema_4_database_opens_and_is_upgraded(db_url: str) -> None:
         conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
         assert len(missing_columns(conn)) == 3
     with FingerprintStore.open_existing(db_url) as store:  # the command line's open
-        assert store.stats().schema_version == SCHEMA_VERSION == 5
+        assert store.stats().schema_version == SCHEMA_VERSION == 6
         old = store.lookup(f"{SITE}/old")
         assert old is not None
         assert old.canonical_url is None

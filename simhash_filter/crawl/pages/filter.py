@@ -45,9 +45,7 @@ from simhash_filter.page.work import PageWork, has_text, work_page
 from simhash_filter.store.records import (
     Match,
     PageRow,
-    StoreBusy,
     StoreError,
-    StoreUnavailable,
     Supersession,
     Verdict,
     VerdictKind,
@@ -130,6 +128,12 @@ class PageFilter:
         """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
         ``page_superseded`` (with the item)."""
         self.errors = RepeatedErrors(logger, schedule=_call_later)
+        """The pages that could not be checked (``simhash_filter/errors``)."""
+        self.keep_errors = RepeatedErrors(
+            logger, schedule=_call_later, counted="keep-policy errors (the pages stay copies)"
+        )
+        """The keep policy's errors (``simhash_filter/errors/keep_policy``): the page was
+        checked, only the swap failed."""
         self.journal = UncheckedJournal()
         self._catching_up = False
         self._next_catch_up = 0.0
@@ -188,6 +192,7 @@ class PageFilter:
                 self._catch_up_at_close()
             if self._users == 0:
                 self.errors.flush()
+                self.keep_errors.flush()
             if self._users == 0 and self._store is not None:
                 pool, self._pool = self._pool, None
                 store, self._store = self._store, None
@@ -342,7 +347,8 @@ class PageFilter:
         try:
             superseded = await self._keep(row, verdict)
         except Exception as exc:  # the verdict stands: the page stays a logged copy
-            self.errors.error(
+            self.stats.inc_value(STATS_PREFIX + "errors/keep_policy")
+            self.keep_errors.error(
                 f"Could not apply the keep policy to {url} (SIMHASH_FILTER_KEEP)", exc
             )
             superseded = None
@@ -482,9 +488,7 @@ class PageFilter:
                     else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
                 )
                 + ")",
-                check.error,
-                # a lock timeout or an outage says all in its message
-                traceback=not isinstance(check.error, StoreBusy | StoreUnavailable),
+                check.error,  # a lock timeout or an outage: its first line, no traceback
             )
         elif check.outcome is Outcome.DROPPED:
             if self.config.debug:

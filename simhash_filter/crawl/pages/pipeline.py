@@ -114,7 +114,9 @@ class NearDuplicatePipeline:
         if self.config.remove_html:
             _remove_field(item, adapter, self.config.html_field)
         field = self.config.fingerprint_field
-        if field and check.outcome.passes and check.hex_fingerprint is not None:
+        # a page that passed unchecked (fail-open) carries the fingerprint its page work made
+        emitted = check.outcome.passes or check.outcome is Outcome.ERROR
+        if field and emitted and check.hex_fingerprint is not None:
             try:
                 adapter[field] = check.hex_fingerprint
             except KeyError:

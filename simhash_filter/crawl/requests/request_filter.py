@@ -29,6 +29,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import run_in_thread
 
+from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.filter import PageFilter, _result
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
 from simhash_filter.crawl.per_crawler import crawler_config
@@ -85,6 +86,9 @@ class RequestFilter:
         self._submitted = 0  # observations handed to the learner (the reactor counts)
         self._finished = 0  # ... and done (the learner's thread counts)
         self._backlog_max = 0
+        self.rule_errors = RepeatedErrors(logger, counted="URL-rule learning errors")
+        """The URL rules' errors (``simhash_filter/errors/rule_learning``), apart from the
+        pages': learning failed, every page was still checked."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -132,11 +136,12 @@ class RequestFilter:
         if learner is not None and thread is not None:
             try:
                 await self._run(learner.flush)
-            except Exception:
-                logger.warning("simhash_filter: could not record URL rule evidence", exc_info=True)
+            except Exception as exc:
+                self._learning_failed(exc, "Could not record URL rule evidence")
             thread.shutdown(wait=True)
             self.stats.set_value(RULE_STATS + "writes", learner.writes)
         self.learner = self._thread = None
+        self.rule_errors.flush()
         await run_in_thread(self.page_filter.close)
 
     def count_active(self, ruleset: RuleSet) -> None:
@@ -332,13 +337,18 @@ class RequestFilter:
 
         error = future.exception()
         if error is not None:  # logged in the reactor: RepeatedErrors is not thread-safe
-            reactor.callFromThread(
-                self.page_filter.errors.error, "Could not learn URL rules", error
-            )
+            reactor.callFromThread(self._learning_failed, error)
             return
         retired = future.result()
         if retired:
             reactor.callFromThread(self._refetch, retired)
+
+    def _learning_failed(
+        self, error: BaseException, message: str = "Could not learn URL rules"
+    ) -> None:
+        """Count and log an error of the URL rules (never a page's: pages are checked)."""
+        self.stats.inc_value(STATS_PREFIX + "errors/rule_learning")
+        self.rule_errors.error(f"simhash_filter: {message}", error)
 
     def _reschedule(self, request: Request) -> bool:
         engine = self.crawler.engine

@@ -176,5 +176,33 @@ def test_the_count_line_comes_within_the_interval_without_another_error() -> Non
     now[0] += delay
     fire()  # no further error came: the timer logs the count
     assert records[1:] == [
-        "simhash_filter: 2 more pages could not be checked (StoreBusy; the last: StoreBusy: busy 3)"
+        "simhash_filter: 2 more pages could not be checked (StoreBusy: lock timeout; the last: "
+        "StoreBusy: busy 3)"
     ]
+
+
+def test_a_page_that_passed_unchecked_carries_its_fingerprint(flaky: FlakyStore) -> None:
+    """Fail-open: the page work made the fingerprint before the store failed; the item that
+    passes carries it (SIMHASH_FILTER_FINGERPRINT_FIELD) as a checked one does."""
+    pipeline, page_filter = filter_on(flaky, fingerprint_field="fingerprint")
+
+    async def crawl() -> tuple[dict[str, Any], dict[str, Any]]:
+        await pipeline.open_spider()
+        checked = {"url": "https://x.example/0", "text": TEXTS[0]}
+        await pipeline.process_item(checked)
+        flaky.failing = StoreUnavailable("database unreachable: connection refused")
+        unchecked_item = {"url": "https://x.example/1", "text": TEXTS[1]}
+        assert await pipeline.process_item(unchecked_item) is unchecked_item
+        flaky.failing = None
+        await pipeline.close_spider()
+        return checked, unchecked_item
+
+    checked, unchecked_item = run(crawl())
+    assert page_filter.stats.get_value("simhash_filter/errors") == 1
+    assert len(checked["fingerprint"]) == 16
+    assert len(unchecked_item["fingerprint"]) == 16
+    assert flaky.store.lookup("https://x.example/1") is not None  # caught up at the close
+    assert (
+        int(unchecked_item["fingerprint"], 16)
+        == flaky.store.lookup("https://x.example/1").fingerprint
+    )

@@ -173,3 +173,43 @@ def test_the_example_storage_pipeline_never_stores_an_item_superseded_before_it_
     pipeline.close()
     urls = [json.loads(line)["url"] for line in path.read_text().splitlines()]
     assert urls == ["http://site.example/b/", canonical]
+
+
+@pytest.mark.postgres
+def test_a_keep_policy_lock_timeout_is_one_line_and_its_own_stat(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another session holds the pages table while the swap runs: a real lock timeout. The
+    page stays a logged copy; the error is counted under errors/keep_policy, not as a page
+    that could not be checked, and logged as one line without the chained tracebacks."""
+    import psycopg
+
+    pipeline = make_pipeline(pg_url, WORKERS=0, LOCK_TIMEOUT=0.3)
+    store = pipeline.filter.store
+    assert isinstance(store, FingerprintStore)
+    real_supersede = store.supersede
+    locker = psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"))
+
+    def supersede_while_locked(page: Any, kept: Any) -> Any:
+        locker.execute("LOCK TABLE pages IN ACCESS EXCLUSIVE MODE")
+        try:
+            return real_supersede(page, kept)
+        finally:
+            locker.rollback()
+
+    store.supersede = supersede_while_locked  # type: ignore[method-assign]
+    try:
+        run(pipeline.process_item({"url": f"{SITE}/e?s=1", "html": html(BRIDGE, "/e")}))
+        canonical = {"url": f"{SITE}/e", "html": html(BRIDGE, "/e", "<p>Share.</p>")}
+        with caplog.at_level(logging.INFO), pytest.raises(NearDuplicate):
+            run(pipeline.process_item(canonical))  # the verdict stands: a logged copy
+        run(pipeline.close_spider())
+    finally:
+        locker.close()
+    assert stat(pipeline, "errors/keep_policy") == 1
+    assert stat(pipeline, "errors") == 0  # every page was checked
+    lines = [r for r in caplog.records if "Could not apply the keep policy" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].exc_info is None  # one line, no traceback
+    assert "lock timeout" in lines[0].getMessage()
+    assert "could not be checked" not in caplog.text

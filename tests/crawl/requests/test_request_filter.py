@@ -380,3 +380,52 @@ def test_a_tracking_parameter_that_changes_content_is_retired_on_that_host(crawl
     book = crawl.learner.book
     assert not book.ruleset.form(f"http://{H}/b?utm_source=y").changed
     assert book.ruleset.form("http://other.example/b?utm_source=y").changed
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_refused_connection_while_learning_is_one_line_and_its_own_stat(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database goes away under the rule learner: a real refused connection. Counted
+    under errors/rule_learning, not as pages that could not be checked (every page was), and
+    the first logged as one line, without the three chained tracebacks."""
+    from support.pgserver import PrivateServer
+
+    from crawler.services import create_pg_database
+    from simhash_filter.crawl.pages.filter import PageFilter
+
+    with PrivateServer() as server:
+        store = FingerprintStore.open(create_pg_database("sf_test", server.url()), spec="test")
+        config = Config(workers=0)
+        learner = RuleLearner(config, RuleBook(config), UrlRuleStore(store))
+        learner.load()
+        server.stop()
+        errors = []
+        for n in range(2):
+            try:
+                list(learner.observe(Outcome.DROPPED, f"http://{H}/print/{n}", f"http://{H}/{n}"))
+                learner.flush()
+            except Exception as exc:
+                errors.append(exc)
+        store.close()
+    assert len(errors) == 2
+    crawler = get_crawler()
+    assert crawler.stats is not None
+    page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
+    request_filter = RequestFilter(crawler, RuleBook(config), page_filter)
+    with caplog.at_level(logging.INFO):
+        for error in errors:
+            request_filter._learning_failed(error)
+        page_filter.errors.flush()
+        request_filter.rule_errors.flush()
+    assert crawler.stats.get_value("simhash_filter/errors/rule_learning") == 2
+    assert crawler.stats.get_value("simhash_filter/errors") is None
+    lines = [
+        r for r in caplog.records if "URL rules" in r.getMessage() or "URL-rule" in r.getMessage()
+    ]
+    assert len(lines) == 2, [r.getMessage() for r in lines]
+    assert "Could not learn URL rules" in lines[0].getMessage()
+    assert lines[0].exc_info is None  # a refused connection: its line says all
+    assert "1 more URL-rule learning errors" in lines[1].getMessage()
+    assert "could not be checked" not in caplog.text
