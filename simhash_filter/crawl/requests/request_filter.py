@@ -125,6 +125,7 @@ class RequestFilter:
             UrlRuleStore(store),
             batch=BATCH,
             batch_seconds=BATCH_SECONDS,
+            idle=lambda: self.backlog <= 1,  # only the observation being learned from
         )
         await self._run(self.learner.load)
         self.page_filter.listeners.append(self._on_result)

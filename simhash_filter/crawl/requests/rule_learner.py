@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from simhash_filter.crawl.config import Config
@@ -57,7 +57,14 @@ from simhash_filter.urls.learning import (
 from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
-__all__ = ["MAX_IMAGES", "RELOAD_SECONDS", "SETTLED_SUPPORT", "RetiredRule", "RuleLearner"]
+__all__ = [
+    "IDLE_WRITE_SECONDS",
+    "MAX_IMAGES",
+    "RELOAD_SECONDS",
+    "SETTLED_SUPPORT",
+    "RetiredRule",
+    "RuleLearner",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +75,9 @@ MAX_IMAGES = 50_000
 recently used forgotten first; the store's pages still answer for the image itself)."""
 SETTLED_SUPPORT = 50
 """Supporting pairs past which an active rule records no more (its support is settled)."""
+IDLE_WRITE_SECONDS = 0.05
+"""When no observation waits, evidence is written at most this often (a busy crawl's
+observations queue up and go together, in batches)."""
 _HISTORY = 20_000  # stored pages of a host read when a candidate is about to become active
 _CANONICALS = 200_000  # declared canonicals read from the store when the crawl opens
 _EVIDENCE_STATES = (RuleState.CANDIDATE, RuleState.ACTIVE, RuleState.PINNED)
@@ -86,10 +96,13 @@ class RuleLearner:
         *,
         batch: int = 1,
         batch_seconds: float = 0.0,
+        idle: Callable[[], bool] = lambda: False,
         max_candidates: int = MAX_CANDIDATES,
     ) -> None:
         """``batch``: observations whose evidence is written together (1: each at once),
-        or what came in ``batch_seconds``, whichever is first."""
+        or what came in ``batch_seconds``, whichever is first; sooner when ``idle()`` says
+        no observation waits (and :data:`IDLE_WRITE_SECONDS` passed since the last write):
+        a small or slow crawl learns as it goes, a busy one writes in batches."""
         self.config = config
         self.book = book
         self.store = store
@@ -101,6 +114,7 @@ class RuleLearner:
         self._evidence: dict[UrlRule, Evidence] = {}  # not written yet
         self._observed = 0  # observations in _evidence
         self._batch, self._batch_seconds = max(1, batch), batch_seconds
+        self._idle = idle
         self._written_at = time.monotonic()
         self._loaded_at = 0.0
         self.activated = 0
@@ -194,10 +208,12 @@ class RuleLearner:
                 known = self._rules.get(rule)
                 urgent = urgent or known is None or known.state.skips
         self._observed += 1
+        since = time.monotonic() - self._written_at
         if (
             urgent
             or self._observed >= self._batch
-            or time.monotonic() - self._written_at >= self._batch_seconds
+            or since >= self._batch_seconds
+            or (since >= IDLE_WRITE_SECONDS and self._idle())
         ):
             return self.flush()
         return []

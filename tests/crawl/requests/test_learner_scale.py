@@ -259,3 +259,20 @@ def _checked(store: FingerprintStore, url: str) -> object:
         return store.check_and_add(url, 12345).admitted
     except Exception as exc:  # StoreBusy: the page would pass unchecked
         return exc
+
+
+def test_evidence_is_written_when_no_observation_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small or slow crawl learns as it goes: with nothing queued behind it, the learner
+    writes without waiting for its batch."""
+    monkeypatch.setattr(rule_learner, "IDLE_WRITE_SECONDS", 0.0)
+    waiting = [True]
+    crawl = Crawl(tmp_path, batch=1000, batch_seconds=3600, idle=lambda: not waiting[0])
+    crawl.keep(f"http://{H}/news/0")
+    crawl.drop(f"http://{H}/print/news/0", f"http://{H}/news/0")
+    assert crawl.learner.writes == 0  # observations queued behind: they go together
+    waiting[0] = False
+    crawl.keep(f"http://{H}/news/1")
+    assert crawl.learner.writes == 1
+    assert UrlRule(H, PREFIX, "/print/ -> /") in crawl.stored()
