@@ -27,6 +27,11 @@ from .testsite import SiteServer, build_site
 from .workers import project_env
 
 
+def similar(value: float | None) -> str:
+    """The similarity as the drop lines and the command line name it (rounded to 3)."""
+    return "" if value is None else f"similarity {round(value, 3):g}, "
+
+
 def _crawl(base_url: str, workdir: Path, *, middleware: bool) -> tuple[list[str], int]:
     command = [
         sys.executable,
@@ -77,7 +82,7 @@ def _report(base_url: str, workdir: Path) -> None:
     for drop in drops:
         print(
             f"  {short(drop.url):44} duplicate of {short(drop.duplicate_of_url)}"
-            f" (distance {drop.distance})"
+            f" ({similar(drop.similarity)}distance {drop.distance} bits)"
         )
     print(f"\nPassed without text to fingerprint ({len(no_text)}):")
     for url in no_text:

@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from simhash_filter.cli import skips
 from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
+    SIMILARITY_MEASURE,
     CommandError,
     duplicate_row,
     existing_store,
@@ -31,6 +33,8 @@ from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
 from simhash_filter.store import FingerprintStore, reports, texts
 from simhash_filter.store.records import DuplicateRecord, PageRecord, SchemeMismatchError
 
+PASSAGES_MEASURE = "share of passages in both texts"
+"""What ``equal passages`` is: the stored texts compared sentence by sentence (difflib)."""
 NO_TEXT_HINT = "texts are stored by a crawl with SIMHASH_FILTER_STORE_TEXT, or import --store-text"
 _CONTEXT = 2  # equal passages shown around a change
 
@@ -49,7 +53,22 @@ class AuditedPage:
 
 
 def audited_page(store: FingerprintStore, url: str) -> AuditedPage:
-    """The kept page of ``url``, else its newest drop (CommandError when neither)."""
+    """The kept page of ``url``, else its newest drop; a URL without a scheme as https://
+    or http://. CommandError when neither, saying so of a URL skipped before download
+    (which rule, the page it maps to)."""
+    tried = skips.candidates(url)
+    for each in tried:
+        found = _audited(store, each)
+        if found is not None:
+            return found
+    for each in tried:
+        if skip := skips.find_skip(store, each):
+            raise CommandError(f"{skip.sentence()}: no text of its own was stored")
+    shown = url if tried == [url] else f"{url} (as {' or '.join(tried)})"
+    raise CommandError(f"{shown} is neither kept, dropped nor skipped in {store.display_url}")
+
+
+def _audited(store: FingerprintStore, url: str) -> AuditedPage | None:
     page = store.lookup(url)
     if page is not None:
         blob = texts.page_texts(store, [page.page_id]).get(page.page_id)
@@ -57,7 +76,7 @@ def audited_page(store: FingerprintStore, url: str) -> AuditedPage:
         return AuditedPage(page.url, "kept", page.fingerprint, page, None, stored)
     drops = reports.drops_of_url(store, url, limit=1)
     if not drops:
-        raise CommandError(f"{url} is neither kept nor dropped in {store.display_url}")
+        return None
     drop = drops[0]
     blob = texts.drop_texts(store, [drop.duplicate_id]).get(drop.duplicate_id)
     stored = None if blob is None else unpack_text(blob)
@@ -169,7 +188,8 @@ def diff(args: argparse.Namespace, out: Output) -> int:
         "b": {"url": b.url, "status": b.status, "fingerprint": hex64(b.fingerprint)},
         "distance": distance,
         "similarity": similarity,
-        "text_similarity": round(text_similarity(steps), 3),
+        "equal_passages": round(text_similarity(steps), 3),
+        "text_similarity": round(text_similarity(steps), 3),  # (equal_passages' old name)
         "changed_passages": changed,
         "passages": [{"op": s.op, "a": list(s.a), "b": list(s.b)} for s in steps],
     }
@@ -178,8 +198,13 @@ def diff(args: argparse.Namespace, out: Output) -> int:
             ("a", f"{a.url} ({a.status})"),
             ("b", f"{b.url} ({b.status})"),
             ("distance", f"{distance} bits"),
-            ("similarity", "unknown (no sketch of both)" if similarity is None else similarity),
-            ("text similarity", document["text_similarity"]),
+            (
+                "similarity",
+                "unknown (no sketch of both)"
+                if similarity is None
+                else f"{similarity:.4g} ({SIMILARITY_MEASURE})",
+            ),
+            ("equal passages", f"{document['equal_passages']:.4g} ({PASSAGES_MEASURE})"),
             ("changed passages", changed),
         ]
     )
@@ -273,7 +298,8 @@ def explained_rows(store: FingerprintStore, records: list[DuplicateRecord]) -> l
                 "found_by": " ".join(f"t{t}:{key:x}" for t, key in keys) or None,
                 # a match flagged as boilerplate is admitted, so a logged drop never is one
                 "boilerplate": False,
-                "text_similarity": text_share,
+                "equal_passages": text_share,
+                "text_similarity": text_share,  # (its name before 0.x: equal_passages)
                 "texts_stored": [drop_blob is not None, page_blob is not None],
             }
         )

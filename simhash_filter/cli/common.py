@@ -61,17 +61,19 @@ def describe_error(exc: BaseException, db: str | None) -> str:
     return redact(message, database_url(db)) if db else message
 
 
-def fingerprinter_for(spec: str | None) -> Fingerprinter:
+def fingerprinter_for(spec: str | None, **options: Any) -> Fingerprinter:
     """The Fingerprinter to compare texts with a database made under ``spec``.
 
-    The command line builds the default Fingerprinter; a database made under another
-    spec (other options or another version) cannot be compared with: say what differs.
+    The command line builds the default Fingerprinter (``import`` with its ``--weighting``,
+    ``--top-n``, ``--segmenter``: ``options``); a database made under another spec (other
+    options or another version) cannot be compared with: say what differs.
     """
-    fingerprinter = Fingerprinter()
+    fingerprinter = Fingerprinter(**options)
     if spec is not None and spec != fingerprinter.spec:
         raise SchemeMismatchError(
             "the database's fingerprints were made under another spec than this "
-            f"simhash-filter's defaults ({spec_difference(spec, fingerprinter.spec)}); "
+            f"simhash-filter's {'options' if options else 'defaults'} "
+            f"({spec_difference(spec, fingerprinter.spec)}); "
             "texts cannot be compared with it: re-import the corpus into a new database"
         )
     return fingerprinter
@@ -107,6 +109,8 @@ def similarity_of(
     return shown_similarity((rule or MatchRule()).verify(query, stored).similarity)
 
 
+SIMILARITY_MEASURE = "the sketches' estimate of the 5-grams the texts share"
+"""What ``similarity`` is, wherever it is shown: the match rule's own measure."""
 SIMILARITY = Column("similarity", "similarity", right=True, optional=True)
 """The second distance: the sketches' similarity (a table without any leaves it out)."""
 

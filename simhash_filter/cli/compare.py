@@ -22,6 +22,7 @@ from simhash_filter.cli import options
 from simhash_filter.cli.command import Handler, command, limit, option
 from simhash_filter.cli.common import (
     SIMILARITY,
+    SIMILARITY_MEASURE,
     CommandError,
     UsageError,
     check_k,
@@ -30,15 +31,17 @@ from simhash_filter.cli.common import (
     existing_store,
     fingerprinter_for,
     limited,
+    shown_similarity,
     similarity_of,
 )
 from simhash_filter.cli.importers import HTML_SUFFIXES
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table, hex64
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.passage import query_groups
-from simhash_filter.core.simhash import hamming_distance
+from simhash_filter.core.simhash import BITS, hamming_distance
 from simhash_filter.core.sketch import contained_share, passage_hashes
 from simhash_filter.core.stored_text import unpack_text
+from simhash_filter.index.schemes import MINHASH_LSH
 from simhash_filter.store import FingerprintStore, passage_index, reports, texts
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.records import DatabaseNotFoundError, Match
@@ -60,6 +63,7 @@ class Query:
     text: str | None = None
     stored_url: str | None = None  # the canonical URL, when it came from the database
     sketch: bytes | None = None  # its second signature, when known: for the similarities
+    logged: tuple[str, float | None] | None = None  # a drop: (the page it copies, as logged)
 
 
 def _looks_like_html(path: str, body: bytes) -> bool:
@@ -211,7 +215,10 @@ def _sketched(store: FingerprintStore, query: Query) -> tuple[Query, str | None]
         f"(no sketch is stored for a dropped page: its neighbours are those of "
         f"{original.url}, the page it was dropped as a copy of)"
     )
-    return Query(query.source, query.fingerprint, stored_url=drop.url, sketch=kept), note
+    logged = (original.url, shown_similarity(drop.similarity))  # not its own sketch's 1
+    return Query(
+        query.source, query.fingerprint, stored_url=drop.url, sketch=kept, logged=logged
+    ), note
 
 
 def _shares(part: npt.NDArray[np.uint64], blobs: Iterable[tuple[int, bytes]]) -> dict[int, float]:
@@ -308,12 +315,33 @@ def _neighbours(store: FingerprintStore, query: Query, k: int) -> tuple[list[Nei
     neighbours = [
         Neighbour(
             m,
-            similarity_of(rule, query.sketch, sketches.get(i)),
+            query.logged[1]
+            if query.logged is not None and m.url == query.logged[0]
+            else similarity_of(rule, query.sketch, sketches.get(i)),
             None if contained is None else contained.get(i, 0.0),
         )
         for i, m in found.items()
     ]
     return sorted(neighbours, key=Neighbour.rank), note
+
+
+def _heading(store: FingerprintStore, query: Query, k: int) -> str:
+    """What ``near`` lists, in the words of the index that found it (a fingerprinted
+    query: one too short to fingerprint is a passage search alone)."""
+    assert query.fingerprint is not None
+    fingerprint = hex64(query.fingerprint)
+    if store.scheme.kind == MINHASH_LSH and query.sketch is not None:
+        bits = f"within {k} bits" if k < BITS else "at any simhash distance"
+        found = f"kept pages sharing a band of the index with {query.source} ({bits})"
+    elif store.scheme.kind == MINHASH_LSH:
+        reach = f"within {k} bits of" if k < BITS else "at any simhash distance from"
+        source = "" if query.source == fingerprint else f"{query.source}, "
+        found = (
+            f"kept pages {reach} {fingerprint} ({source}no sketch: every stored simhash is read)"
+        )
+    else:
+        found = f"kept pages within {k} bits of {fingerprint} ({query.source})"
+    return f"{found}, most alike first; similarity: {SIMILARITY_MEASURE}:"
 
 
 @command("near")
@@ -347,7 +375,7 @@ def near(args: argparse.Namespace, out: Output) -> int:
     if query.fingerprint is None:
         out.note(f"stored pages holding the text ({query.source}: too short to fingerprint):")
     else:
-        out.note(f"pages within {k} of {hex64(query.fingerprint)} ({query.source}):")
+        out.note(_heading(store, query, k))
     for note in [*notes, searched]:
         if note:
             out.note(note)

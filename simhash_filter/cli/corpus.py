@@ -9,20 +9,24 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
+from itertools import islice
 from typing import IO, Any
 
 from simhash_filter.cli import options
+from simhash_filter.cli.audit import NO_TEXT_HINT
 from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import (
+    CommandError,
     UsageError,
     duplicate_row,
     existing_store,
     page_fields,
 )
 from simhash_filter.cli.output import Fields, Output, Record, json_line
+from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.index.defaults import IndexChoice, IndexSettings, changed_settings
 from simhash_filter.index.schemes import INDEX_KINDS
-from simhash_filter.store import FingerprintStore, reports
+from simhash_filter.store import FingerprintStore, reports, texts
 
 # --- export ----------------------------------------------------------------------------
 
@@ -30,8 +34,39 @@ PAGE_FIELDS = ("url", "fingerprint", "text_length", "first_seen", "last_seen")
 DUPLICATE_FIELDS = ("url", "fingerprint", "duplicate_of", "distance", "similarity", "seen_at")
 
 
-def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iterator[Record]:
-    if pages:
+_TEXT_CHUNK = 500  # kept pages whose stored texts one query reads
+
+
+def _pages_with_texts(store: FingerprintStore, out: Output) -> Iterator[Record]:
+    """``export --texts``: each kept page with its stored text (``url`` + ``text``: what
+    ``import`` reads, under other fingerprint options too); pages without one are left out
+    and counted in a note."""
+    missing = 0
+    pages = reports.iter_pages(store)
+    while chunk := list(islice(pages, _TEXT_CHUNK)):
+        found = texts.page_texts(store, [page.page_id for page in chunk])
+        for page in chunk:
+            if page.page_id not in found:
+                missing += 1
+                continue
+            yield {
+                "kind": "page",
+                **page_fields(page),
+                "text": unpack_text(found[page.page_id]).text,
+            }
+    if missing:
+        out.note(
+            f"({missing} kept pages have no stored text and were left out: texts are stored "
+            "by a crawl with SIMHASH_FILTER_STORE_TEXT or by import --store-text)"
+        )
+
+
+def _export_rows(
+    store: FingerprintStore, pages: bool, duplicates: bool, with_texts: bool, out: Output
+) -> Iterator[Record]:
+    if pages and with_texts:
+        yield from _pages_with_texts(store, out)
+    elif pages:
         for page in reports.iter_pages(store):
             yield {"kind": "page", **page_fields(page)}
     if duplicates:
@@ -49,18 +84,30 @@ def _export_rows(store: FingerprintStore, pages: bool, duplicates: bool) -> Iter
     choices=("jsonl", "csv"),
     help="output format (default: csv for -o *.csv, else jsonl)",
 )
+@option(
+    "--texts",
+    action="store_true",
+    help="with each kept page its stored text (pages without one are left out): a file "
+    "import reads, to re-fingerprint the pages under other options",
+)
 @option("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 def export(args: argparse.Namespace, out: Output) -> int:
     """pages and/or duplicates as JSON Lines or CSV"""
 
+    if args.texts and args.duplicates:
+        raise UsageError("--texts exports the kept pages' texts: leave out --duplicates")
     pages = args.pages or not args.duplicates
-    duplicates = args.duplicates or not args.pages
+    duplicates = not args.texts and (args.duplicates or not args.pages)
     fmt = args.format or (
         "csv" if args.output and args.output.lower().endswith(".csv") else "jsonl"
     )
     columns = ["kind"] if pages and duplicates else []
     columns += dict.fromkeys(
-        [*(PAGE_FIELDS if pages else ()), *(DUPLICATE_FIELDS if duplicates else ())]
+        [
+            *(PAGE_FIELDS if pages else ()),
+            *(("text",) if args.texts else ()),
+            *(DUPLICATE_FIELDS if duplicates else ()),
+        ]
     )
     counts: Counter[str] = Counter()
     with existing_store(args) as store, ExitStack() as stack:
@@ -70,7 +117,9 @@ def export(args: argparse.Namespace, out: Output) -> int:
             )
         else:
             target = out.writable_stdout()
-        rows = _export_rows(store, pages, duplicates)
+        if args.texts and texts.text_counts(store)[0] == 0:
+            raise CommandError(f"no stored texts in {store.display_url}: {NO_TEXT_HINT}")
+        rows = _export_rows(store, pages, duplicates, args.texts, out)
         if fmt == "csv":
             writer = csv.DictWriter(target, columns, extrasaction="ignore", lineterminator="\n")
             writer.writeheader()

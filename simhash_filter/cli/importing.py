@@ -32,6 +32,7 @@ from simhash_filter.cli.common import CommandError, UsageError, database_url, fi
 from simhash_filter.cli.importers import ReaderOptions, SourceError, check_source, read_source
 from simhash_filter.cli.output import Column, Fields, Output, Section, Table
 from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.core.segment import DEFAULT_SEGMENTER, SEGMENTERS
 from simhash_filter.index.defaults import (
     IndexChoice,
     IndexSettings,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 PROG = "simhash-filter"
 COUNTS = ("read", "kept", "dropped", "unchanged", "changed", "no_text", "skipped")
+_IMPORTED = ("kept", "dropped", "unchanged", "changed", "no_text")  # records read through
 _VERDICT_COUNTS = {
     VerdictKind.NEW: "kept",
     VerdictKind.DUPLICATE: "dropped",
@@ -270,6 +272,20 @@ def _whole_batches() -> Iterator[None]:
 # --- the database ----------------------------------------------------------------------
 
 
+def _fingerprint_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--weighting``, ``--top-n``, ``--segmenter``: the crawl's ``WEIGHTING``, ``TOP_N``
+    and ``SEGMENTER`` (what a database refused for other ones names)."""
+    named = {"weighting": args.weighting, "top_n": args.top_n, "segmenter": args.segmenter}
+    return {key: value for key, value in named.items() if value is not None}
+
+
+def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
+    try:
+        return Fingerprinter(**_fingerprint_options(args))
+    except ValueError as exc:  # a top-n with tfidf, say: argparse checked each alone
+        raise UsageError(str(exc)) from None
+
+
 def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
     """The database to import into: made with ``--max-distance``/``--blocks`` when it is
     not there; an existing one keeps its scheme unless they ask for another (then the
@@ -297,7 +313,7 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
             raise UsageError(str(exc)) from None
         return FingerprintStore.open(
             url,
-            spec=Fingerprinter().spec,
+            spec=_fingerprinter(args).spec,
             max_distance=made.max_distance,
             blocks=args.blocks,
             rule=made.rule,
@@ -312,7 +328,7 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         raise UsageError(str(exc)) from None
     return FingerprintStore.open(
         url,
-        spec=Fingerprinter().spec,
+        spec=_fingerprinter(args).spec,
         max_distance=wanted.max_distance,
         blocks=args.blocks,
         rule=wanted.rule,
@@ -365,7 +381,7 @@ class _Import:
         self.progress.update(self.totals, force=True)
 
     def read(self, store: FingerprintStore, options: ReaderOptions) -> None:
-        fingerprinter = fingerprinter_for(store.spec)
+        fingerprinter = fingerprinter_for(store.spec, **_fingerprint_options(self.args))
         with _page_pool(self.args.jobs, fingerprinter) as pool:
             for tally in self.tallies:
                 if tally.status != "not read":
@@ -493,6 +509,23 @@ class _Import:
     help="keep each page's main text (compressed, at most 64 KiB) for show, diff and "
     "report, as SIMHASH_FILTER_STORE_TEXT does in a crawl",
 )
+@option(
+    "--weighting",
+    choices=("tf", "sublinear", "uniform"),
+    help="feature weights of a new database's fingerprints (default tf), as the crawl's "
+    "SIMHASH_FILTER_WEIGHTING; must match an existing one",
+)
+@option(
+    "--top-n",
+    type=options.positive_count,
+    metavar="N",
+    help="keep only the N heaviest features (default: all), as SIMHASH_FILTER_TOP_N",
+)
+@option(
+    "--segmenter",
+    choices=SEGMENTERS,
+    help=f"Chinese word segmenter (default {DEFAULT_SEGMENTER}), as SIMHASH_FILTER_SEGMENTER",
+)
 @option("--no-progress", action="store_true", help="no progress line on stderr")
 @option(
     "--create",
@@ -539,4 +572,10 @@ def import_(args: argparse.Namespace, out: Output) -> int:
     if run.interrupted:
         out.note(f"{PROG}: interrupted: the counts above were committed")
         return 130
+    if run.totals["skipped"] and not any(run.totals[key] for key in _IMPORTED):
+        out.note(
+            f"{PROG}: error: every record was skipped: nothing was imported (a crawl's feed "
+            "holds no text unless the crawl kept it: SIMHASH_FILTER_ADD_TEXT)"
+        )
+        return 1
     return 1 if any(tally.status != "complete" for tally in run.tallies) else 0

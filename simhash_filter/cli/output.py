@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,8 +94,77 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def render_table(columns: Sequence[Column], rows: Iterable[Record]) -> list[str]:
-    """Rows under a header and a dashed rule, columns two spaces apart."""
+MIN_SHRUNK = 24
+"""The narrowest a URL column is cut to when a table is fitted to the terminal."""
+URL_KEYS = frozenset({"url", "duplicate_of", "maps_to", "kept_url", "canonical"})
+"""Columns of URLs: the ones cut in the middle to fit a table in the terminal."""
+
+
+def terminal_width(stream: TextIO | None) -> int | None:
+    """The width tables are fitted to: ``$COLUMNS`` when set, else the terminal's when
+    ``stream`` is one; None (no limit) for a pipe or a file, which keep whole values."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if stream is not None and stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def elide(value: str, width: int) -> str:
+    """``value`` cut to ``width`` characters in the middle (``https://a.example/…/page``)."""
+    if len(value) <= width:
+        return value
+    head = (width - 1) // 2
+    return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
+def _fit(widths: list[int], columns: Sequence[Column], width: int) -> list[int] | None:
+    """Column widths whose table fits in ``width``, the widest URL columns narrowed first,
+    none below :data:`MIN_SHRUNK`; None when that is not enough (records then)."""
+    fitted = list(widths)
+    excess = sum(fitted) + 2 * (len(fitted) - 1) - width
+    while excess > 0:
+        shrinkable = [
+            i
+            for i, column in enumerate(columns)
+            if column.key in URL_KEYS and fitted[i] > MIN_SHRUNK
+        ]
+        if not shrinkable:
+            return None
+        widest = max(shrinkable, key=fitted.__getitem__)
+        runner_up = max((fitted[i] for i in shrinkable if i != widest), default=0)
+        cut = min(excess, fitted[widest] - max(runner_up, MIN_SHRUNK) or 1)
+        fitted[widest] -= cut
+        excess -= cut
+    return fitted
+
+
+def _records(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[str]:
+    """A table too wide for the terminal as one ``label  value`` block a row (as psql's
+    expanded display), values cut in the middle to the width."""
+    label = max(len(column.header) for column in columns)
+    room = max(MIN_SHRUNK, width - label - 2)
+    lines: list[str] = []
+    for n, line in enumerate(cells):
+        if n:
+            lines.append("")
+        lines += [
+            f"{column.header.ljust(label)}  {elide(value, room)}".rstrip()
+            for column, value in zip(columns, line, strict=True)
+        ]
+    return lines
+
+
+def render_table(
+    columns: Sequence[Column], rows: Iterable[Record], width: int | None = None
+) -> list[str]:
+    """Rows under a header and a dashed rule, columns two spaces apart. With ``width``
+    (the terminal's), URL columns are cut in the middle (``…``) so a line fits; a table
+    that does not fit even so is printed as one block of ``label  value`` lines a row."""
     rows = list(rows)
     columns = [
         column
@@ -106,6 +176,12 @@ def render_table(columns: Sequence[Column], rows: Iterable[Record]) -> list[str]
         max([len(column.header), *(len(line[i]) for line in cells)])
         for i, column in enumerate(columns)
     ]
+    if width is not None:
+        fitted = _fit(widths, columns, width)
+        if fitted is None:
+            return _records(columns, cells, width)
+        widths = fitted
+        cells = [[elide(value, w) for value, w in zip(line, widths, strict=True)] for line in cells]
 
     def line(values: Sequence[str]) -> str:
         padded = [
@@ -136,6 +212,7 @@ class Output:
         self.mode = mode
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
+        self.width = terminal_width(self.stdout)
 
     def _print(self, line: str) -> None:
         self.writable_stdout().write(line + "\n")
@@ -186,7 +263,7 @@ class Output:
             if collected and sections is not None:
                 self._sections(sections(collected))
             elif collected:
-                for line in render_table(columns, collected):
+                for line in render_table(columns, collected, self.width):
                     self._print(line)
         if count == 0:
             self.note(empty)
@@ -213,7 +290,7 @@ class Output:
             if section.title:
                 self._print(section.title)
             if isinstance(section, Table):
-                lines = render_table(section.columns, section.rows)
+                lines = render_table(section.columns, section.rows, self.width)
             elif isinstance(section, Lines):
                 lines = list(section.lines)
             else:

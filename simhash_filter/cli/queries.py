@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from simhash_filter.cli import audit, options
+from simhash_filter.cli import audit, options, skips
 from simhash_filter.cli.command import command, domains, limit, option
 from simhash_filter.cli.common import (
     SIMILARITY,
@@ -221,7 +221,7 @@ def explain_columns(keys: bool) -> list[Column]:
         Column("judged_by", "judged by"),
         found,
         Column("boilerplate", "boilerplate"),
-        Column("text_similarity", "text sim.", right=True, optional=True),
+        Column("equal_passages", "equal passages", right=True, optional=True),
         *DUPLICATE_COLUMNS[3:],  # url, duplicate of
     ]
 
@@ -387,23 +387,61 @@ def _dropped_page(
     return document, sections
 
 
+def _unknown(
+    store: FingerprintStore, query: str, tried: list[str]
+) -> tuple[dict[str, Any], list[Section]]:
+    """``lookup`` of a URL the database does not hold: what the rules would map it to,
+    and the schemes tried when it had none."""
+    document: dict[str, Any] = {"query": query, "status": "unknown"}
+    fields: list[tuple[str, object]] = [
+        ("status", "unknown (neither kept, dropped nor skipped)"),
+        ("url", query),
+    ]
+    if tried != [query]:
+        document["tried"] = tried
+        fields.append(("no scheme", f"looked up as {' and '.join(tried)}"))
+    form = skips.mapped_now(store, tried[0])
+    if form is not None:
+        kept = skips.kept_behind(store, form)
+        document["maps_to"], document["kept_url"] = form, kept
+        fields.append(("rules map it to", form + (f" (kept page {kept})" if kept else "")))
+    return document, [Fields(fields)]
+
+
+def _look_up(
+    store: FingerprintStore, query: str, url: str
+) -> tuple[dict[str, Any], list[Section]] | None:
+    """``lookup`` of one URL: kept, dropped (or superseded), skipped, else None."""
+    page = store.lookup(url)  # (a page that left the index is a drop now)
+    if page is not None and page.dropped_at is None:
+        return _kept_page(store, query, page)
+    if drops := reports.drops_of_url(store, url):
+        return _dropped_page(query, drops, page)
+    if skip := skips.find_skip(store, url):
+        return skips.skip_document(query, skip)
+    return None
+
+
 @command("lookup")
 @option("url", metavar="URL")
 def lookup(args: argparse.Namespace, out: Output) -> int:
-    """is a URL in the database, and what is known about it"""
-    document: dict[str, Any]
-    sections: list[Section]
+    """is a URL in the database, and what is known about it: kept, dropped, skipped before
+    download (by which rule, and the kept page it maps to), or unknown (exit 1)
+
+    A URL without a scheme is looked up as https:// and http://."""
+    tried = skips.candidates(args.url)
     with existing_store(args) as store:
-        page = store.lookup(args.url)  # (a page that left the index is a drop now)
-        if page is not None and page.dropped_at is None:
-            document, sections = _kept_page(store, args.url, page)
-        elif drops := reports.drops_of_url(store, args.url):
-            document, sections = _dropped_page(args.url, drops, page)
+        for url in tried:
+            found = _look_up(store, args.url, url)
+            if found is not None:
+                break
         else:
-            document = {"query": args.url, "status": "unknown"}
-            sections = [
-                Fields([("status", "unknown (neither kept nor dropped)"), ("url", args.url)])
-            ]
+            document, sections = _unknown(store, args.url, tried)
+            out.document(document, sections)
+            return 1
+    document, sections = found
+    if tried != [args.url]:
+        out.note(f"(no scheme given: {args.url} looked up as {url})")
     out.document(document, sections)
     return 0
 

@@ -18,6 +18,7 @@ from simhash_filter.cli.command import command, domains, option
 from simhash_filter.cli.common import existing_store
 from simhash_filter.cli.output import Output
 from simhash_filter.cli.report_html import DomainRow, ReportData, SampleView, render_report
+from simhash_filter.cli.report_requests import render_request_side, request_side
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.core.textdiff import diff_texts
@@ -116,6 +117,7 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
         superseded=hints.superseded_count(store),
         sample_note=note,
     )
+    data.request_side = render_request_side(request_side(store))
     data.seconds = time.monotonic() - started
     return data
 
@@ -140,8 +142,9 @@ def write_report(
 )
 @domains(50)
 def report(args: argparse.Namespace, out: Output) -> int:
-    """one self-contained HTML file: totals, domains, drops over time, similarity,
-    clusters, a sample of drops side by side
+    """one self-contained HTML file: totals, what was skipped before download (fetches
+    saved, the URL rules), domains, drops over time, similarity, clusters, a sample of
+    drops side by side
 
     Prints the file's path."""
     path = Path(args.out)

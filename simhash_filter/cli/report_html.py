@@ -52,6 +52,7 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; width: 9em; 
 svg { background: #fff; border: 1px solid #ddd; border-radius: 6px; max-width: 100%;
       height: auto; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
+svg text.axis { font-size: 12px; fill: #555; }
 .sample { background: #fff; border: 1px solid #ddd; border-radius: 6px; margin: 16px 0;
           padding: 10px 12px; }
 .sample h3 { font-size: 15px; margin: 0 0 6px; }
@@ -132,9 +133,25 @@ class ReportData:
     sample_note: str = ""
     seconds: float | None = None
     superseded: int = 0  # of the duplicates: pages kept, then replaced by their canonical copy
+    request_side: str = ""  # the HTML of what was skipped before download (report_requests)
 
 
 # --- charts ----------------------------------------------------------------------------
+
+
+WIDTH, HEIGHT, LEFT, BOTTOM = 736, 256, 64, 44
+"""A chart's size and its plot's margins: room for the axis titles left and below."""
+
+
+def _axis_titles(x_title: str, y_title: str, top: int) -> str:
+    """The axes' titles: under the labels of the x axis, and up the y axis."""
+    middle = top + (HEIGHT - BOTTOM - top) / 2
+    return (
+        f'<text class="axis" x="{LEFT + (WIDTH - LEFT - 12) / 2:.0f}" y="{HEIGHT - 4}" '
+        f'text-anchor="middle">{esc(x_title)}</text>'
+        f'<text class="axis" transform="rotate(-90)" x="{-middle:.0f}" y="14" '
+        f'text-anchor="middle">{esc(y_title)}</text>'
+    )
 
 
 def _bars_svg(
@@ -142,14 +159,16 @@ def _bars_svg(
     labels: Sequence[tuple[float, str]],
     *,
     title: str,
+    axes: tuple[str, str],
     tooltips: Sequence[str],
     marker: tuple[float, str] | None = None,
     colour: str = "var(--dropped)",
     element_id: str,
 ) -> str:
     """A bar chart: ``values`` left to right, ``labels`` (index, text) under the axis,
-    ``marker`` (position in bars, text) a dashed vertical line."""
-    width, height, left, bottom, top = 720, 240, 48, 28, 16
+    ``axes`` the x and y axes' titles, ``marker`` (position in bars, text) a dashed
+    vertical line."""
+    width, height, left, bottom, top = WIDTH, HEIGHT, LEFT, BOTTOM, 16
     plot_w, plot_h = width - left - 12, height - bottom - top
     peak = max(values, default=0) or 1
     bar_w = plot_w / max(len(values), 1)
@@ -171,7 +190,7 @@ def _bars_svg(
         )
     for position, text in labels:
         x = left + position * bar_w
-        parts.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle">{esc(text)}</text>')
+        parts.append(f'<text x="{x:.1f}" y="{height - 24}" text-anchor="middle">{esc(text)}</text>')
     if marker is not None:
         position, text = marker
         x = left + position * bar_w
@@ -180,6 +199,7 @@ def _bars_svg(
             'stroke="var(--line)" stroke-width="2" stroke-dasharray="5 4"/>'
             f'<text x="{x - 4:.1f}" y="{top + 6}" text-anchor="end">{esc(text)}</text>'
         )
+    parts.append(_axis_titles(*axes, top))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -203,6 +223,7 @@ def _similarity_chart(data: ReportData) -> str:
         histogram.counts,
         labels,
         title="similarity of dropped pages",
+        axes=("similarity: the sketches' estimated share of 5-grams in common", "drops"),
         tooltips=tips,
         marker=marker,
         element_id="similarity-chart",
@@ -232,6 +253,7 @@ def _distance_chart(data: ReportData) -> str:
         values,
         [(n + 0.5, str(n)) for n in distance_ticks(top)],
         title="Hamming distance of dropped pages",
+        axes=("simhash distance (bits of 64 that differ)", "drops"),
         tooltips=tips,
         marker=marker,
         colour="#f58518",
@@ -243,7 +265,7 @@ def _timeline_chart(data: ReportData) -> str:
     line = data.timeline
     if line is None:
         return ""
-    width, height, left, bottom, top = 720, 240, 48, 28, 30
+    width, height, left, bottom, top = WIDTH, HEIGHT, LEFT, BOTTOM, 30
     plot_w, plot_h = width - left - 12, height - bottom - top
     buckets = line.buckets
     peak = max((b.kept + b.dropped for b in buckets), default=0) or 1
@@ -271,10 +293,12 @@ def _timeline_chart(data: ReportData) -> str:
             f'width="{max(bar_w - 2, 1):.1f}" height="{drop_h:.1f}" fill="var(--dropped)"/></g>'
         )
     first, last = buckets[0].start, buckets[-1].start + line.width
-    parts.append(f'<text x="{left}" y="{height - 8}">{esc(iso_time(first))}</text>')
+    parts.append(f'<text x="{left}" y="{height - 24}">{esc(iso_time(first))}</text>')
     parts.append(
-        f'<text x="{left + plot_w}" y="{height - 8}" text-anchor="end">{esc(iso_time(last))}</text>'
+        f'<text x="{left + plot_w}" y="{height - 24}" text-anchor="end">'
+        f"{esc(iso_time(last))}</text>"
     )
+    parts.append(_axis_titles("time (UTC)", "pages", top))
     parts.append(
         f'<rect x="{left}" y="8" width="10" height="10" fill="var(--kept)"/>'
         f'<text x="{left + 14}" y="17">kept</text>'
@@ -487,6 +511,7 @@ made {esc(iso_time(data.generated_at))}{took}</p>
 to fingerprint pass without entering the database: the crawl's own
 <code>simhash_filter/no_text</code> stat counts them. "Without text": kept pages whose text was not
 stored (SIMHASH_FILTER_STORE_TEXT off when they were crawled).</p>
+{data.request_side}
 <h2>Domains</h2>
 {_domain_rows(data)}
 {more_domains}

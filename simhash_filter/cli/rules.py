@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 
+from simhash_filter.cli import options, skips
 from simhash_filter.cli.command import command, option
 from simhash_filter.cli.common import CommandError, UsageError, existing_store
-from simhash_filter.cli.output import Column, Output, Record, iso_time
+from simhash_filter.cli.output import Column, Fields, Output, Record, Table, iso_time
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import RuleDelta, StoredRule, UrlRuleStore
 from simhash_filter.urls.learning import learn_from_pairs
@@ -36,6 +37,7 @@ RULE_COLUMNS = (
     Column("updated_at", "updated"),
 )
 _ACTIONS = {"pin": RuleState.PINNED, "ban": RuleState.BANNED, "reset": RuleState.CANDIDATE}
+_SAMPLES = 20  # skipped URLs `rules show` lists by default
 _HISTORY = 100_000  # stored pages of a host a learned rule is checked against
 
 
@@ -57,10 +59,17 @@ def rule_row(stored: StoredRule) -> Record:
 
 
 @command("rules")
-@option("action", nargs="?", choices=("list", "learn", *_ACTIONS), default="list")
+@option("action", nargs="?", choices=("list", "show", "learn", *_ACTIONS), default="list")
 @option("rule_id", nargs="?", type=int, metavar="ID", help="the rule (its id)")
 @option("--host", help="only the rules of this host")
 @option("--state", choices=[state.value for state in RuleState], help="only rules in this state")
+@option(
+    "--samples",
+    type=options.count,
+    default=_SAMPLES,
+    metavar="N",
+    help=f"show: at most N of the URLs it skipped, newest first (0: all; default {_SAMPLES})",
+)
 @option(
     "--min-support",
     type=int,
@@ -74,6 +83,7 @@ def rules(args: argparse.Namespace, out: Output) -> int:
     and fetches saved; learn new ones from the logged drops, pin, ban or reset one
 
     rules [--host HOST] [--state STATE]   list them
+    rules show ID [--samples N]           one rule, with URLs it skipped and where they map
     rules learn [--min-support N]         new rules from the drops the database logged
     rules pin ID                          always apply it, never retire it
     rules ban ID                          never apply it
@@ -95,11 +105,56 @@ def rules(args: argparse.Namespace, out: Output) -> int:
             return 0
         if args.rule_id is None:
             raise UsageError(f"rules {args.action} needs the ID of a rule (see `rules`)")
-        if url_rules.rule(args.rule_id) is None:
+        found_rule = url_rules.rule(args.rule_id)
+        if found_rule is None:
             raise CommandError(f"no URL rule {args.rule_id} in {store.display_url}")
+        if args.action == "show":
+            _show(store, url_rules, found_rule, args.samples, out)
+            return 0
         changed = url_rules.set_state(args.rule_id, _ACTIONS[args.action])
         out.rows(RULE_COLUMNS, [rule_row(changed)], empty="no URL rules")
     return 0
+
+
+def _show(
+    store: FingerprintStore, url_rules: UrlRuleStore, stored: StoredRule, samples: int, out: Output
+) -> None:
+    """``rules show ID``: the rule, then URLs it skipped with the form each maps to and the
+    kept page behind it (a retired rule's skips were fetched again: none are left)."""
+    skipped = url_rules.skipped_samples(stored.id, samples or None)
+    rows: list[Record] = []
+    for url, when in skipped:
+        form = skips.form_under(store, url, [stored])
+        rows.append(
+            {
+                "url": url,
+                "skipped_at": iso_time(when),
+                "maps_to": form,
+                "kept_url": skips.kept_behind(store, form),
+            }
+        )
+    document = {**rule_row(stored), "skipped": rows}
+    title = f"URLs it skipped (newest {len(rows)} of {stored.fetches_saved} fetches saved)"
+    if stored.state is RuleState.RETIRED:
+        title += "; a retired rule's skipped URLs were fetched again"
+    out.document(
+        document,
+        [
+            Fields([(column.header, document[column.key]) for column in RULE_COLUMNS]),
+            Table(
+                [
+                    Column("skipped_at", "skipped at"),
+                    Column("url", "url"),
+                    Column("maps_to", "maps to"),
+                    Column("kept_url", "kept page"),
+                ],
+                rows,
+                title=title,
+            ),
+        ],
+    )
+    if not rows:
+        out.note(f"(no skipped URL of rule {stored.id} is recorded)")
 
 
 def learn(store: FingerprintStore, url_rules: UrlRuleStore, min_support: int) -> list[StoredRule]:

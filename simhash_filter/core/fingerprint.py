@@ -168,29 +168,45 @@ class Fingerprinter:
             return None
         return self._simhash(tokens)
 
-    def sketch(self, text: str, *, page_text: str | None = None, listing: bool = False) -> bytes:
+    def sketch(
+        self,
+        text: str,
+        *,
+        page_text: str | None = None,
+        listing: bool = False,
+        unsure: bool = False,
+    ) -> bytes:
         """The MinHash sketch of ``text`` (and of ``page_text``, the page's whole visible
         text, when given: it lets the match rule tell an extraction failure from a copy);
         ``listing`` marks a page that lists several entries (the rule never calls a listing
-        and a page that is not one copies). The mark is a flag of the sketch, not part of
-        :attr:`spec`: a sketch stored before it reads as "not a listing", as it did."""
-        return self._sketch(normalize(text[: self.max_chars]), page_text, listing)
+        and a page that is not one copies); ``unsure`` a page whose host's template was not
+        known yet (``MatchRule.verify`` judges it with the stricter share,
+        :data:`~.signature.UNSURE_TEXT_SHARE`). The marks are flags of the sketch, not part
+        of :attr:`spec`: a sketch stored before them reads as unmarked, as it was judged."""
+        return self._sketch(normalize(text[: self.max_chars]), page_text, listing, unsure)
 
-    def _sketch(self, content: str, page_text: str | None, listing: bool) -> bytes:
+    def _sketch(
+        self, content: str, page_text: str | None, listing: bool, unsure: bool = False
+    ) -> bytes:
         slots = _sketch.text_sketch(content, self.sketch_slots)
         if page_text is None:
             return encode_sketch(slots, listing=listing)
         page = normalize(page_text[: 4 * self.max_chars])
         page_slots = _sketch.text_sketch(page, PAGE_SKETCH_SLOTS)
         share = min(1.0, len(content) / len(page)) if page else 1.0
-        return encode_sketch(slots, page_slots, share, listing=listing)
+        return encode_sketch(slots, page_slots, share, listing=listing, unsure=unsure)
 
     def sign(
-        self, text: str, *, page_text: str | None = None, listing: bool = False
+        self,
+        text: str,
+        *,
+        page_text: str | None = None,
+        listing: bool = False,
+        unsure: bool = False,
     ) -> PageSignature | None:
         """The fingerprint and sketch of a page's main text, or None when the text is too
-        short to fingerprint (as :meth:`fingerprint`); ``page_text`` and ``listing`` as in
-        :meth:`sketch`."""
+        short to fingerprint (as :meth:`fingerprint`); ``page_text``, ``listing`` and
+        ``unsure`` as in :meth:`sketch`."""
         tokens, folded = self._tokens_and_folded(text)
         if len(tokens) < self.min_tokens:
             return None
@@ -202,6 +218,34 @@ class Fingerprinter:
         )
         return PageSignature(
             fingerprint=fingerprint,
-            sketch=self._sketch(content, page_text, listing),
+            sketch=self._sketch(content, page_text, listing, unsure),
             text_length=len(text),
         )
+
+
+SPEC_OPTIONS = ("weighting", "top_n", "segmenter")
+"""The options a crawl's settings may change (``WEIGHTING``, ``TOP_N``, ``SEGMENTER``) and
+``simhash-filter import`` takes (``--weighting``, ``--top-n``, ``--segmenter``)."""
+
+
+def spec_options(spec: str) -> dict[str, str] | None:
+    """The :data:`SPEC_OPTIONS` (as command-line values) that make a default
+    :class:`Fingerprinter` produce ``spec``; None when no such choice does (another version,
+    other stopwords, a custom hash: only a re-crawl gets there). Found by making the
+    Fingerprinter and comparing its spec, so it never names options that miss."""
+    items = dict(item.split("=", 1) for item in spec.split(";") if "=" in item)
+    weighting, top_n = items.get("weight", "tf"), items.get("top_n", "all")
+    segmenter = "jieba" if "+jieba-" in items.get("tok", "") else DEFAULT_SEGMENTER
+    try:
+        made = Fingerprinter(
+            weighting=weighting,
+            top_n=None if top_n == "all" else int(top_n),
+            segmenter=segmenter,
+        )
+    except ValueError:
+        return None
+    if made.spec != spec:
+        return None
+    found = {"weighting": weighting, "top_n": top_n, "segmenter": segmenter}
+    defaults = {"weighting": "tf", "top_n": "all", "segmenter": DEFAULT_SEGMENTER}
+    return {key: value for key, value in found.items() if value != defaults[key]}

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy.utils.misc import load_object
+
 from simhash_filter.crawl.pages.middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
 from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
@@ -45,6 +47,29 @@ PIPELINE_PRIORITY = 250
 """Early: near-duplicates are dropped before storage pipelines (usually 300 and up) see them."""
 
 
+PUBLIC_PATHS: dict[type, str] = {
+    NearDuplicatePipeline: "simhash_filter.NearDuplicatePipeline",
+    NearDuplicateMiddleware: "simhash_filter.NearDuplicateMiddleware",
+}
+"""The import paths users write (the README's), for the components the package exports."""
+
+
+def import_path(component: type) -> str:
+    """The path a component is registered under: the one users write, so Scrapy's "Enabled
+    item pipelines" line reads ``simhash_filter.NearDuplicatePipeline``, not ``<class …>``."""
+    return PUBLIC_PATHS.get(component, f"{component.__module__}.{component.__qualname__}")
+
+
+def _setdefault_component(settings: Settings, name: str, component: type, priority: int) -> None:
+    """Scrapy's ``setdefault_in_component_priority_dict`` by import path: ``component`` at
+    ``priority`` unless the project lists it already (as a class or by any path to it)."""
+    components = settings.getdict(name)
+    if any(load_object(listed) is component for listed in components):
+        return
+    components[import_path(component)] = priority
+    settings.set(name, components, settings.getpriority(name) or 0)
+
+
 class Addon:
     """Scrapy add-on for simhash-filter."""
 
@@ -53,27 +78,25 @@ class Addon:
         return "simhash_filter.Addon"
 
     def update_settings(self, settings: Settings) -> None:
-        settings.setdefault_in_component_priority_dict(
-            "ITEM_PIPELINES", NearDuplicatePipeline, PIPELINE_PRIORITY
-        )
+        _setdefault_component(settings, "ITEM_PIPELINES", NearDuplicatePipeline, PIPELINE_PRIORITY)
         config = crawl_config(settings)
         if config.middleware:
-            settings.setdefault_in_component_priority_dict(
-                "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
+            _setdefault_component(
+                settings, "DOWNLOADER_MIDDLEWARES", NearDuplicateMiddleware, MIDDLEWARE_PRIORITY
             )
         if config.enabled and config.request_filter:
             self._request_side(settings)
             if config.form_first:
-                settings.setdefault_in_component_priority_dict(
-                    "DOWNLOADER_MIDDLEWARES", FormFirstMiddleware, FORM_FIRST_PRIORITY
+                _setdefault_component(
+                    settings, "DOWNLOADER_MIDDLEWARES", FormFirstMiddleware, FORM_FIRST_PRIORITY
                 )
 
     @staticmethod
     def _request_side(settings: Settings) -> None:
-        settings.set("REQUEST_FINGERPRINTER_CLASS", RuleFingerprinter, priority="addon")
-        settings.setdefault_in_component_priority_dict(
-            "EXTENSIONS", RequestFilter, EXTENSION_PRIORITY
+        settings.set(
+            "REQUEST_FINGERPRINTER_CLASS", import_path(RuleFingerprinter), priority="addon"
         )
+        _setdefault_component(settings, "EXTENSIONS", RequestFilter, EXTENSION_PRIORITY)
         dupefilter = settings.get("DUPEFILTER_CLASS")
         if (
             dupefilter == SCRAPY_REDIS_DUPEFILTER

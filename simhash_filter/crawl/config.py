@@ -161,6 +161,7 @@ class Config:
     page_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds of page work in a worker at most
     worker_niceness: int = DEFAULT_WORKER_NICENESS  # how much nicer than the crawl workers run
     store_text: bool = False  # keep each page's main text (compressed, capped) for audits
+    add_text: bool = False  # the main text into passing items (TEXT_FIELD): an importable feed
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT  # seconds a check waits for a lock at most
     outage_retry: float = DEFAULT_OUTAGE_RETRY  # seconds a check retries a server gone away
     request_filter: bool = True  # fingerprint requests by their canonical form (URL rules)
@@ -171,6 +172,7 @@ class Config:
     keep: str = KEEP_CANONICAL  # which copy of a cluster stays: "canonical" or "first"
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
+    template_min_pages: int = 5  # pages of a host a block recurs on to be template (0: off)
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:
@@ -279,6 +281,7 @@ class Config:
             page_timeout=_float(settings, "PAGE_TIMEOUT", defaults.page_timeout),
             worker_niceness=_int(settings, "WORKER_NICENESS", defaults.worker_niceness, minimum=0),
             store_text=_bool(settings, "STORE_TEXT", defaults.store_text),
+            add_text=_bool(settings, "ADD_TEXT", defaults.add_text),
             lock_timeout=_float(settings, "LOCK_TIMEOUT", defaults.lock_timeout),
             outage_retry=_float(settings, "OUTAGE_RETRY", defaults.outage_retry),
             request_filter=_bool(settings, "REQUEST_FILTER", defaults.request_filter),
@@ -291,6 +294,9 @@ class Config:
             keep=_str(settings, "KEEP", defaults.keep).lower(),
             canonical_field=_str(settings, "CANONICAL_FIELD", defaults.canonical_field),
             remove_html=_bool(settings, "REMOVE_HTML", defaults.remove_html),
+            template_min_pages=_int(
+                settings, "TEMPLATE_MIN_PAGES", defaults.template_min_pages, minimum=0
+            ),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config

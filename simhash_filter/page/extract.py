@@ -46,9 +46,11 @@ from trafilatura.utils import DOCTYPE_TAG, decode_file, is_dubious_html, repair_
 
 from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import DEFAULT_MAX_CHARS, EXTRACTION
+from simhash_filter.core.template import HostTemplate, strip_template
 from simhash_filter.core.text import cap_non_starters
 
 from . import fast_xpath, link_density, trailing_titles, tree_copies
+from .blocks import page_blocks
 from .decode import decode_html
 from .hints import page_hints
 from .limits import DEFAULT_MAX_BYTES
@@ -191,6 +193,15 @@ class ExtractedPage(NamedTuple):
     parse when the page has a URL."""
     listing: bool = False
     """The page lists several entries (an archive, a home page): :func:`.listing.is_listing`."""
+    blocks: tuple[int, ...] = ()
+    """The page's block hashes (:func:`.blocks.page_blocks`), read with the visible text when
+    a ``template`` that wants them is given: what the host's template is learned from."""
+    template_share: float | None = None
+    """With a host template: the share of the first extraction's characters in the host's
+    template blocks (None without one)."""
+    template_only: bool = False
+    """With a host template: nothing but template blocks was left of either extraction pass
+    (``text`` is None)."""
 
 
 def extract_page(
@@ -200,10 +211,12 @@ def extract_page(
     max_bytes: int = DEFAULT_MAX_BYTES,
     main: bool = True,
     visible: bool = True,
+    template: HostTemplate | None = None,
 ) -> ExtractedPage:
     """:func:`extract_text` and :func:`visible_text` of one page, parsing it once (the
     parse is most of what the visible text costs). ``main``/``visible`` False skip a part
-    (it is then None)."""
+    (it is then None). ``template``: the host's template, left out of the main text
+    (:func:`_template_text`)."""
     if max_bytes < 1:
         raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
     nothing = ExtractedPage(None, None)
@@ -224,11 +237,18 @@ def extract_page(
     if tree is None:
         return ExtractedPage(None, None, tuple(capped))
     hints = page_hints(tree, url)
-    text = _main_text(tree, url) if main else None  # before the tree is stripped
+    share, template_only = None, False
+    if main and template is not None and template.blocks:  # before the tree is stripped
+        text, share = _template_text(tree, url, template.blocks)
+        template_only = text is None
+    else:
+        text = _main_text(tree, url) if main else None
     listing = text is not None and is_listing(tree, len(text))
-    return ExtractedPage(
-        text, _visible_text(tree) if visible else None, tuple(capped), hints, listing
-    )
+    nodes = _visible_nodes(tree) if visible else None
+    seen = _joined(nodes) if nodes is not None else None
+    wanted = main and seen and template is not None and template.blocks_wanted
+    blocks = page_blocks(nodes, tree) if wanted and nodes is not None else ()
+    return ExtractedPage(text, seen, tuple(capped), hints, listing, blocks, share, template_only)
 
 
 def _html_parser(**options: Any) -> HTMLParser:
@@ -408,6 +428,24 @@ def _main_text(source: Any, url: str | None) -> str | None:
     return cap_text(text) or None
 
 
+def _template_text(
+    source: Any, url: str | None, template: frozenset[int]
+) -> tuple[str | None, float]:
+    """The main text without the host's template blocks (core/template.py), and the
+    template's share of the first pass. When what is left is under :data:`FALLBACK_BELOW`
+    characters, the other pass runs and its text without the template is kept when longer
+    (and prose, as in :func:`_main_text`): trafilatura's balanced pass returns the article
+    where the precision pass returned the site's menu. None when nothing is left."""
+    first = strip_template(_trafilatura_text(source, url, favor_precision=True), template)
+    text = first.text.strip()
+    if len(text) < FALLBACK_BELOW:
+        other = strip_template(_trafilatura_text(source, url, favor_precision=False), template)
+        balanced = other.text.strip()
+        if len(balanced) > len(text) and prose_share(balanced) >= MIN_PROSE_SHARE:
+            text = balanced
+    return cap_text(text) or None, first.share
+
+
 def prose_share(text: str) -> float:
     """The share of ``text``'s characters in lines of at least :data:`PROSE_LINE` characters."""
     lengths = [len(line) for line in text.splitlines()]
@@ -473,12 +511,24 @@ def _trafilatura_text(source: Any, url: str | None, *, favor_precision: bool) ->
 
 def _visible_text(tree: Any) -> str | None:
     """The visible text of a parsed page; strips the invisible elements from ``tree``."""
+    nodes = _visible_nodes(tree)
+    return None if nodes is None else _joined(nodes)
+
+
+def _visible_nodes(tree: Any) -> list[str] | None:
+    """The text nodes of a parsed page a reader sees, or None when it cannot be read; strips
+    the invisible elements from ``tree``."""
     try:
         etree.strip_elements(
             tree, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction, with_tail=False
         )
-        text = " ".join(" ".join(tree.itertext()).split())[:MAX_VISIBLE_CHARS].rstrip()
+        return list(tree.itertext())
     except Exception:  # lxml raises several types on odd trees
         logger.debug("Could not read the visible text of a page", exc_info=True)
         return None
+
+
+def _joined(nodes: list[str]) -> str | None:
+    """Text nodes as the visible text: white space collapsed, capped, or None when empty."""
+    text = " ".join(" ".join(nodes).split())[:MAX_VISIBLE_CHARS].rstrip()
     return text or None

@@ -149,6 +149,8 @@ class PageResult:
     """The caps the page met (:class:`~simhash_filter.page.work.PageWork`)."""
     hints: PageHints | None = None
     """The page's canonical hints (:class:`~simhash_filter.page.work.PageWork`)."""
+    main_text: str | None = None
+    """The main text, when the job asked for it (``ADD_TEXT``)."""
 
 
 class _Worker:
@@ -494,6 +496,7 @@ class PagePool:
                     handed_at - task.queued_at,
                     reply.capped,
                     reply.hints,
+                    reply.main_text,
                 )
         self._discard(slot)
         if not ready or worker.process.returncode == -signal.SIGXCPU:

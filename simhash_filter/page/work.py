@@ -14,6 +14,7 @@ from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.content_key import content_key, exact_signature
 from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.stored_text import pack_text
+from simhash_filter.core.template import HostTemplate
 from simhash_filter.core.text import long_runs
 
 if TYPE_CHECKING:
@@ -34,6 +35,27 @@ class PageJob(NamedTuple):
     text: str | None
     html: bytes | str | None
     keep_text: bool = False  # STORE_TEXT: the signature carries the packed main text
+    template: HostTemplate | None = None  # the host's template as known (core/template.py)
+    give_text: bool = False  # ADD_TEXT: the main text comes back whole (PageWork.main_text)
+
+
+MIN_COVER = 0.25
+"""The share of a page's blocks its host's known template must hold for the page to be judged
+as of that template; below it (a host whose template changed, a new section's layout) the page
+is signed *unsure*, as a page of a host whose template is not known yet."""
+
+
+def unsure(template: HostTemplate | None, blocks: tuple[int, ...]) -> bool:
+    """Whether a page of these blocks is judged before its host's template is known: a host
+    template was asked for (the crawl learns templates) and it is not known yet, or holds
+    under :data:`MIN_COVER` of the page's blocks."""
+    if template is None:
+        return False
+    if not template.known:
+        return True
+    if not blocks:  # not sampled (or a page of no block): judged by the known template
+        return False
+    return sum(block in template.blocks for block in blocks) < MIN_COVER * len(blocks)
 
 
 class PageWork(NamedTuple):
@@ -45,6 +67,8 @@ class PageWork(NamedTuple):
     capped: tuple[str, ...] = ()
     hints: PageHints | None = None
     """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
+    main_text: str | None = None
+    """The main text that was fingerprinted, when asked for (``give_text``; ``ADD_TEXT``)."""
 
 
 def sign_page(
@@ -78,37 +102,55 @@ def work_page(
     *,
     max_bytes: int,
     keep_text: bool = False,
+    template: HostTemplate | None = None,
+    give_text: bool = False,
 ) -> PageWork:
     """:func:`sign_page`, with the caps the page met. A page with too little text to
     fingerprint is signed by its bytes (:func:`~simhash_filter.core.content_key.exact_signature`
-    of the HTML, else of the text): its exact copies are still caught."""
+    of the HTML, else of the text): its exact copies are still caught. ``template``: the
+    host's template, left out of the extracted main text (a page of nothing else is signed
+    by its bytes, ``template_only``); a page judged before it is known is signed *unsure*
+    (:func:`unsure`). The signature carries the page's block hashes to learn from.
+    ``give_text``: the main text of a fingerprinted page comes back in
+    :attr:`PageWork.main_text`."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
-    listing = False
+    listing = doubt = only = False
     capped: tuple[str, ...] = ()
-    hints = None
+    hints = share = None
+    blocks: tuple[int, ...] = ()
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         from .extract import extract_page  # here: the crawl process with workers never needs it
 
-        page = extract_page(html, url=url, max_bytes=max_bytes, main=main_text is None)
+        page = extract_page(
+            html, url=url, max_bytes=max_bytes, main=main_text is None, template=template
+        )
+        extracted = main_text is None
         main_text = main_text or page.text
         page_text = page.visible
-        capped, hints = page.capped, page.hints
-        listing = page.listing and main_text is page.text  # the mark is of the extracted text
+        capped, hints, blocks = page.capped, page.hints, page.blocks
+        listing = page.listing and extracted  # the mark is of the extracted text
+        share, only = (page.template_share, page.template_only) if extracted else (None, False)
+        doubt = extracted and unsure(template, blocks)
     signature = None
     if main_text:
         capped += tuple(
             cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
         )
         # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-        signature = fingerprinter.sign(main_text, page_text=page_text, listing=listing)
+        signature = fingerprinter.sign(
+            main_text, page_text=page_text, listing=listing, unsure=doubt
+        )
     if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
         return PageWork(None, capped, hints)
-    if signature is None:
-        return PageWork(_exact_signature(text, html, page_text, fingerprinter), capped, hints)
-    if keep_text and main_text:
+    if signature is None:  # too little text; with a template left out, nothing but it
+        only = only or bool(share)
+        signature = _exact_signature(text, html, page_text, fingerprinter)
+    elif keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
-    return PageWork(signature, capped, hints)
+    if signature is not None and (blocks or share is not None):
+        signature = replace(signature, blocks=blocks, template_share=share, template_only=only)
+    return PageWork(signature, capped, hints, main_text if give_text else None)
 
 
 def _exact_signature(
@@ -129,5 +171,12 @@ def work_job(fingerprinter: Fingerprinter, job: PageJob, *, max_bytes: int) -> P
     """:func:`work_page` on a :class:`PageJob` (what a page worker
     receives, and what ``import`` runs in-process with ``--jobs 1``)."""
     return work_page(
-        fingerprinter, job.url, job.text, job.html, max_bytes=max_bytes, keep_text=job.keep_text
+        fingerprinter,
+        job.url,
+        job.text,
+        job.html,
+        max_bytes=max_bytes,
+        keep_text=job.keep_text,
+        template=job.template,
+        give_text=job.give_text,
     )

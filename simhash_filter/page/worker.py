@@ -70,6 +70,8 @@ class WorkerReply(NamedTuple):
     """``Type: message`` of the exception when the page work raised (one line)."""
     hints: PageHints | None = None
     """The page's canonical hints (:class:`~simhash_filter.page.work.PageWork`)."""
+    main_text: str | None = None
+    """The main text, when the job asked for it (:class:`~simhash_filter.page.work.PageWork`)."""
 
 
 _PR_SET_DUMPABLE = 4
@@ -186,6 +188,7 @@ def serve_pages(conn: Connection, setup: Setup) -> None:
                 time.process_time() - started,
                 work.capped,
                 hints=work.hints,
+                main_text=work.main_text,
             )
         except Exception as exc:
             reply = WorkerReply(

@@ -8,7 +8,7 @@
 
 
 -- The parts of a sketch (signature.decode_sketch): {text slots, page slots, share byte,
--- listing flag (2 or 0)}, or NULL for bytes that are not a sketch.
+-- listing flag (2 or 0), unsure flag (4 or 0)}, or NULL for bytes that are not a sketch.
 CREATE OR REPLACE FUNCTION simhash_filter_sketch__V__(s bytea) RETURNS int4[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
     SELECT CASE
@@ -19,7 +19,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
         ELSE ARRAY[1 << get_byte(s, 2),
                    CASE WHEN get_byte(s, 1) & 1 = 1 THEN 1 << get_byte(s, 3) ELSE 0 END,
                    get_byte(s, 4),
-                   get_byte(s, 1) & 2]
+                   get_byte(s, 1) & 2,
+                   get_byte(s, 1) & 4]
     END
 $f$;
 
@@ -62,6 +63,13 @@ BEGIN
         boilerplate := pa[3] <> 255 AND pb[3] <> 255
             AND greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < max_text_share
             AND page_similarity < min_page_similarity;
+        -- an unsure page (signed before its host's template was known): signature's
+        -- UNSURE_TEXT_SHARE (0.3), UNSURE_SAME_TEMPLATE (0.4), UNSURE_MIN_SIMILARITY (0.9)
+        IF NOT boilerplate AND pa[3] <> 255 AND pb[3] <> 255 AND (pa[5] <> 0 OR pb[5] <> 0) THEN
+            boilerplate := greatest(pa[3]::float8 / 254, pb[3]::float8 / 254) < 0.3
+                AND page_similarity >= 0.4
+                AND (page_similarity < min_page_similarity OR similarity < 0.9);
+        END IF;
     END IF;
     listing := confirmed AND NOT boilerplate AND pa[4] <> pb[4];
     valid := true;

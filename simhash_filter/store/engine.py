@@ -407,9 +407,22 @@ class WriterQueue:
             self._thread_lock.release()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Close the lock file, and remove it when no other process holds it (the last
+        writer out leaves no ``<database>-lock`` in the folder). A process that still has
+        the old file open queues on it apart from one that makes a new file: only sleeps
+        are lost, since the queue is never what correctness depends on."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path = _lock_path(self._database or Path())
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:  # still the file we locked
+                os.unlink(path)
+        except OSError:  # held by another writer (BlockingIOError), or gone: leave it
+            pass
+        finally:
+            os.close(fd)
 
     def remove_made_file(self) -> None:
         """Remove ``<database>-lock`` when this queue created it: the database it goes with

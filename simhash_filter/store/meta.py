@@ -5,8 +5,8 @@ that a database fits the spec and index scheme it is opened with.
 ``index`` (the scheme's kind), ``rule`` (the match rule's ``describe()``, empty for the
 simhash distance alone) and ``created_at``. A database whose schema version, spec,
 scheme or rule differs from what the caller asks for is never opened silently: the
-error says what differs and how to move (re-index, ``simhash-filter import``, or a new
-database).
+error says what differs and how to move (re-index, export the stored texts and import them
+into a new database, or re-crawl).
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import shlex
 from datetime import UTC, datetime
+from pathlib import PurePath
 from typing import NamedTuple
 
 from sqlalchemy import Engine, delete, insert, inspect, select, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from simhash_filter.core.fingerprint import spec_options
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.index.defaults import IndexSettings, reindex_choice
 from simhash_filter.index.schemes import (
@@ -56,10 +58,7 @@ MIN_CONVERTIBLE_VERSION = 2
 """The oldest schema ``reindex`` converts in place (its tables are this version's)."""
 
 _REQUIRED = ("schema_version", "spec", "bits", "max_distance", "blocks", "index", "rule")
-_MOVE = (
-    "make a new database: re-crawl, or re-fingerprint the stored texts into it with "
-    "`simhash-filter import`"
-)
+_MOVE = "make a new database and re-crawl (or re-import the corpus) into it"
 
 
 _CHANGES = {
@@ -257,13 +256,12 @@ def compare(
         raise SchemeMismatchError(
             f"{where} holds fingerprints made with another spec "
             f"({spec_difference(stored_spec, spec)}). Fingerprints of different specs "
-            "cannot be compared: use a new database, re-crawl, or re-fingerprint the "
-            "stored texts with `simhash-filter import`."
+            f"cannot be compared: {refingerprint_advice(url, spec)}"
         )
     if stored.bits != requested.bits:
         raise SchemeMismatchError(
             f"{where} holds {stored.bits}-bit fingerprints, requested {requested.bits}-bit: "
-            "use a new database, or re-fingerprint with `simhash-filter import`."
+            "use a new database and re-crawl into it."
         )
     differences = []
     if stored.max_distance != requested.max_distance:
@@ -309,6 +307,33 @@ def _how_to_move(where: str, stored: Settings, requested: Settings, *, rule_give
     return (
         f"Re-index it with `simhash-filter reindex {shown} --db {shlex.quote(where)}`, "
         "or open it with the stored settings."
+    )
+
+
+REFINGERPRINTED = "-refingerprinted"
+"""The suffix of the new SQLite file :func:`refingerprint_advice` names."""
+
+
+def refingerprint_advice(url: URL, spec: str) -> str:
+    """How to get a database of ``spec`` with the pages of the one at ``url``: the stored
+    texts (``STORE_TEXT``) exported and imported into a new database with the options that
+    make ``spec`` (a test runs both commands as printed); a re-crawl when no option of
+    ``import`` makes that spec."""
+    options = spec_options(spec)
+    if options is None:
+        return "use a new database and re-crawl into it."
+    where = display_url(url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        path = PurePath(url.database or "")
+        new = shlex.quote(str(path.with_name(path.stem + REFINGERPRINTED + path.suffix)))
+    else:
+        new = "NEW_DATABASE_URL"  # an empty database the user makes on the server
+    flags = "".join(f" --{key.replace('_', '-')} {value}" for key, value in options.items())
+    return (
+        "use a new database and re-crawl into it, or re-fingerprint the stored texts "
+        f"(STORE_TEXT) into one: `simhash-filter export --texts --db {shlex.quote(where)} "
+        f"-o texts.jsonl`, then `simhash-filter import texts.jsonl --store-text{flags} "
+        f"--db {new}`, and crawl with that database."
     )
 
 

@@ -17,6 +17,7 @@ from simhash_filter.index.schemes import MinHashLshScheme
 
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
 from .meta import Settings, compare, init_schema
+from .templates import ensure_template_tables
 from .texts import ensure_text_tables
 from .upgrade import upgrade
 from .url_rules import ensure_rule_tables
@@ -99,6 +100,7 @@ def init_database(
             if create:
                 ensure_text_tables(engine)
                 ensure_rule_tables(engine)
+                ensure_template_tables(engine)
         except BaseException:
             if new_file is not None:  # made empty by this call (a full disk, say)
                 engine.dispose()

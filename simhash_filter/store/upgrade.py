@@ -24,8 +24,9 @@ from .schema import (
     meta_table,
     pages_table,
 )
+from .templates import ensure_template_tables
 
-__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade"]
+__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_6_to_7"]
 
 ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
     (pages_table, "dropped_at"),
@@ -68,12 +69,22 @@ def _upgradable(version: int | None, dialect: str) -> bool:
     )
 
 
+def upgrade_6_to_7(engine: Engine) -> None:
+    """Schema 6 to 7: the template tables (store/templates.py), made where missing; new
+    tables only, so nothing else of a 5 changes."""
+    ensure_template_tables(engine)
+
+
 def upgrade(engine: Engine) -> None:
     """Add the missing :data:`ADDED_COLUMNS` (an older database: ``reindex`` converts
     those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
     additive version's schema version to the current one. Nothing when all is there."""
     dialect = engine.dialect.name
     build_index(engine)  # schema 6: the stored texts' passage index (passage_index.py)
+    with engine.connect() as conn, conn.begin():
+        version = _stored_version(conn)
+    if version is not None and version < SCHEMA_VERSION:
+        upgrade_6_to_7(engine)
     with engine.connect() as conn:
         with conn.begin():
             if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):

@@ -19,26 +19,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
 
-from sqlalchemy import Connection, Engine, and_, bindparam, inspect, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Connection, Engine, and_, bindparam, inspect, select, update
 
 from simhash_filter.urls.rules import RuleState, UrlRule
 from simhash_filter.urls.universal import SESSION, TRACKING
 
-from .engine import WRITE_OPTION, error_reason
-from .locks import SCHEMA_LOCK
 from .reading import ReadableStore
 from .records import StoreError
 from .schema import (
     RULE_TABLES,
     SUPERSEDED,
     duplicates_table,
-    metadata,
     pages_table,
     rule_witnesses_table,
     skipped_requests_table,
     url_rules_table,
 )
+from .side_tables import ensure_tables, side_connection
 from .urls import canonical_url
 
 __all__ = ["RuleDelta", "SkippedRequest", "StoredRule", "UrlRuleStore", "ensure_rule_tables"]
@@ -49,19 +46,8 @@ _CHUNK = 500  # patterns an IN list of one query
 
 
 def ensure_rule_tables(engine: Engine) -> None:
-    """Make the rule tables where they are missing (a writer's open: SQLite's write lock, on
-    PostgreSQL the advisory lock that guards making the schema; upgrade.py records the
-    schema version)."""
-    with engine.connect() as conn:
-        with conn.begin():
-            inspector = inspect(conn)
-            if all(inspector.has_table(t.name) for t in RULE_TABLES):
-                return
-        conn.execution_options(**{WRITE_OPTION: True})
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            metadata.create_all(conn, tables=list(RULE_TABLES), checkfirst=True)
+    """Make the rule tables where they are missing (a writer's open: side_tables.py)."""
+    ensure_tables(engine, RULE_TABLES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +101,8 @@ class UrlRuleStore:
     @contextmanager
     def _connection(self, *, write: bool) -> Iterator[Connection]:
         queue = self._writers if write and self._writers is not None else nullcontext()
-        try:
-            with queue, self._engine.connect() as conn:
-                if write:
-                    conn.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    yield conn
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error on {self._where}: {error_reason(exc)}") from exc
+        with queue, side_connection(self._engine, self._where, write=write) as conn:
+            yield conn
 
     def has_tables(self) -> bool:
         """Whether the database has the rule tables (one made before schema 5 may not)."""
@@ -221,6 +201,36 @@ class UrlRuleStore:
         with self._connection(write=False) as conn:
             row = conn.execute(query).first()
         return None if row is None else str(row[0])
+
+    def skips_of(self, url: str) -> list[tuple[StoredRule, datetime]]:
+        """The rules under which ``url`` (canonicalized) was skipped before download, with
+        when, as recorded: empty when it was not (or its rule retired and it was fetched)."""
+        if not self.has_tables():
+            return []
+        s = skipped_requests_table.c
+        query = (
+            select(url_rules_table, s.skipped_at.label("skipped_on"))
+            .join(skipped_requests_table, s.rule_id == url_rules_table.c.id)
+            .where(s.url == canonical_url(url))
+            .order_by(url_rules_table.c.id)
+        )
+        with self._connection(write=False) as conn:
+            rows = conn.execute(query).mappings().all()
+        return [(_stored(row), row["skipped_on"]) for row in rows]
+
+    def skipped_samples(self, rule_id: int, limit: int | None) -> list[tuple[str, datetime]]:
+        """Up to ``limit`` (None: all) URLs the rule skipped (newest first), with when."""
+        if not self.has_tables():
+            return []
+        s = skipped_requests_table.c
+        query = (
+            select(s.url, s.skipped_at)
+            .where(s.rule_id == rule_id)
+            .order_by(s.skipped_at.desc(), s.url)
+            .limit(limit)
+        )
+        with self._connection(write=False) as conn:
+            return [(str(url), when) for url, when in conn.execute(query)]
 
     def is_kept(self, url: str) -> bool:
         """Whether a page is stored under ``url``'s canonical form."""

@@ -290,7 +290,7 @@ def test_near_a_text_file_html_file_stdin_and_fingerprint(
     text_file.write_text(ARTICLE_A1, encoding="utf-8")
     code, out, err = run(capsys, "near", str(text_file), "--db", filled)
     assert (code, out) == (0, expected)
-    assert err == f"pages within 4 of {hx(ARTICLE_A1)} ({text_file}):\n"
+    assert err == heading(4, hx(ARTICLE_A1), text_file) + "\n"
 
     html_file = tmp_path / "page.html"
     html_file.write_text(html_page("River district plan", ARTICLE_A1), encoding="utf-8")
@@ -303,9 +303,7 @@ def test_near_a_text_file_html_file_stdin_and_fingerprint(
 
     code, out, err = run(capsys, "near", hx(ARTICLE_A1), "--k", "0", "--db", filled)
     assert (code, out) == (0, "")
-    assert err == (
-        f"pages within 0 of {hx(ARTICLE_A1)} ({hx(ARTICLE_A1)}):\nno stored page is that near\n"
-    )
+    assert err == (heading(0, hx(ARTICLE_A1), hx(ARTICLE_A1)) + "\nno stored page is that near\n")
     code, out, _ = run(capsys, "near", hx(ARTICLE_A), "--k", "0", "--db", filled)
     assert (code, out) == (
         0,
@@ -313,10 +311,18 @@ def test_near_a_text_file_html_file_stdin_and_fingerprint(
     )
 
 
+def heading(k: int, fingerprint: str, source: object) -> str:
+    """``near``'s first line under the simhash tables (issue 44 item 5: what it lists)."""
+    return (
+        f"kept pages within {k} bits of {fingerprint} ({source}), most alike first; "
+        "similarity: the sketches' estimate of the 5-grams the texts share:"
+    )
+
+
 def test_near_a_stored_url_excludes_itself(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "near", URL_A, "--db", filled)
     assert (code, out) == (0, "")
-    assert err == (f"pages within 4 of {hx(ARTICLE_A)} ({URL_A}):\nno stored page is that near\n")
+    assert err == (heading(4, hx(ARTICLE_A), URL_A) + "\nno stored page is that near\n")
     # A dropped URL is looked up by the fingerprint it was dropped with.
     code, out, _ = run(capsys, "near", "--json", URL_A2, "--db", filled)
     assert code == 0
@@ -419,9 +425,12 @@ def test_lookup_dropped_and_unknown(filled: str, capsys: pytest.CaptureFixture[s
         ],
     }
     code, out, _ = run(capsys, "lookup", "https://nowhere.example/", "--db", filled)
-    assert (code, out) == (
-        0,
-        lines("status  unknown (neither kept nor dropped)", "url     https://nowhere.example/"),
+    assert (code, out) == (  # exit 1: not found, as grep
+        1,
+        lines(
+            "status  unknown (neither kept, dropped nor skipped)",
+            "url     https://nowhere.example/",
+        ),
     )
     code, out, _ = run(capsys, "lookup", "--nl", "https://nowhere.example/", "--db", filled)
     assert out == '{"query":"https://nowhere.example/","status":"unknown"}\n'

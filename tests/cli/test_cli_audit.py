@@ -68,7 +68,7 @@ def test_diff_marks_the_changed_words(with_texts: str, capsys: pytest.CaptureFix
     assert "~ " in out
     assert "[-bus-]{+tram+}" in out
     assert "distance" in out
-    assert "text similarity" in out
+    assert "equal passages" in out
     code, out, _ = run(capsys, "--db", with_texts, "diff", URL_A1, URL_A, "--json")
     document = json.loads(out)
     assert document["a"]["status"] == "dropped"
@@ -154,7 +154,7 @@ def test_without_texts_each_says_so_and_exits_1(
         assert "STORE_TEXT" in err
     code, _, err = run(capsys, "--db", db_url, "show", "https://nowhere.example/")
     assert code == 1
-    assert "neither kept nor dropped" in err
+    assert "neither kept, dropped nor skipped" in err
 
 
 def test_report_without_texts_says_which_are_missing(

@@ -75,6 +75,7 @@ def test_the_documented_session_prints_what_the_doc_shows(
     data, console = _session(doc)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SIMHASH_FILTER_DATABASE_URL", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe's whole lines, as the doc shows
     (tmp_path / "pages.jsonl").write_text(data, encoding="utf-8")
     session = steps(console)
     assert len(session) >= 10

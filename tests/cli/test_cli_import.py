@@ -316,11 +316,14 @@ def test_many_skipped_records_are_summarized(
     source = tmp_path / "bad.jsonl"
     source.write_text("".join(f'{{"n": {n}}}\n' for n in range(12)), encoding="utf-8")
     code, out, err = run(capsys, "import", "--format", "jsonl", str(source), "--db", sqlite_url)
-    assert code == 0
+    assert code == 1  # every record skipped: nothing imported (issue 44 item 4)
     assert out == summary(read=0, kept=0, dropped=0, skipped=12)
-    assert err.splitlines() == [f"skipped {source}:{n}: no 'url' field" for n in range(1, 11)] + [
-        "(2 more skipped records not shown)"
-    ]
+    assert err.splitlines()[:-1] == [
+        f"skipped {source}:{n}: no 'url' field" for n in range(1, 11)
+    ] + ["(2 more skipped records not shown)"]
+    assert err.splitlines()[-1].startswith(
+        "simhash-filter: error: every record was skipped: nothing was imported"
+    )
 
 
 def test_progress_line_only_on_a_terminal() -> None:
@@ -449,14 +452,25 @@ def test_export_carries_the_similarity_of_each_drop(
 def test_export_round_trips_through_import(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Pages exported with their text dropped cannot be re-imported, but an export is
-    valid JSON Lines that the reader skips line by line with a reason."""
-    fill(sqlite_url)
+    """Pages exported without their text cannot be re-imported (the reader skips each line
+    with a reason, and import exits 1: nothing imported); with ``--texts`` they are, and
+    the new database holds the same pages with the same fingerprints."""
+    source = write_jsonl(tmp_path / "pages.jsonl")
+    assert run(capsys, "import", str(source), "--store-text", "--db", sqlite_url)[0] == 0
     target = tmp_path / "dump.jsonl"
     assert run(capsys, "export", "--pages", "-o", str(target), "--db", sqlite_url)[0] == 0
     code, out, err = run(capsys, "import", str(target), "--db", f"sqlite:///{tmp_path / 'new.db'}")
-    assert (code, out) == (0, summary(read=0, kept=0, dropped=0, skipped=3))
+    assert (code, out) == (1, summary(read=0, kept=0, dropped=0, skipped=3))
     assert err.splitlines()[0] == f"skipped {target}:1: no 'text' or 'html' field"
+    texts = tmp_path / "texts.jsonl"
+    assert run(capsys, "export", "--texts", "-o", str(texts), "--db", sqlite_url)[0] == 0
+    again = f"sqlite:///{tmp_path / 'again.db'}"
+    code, out, _ = run(capsys, "import", str(texts), "--db", again)
+    assert (code, out) == (0, summary(read=3, kept=3, dropped=0))
+    code, before, _ = run(capsys, "export", "--pages", "--format", "csv", "--db", sqlite_url)
+    code, after, _ = run(capsys, "export", "--pages", "--format", "csv", "--db", again)
+    urls_and_fingerprints = [line.split(",")[:2] for line in before.splitlines()]
+    assert urls_and_fingerprints == [line.split(",")[:2] for line in after.splitlines()]
 
 
 # --- reindex ---------------------------------------------------------------------------

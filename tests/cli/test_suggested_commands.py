@@ -7,13 +7,15 @@ A crawl's settings that ask a database for another index (``INDEX``, ``MAX_DISTA
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sqlite3
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
-from support.cli_corpus import ARTICLE_A, URL_A, run
+from support.cli_corpus import ARTICLE_A, PAGES, URL_A, run
 
 from simhash_filter import Fingerprinter
 from simhash_filter.cli import main
@@ -166,3 +168,40 @@ def test_a_lower_threshold_under_the_bands_is_logged_with_its_cost(
     assert (
         "18 bands of 8 rows find a pair of similarity 0.5 with probability 7% (66% at" in warned[0]
     )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"weighting": "sublinear"}, {"top_n": "40"}, {"segmenter": "jieba"}],
+    ids=lambda settings: " ".join(f"{k}={v}" for k, v in settings.items()),
+)
+def test_the_refingerprint_a_crawl_is_told_to_run_works(
+    tmp_path: Path,
+    settings: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A crawl refused for another WEIGHTING, TOP_N or SEGMENTER is told to export the
+    stored texts and import them with the options that make its spec (issue 44 item 3):
+    both commands run as printed, and the crawl then opens the new database, every page in."""
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'dedup.db'}"
+    feed = tmp_path / "pages.jsonl"
+    feed.write_text(
+        "".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in PAGES), encoding="utf-8"
+    )
+    assert run(capsys, "import", str(feed), "--store-text", "--no-progress", "--db", url)[0] == 0
+    wanted = config(url, **settings)
+    spec = wanted.make_fingerprinter().spec
+    with pytest.raises(SchemeMismatchError) as refused:
+        wanted.open_store(spec)
+    commands = suggested(str(refused.value))
+    assert [argv[0] for argv in commands] == ["export", "import"]
+    for argv in commands:
+        code, _, err = run(capsys, *argv)
+        assert code == 0, (argv, err)
+    new_url = f"sqlite:///{tmp_path / 'dedup-refingerprinted.db'}"
+    with config(new_url, **settings).open_store(spec) as store:
+        assert store.spec == spec
+        assert store.stats().pages == 3  # the three articles, kept again under the new spec
+        assert store.lookup(URL_A) is not None

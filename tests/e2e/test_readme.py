@@ -114,6 +114,11 @@ def test_the_readme_snippets_export_every_kept_page(project: Path, tmp_path: Pat
     assert result.returncode == 0, result.log[-3000:]
     assert "not JSON serializable" not in result.log
     assert "Enabled addons:\n[simhash_filter.Addon]" in result.log
+    # the import path, as the README writes it, not "<class '...'>" (issue 44 item 6)
+    pipelines = result.log.split("Enabled item pipelines:\n", 1)[1].split("\n", 1)[0]
+    assert pipelines == "['simhash_filter.NearDuplicatePipeline']"
+    assert "<class 'simhash_filter" not in result.log
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dedup.db"]  # no dedup.db-lock
     passed = sum(result.stat(f"simhash_filter/{s}") for s in ("kept", "no_text", "too_deep"))
     assert result.stat("simhash_filter/kept") >= 8
     assert result.stat("simhash_filter/dropped") >= 4
@@ -196,3 +201,62 @@ def test_every_drop_is_in_the_debug_log(project: Path, tmp_path: Path, middlewar
     dropped_urls = {re.search(r"\): (\S+)", line).group(1) for line in drops}  # type: ignore[union-attr]
     assert len(dropped_urls) == result.stat("simhash_filter/dropped") >= 4
     assert sum("] INFO: " in line for line in drops) == 1
+    # one similarity, named, beside the distance (issue 44 item 5)
+    named = [re.search(r"\((similarity [0-9.]+, )?distance \d+ bits\)", line) for line in drops]
+    assert all(named)
+    assert any(found and found.group(1) for found in named)
+    # no page content in the log, at DEBUG either (issue 44 item 1): a dropped item is
+    # logged whole by Scrapy, and its HTML must not be in it
+    assert "'html':" not in result.log
+    assert "<!doctype" not in result.log.lower()
+    assert "<body" not in result.log.lower()
+
+
+def test_the_info_log_holds_no_line_a_page(project: Path, tmp_path: Path) -> None:
+    """At INFO the log names at most a few pages (the first drop, the first skip): its size
+    does not grow with the crawl, so a 1,000-page crawl's stays far under 100 KB."""
+    result = crawl(project, f"SIMHASH_FILTER_DATABASE_URL=sqlite:///{tmp_path / 'info.db'}")
+    assert result.returncode == 0, result.log[-3000:]
+    pages = result.stat("simhash_filter/kept") + result.stat("simhash_filter/dropped")
+    assert pages >= 12
+    naming = [line for line in result.log.splitlines() if "http://127.0.0.1" in line]
+    assert len(naming) <= 3, naming
+    assert len(result.log.encode()) < 20_000
+
+
+def test_the_feed_of_a_crawl_with_add_text_imports_back(project: Path, tmp_path: Path) -> None:
+    """Issue 44 item 4: with SIMHASH_FILTER_ADD_TEXT the crawl's own -O feed holds each
+    page's main text, and importing it into an empty database keeps the pages the crawl
+    kept, with the same fingerprints."""
+    crawled = tmp_path / "crawl.db"
+    result = crawl(
+        project, f"SIMHASH_FILTER_DATABASE_URL=sqlite:///{crawled}", "SIMHASH_FILTER_ADD_TEXT=True"
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    with_text = [line for line in result.feed if '"text": ' in line]
+    assert len(with_text) >= result.stat("simhash_filter/kept"), result.feed  # no_text aside
+    imported = tmp_path / "imported.db"
+    cli = [sys.executable, "-m", "simhash_filter"]
+    proc = subprocess.run(
+        [*cli, "import", str(project / "pages.jsonl"), "--no-progress", "--db", str(imported)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    def kept(db: Path) -> list[tuple[str, str]]:
+        out = subprocess.run(
+            [*cli, "export", "--pages", "--format", "csv", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        rows = [line.split(",") for line in out.splitlines()[1:]]
+        # (url, fingerprint) of the fingerprinted pages: the crawl also records pages with
+        # too little text by their bytes (text_length 0), which pass as no_text
+        return sorted((row[0], row[1]) for row in rows if row[2] != "0")
+
+    assert kept(imported) == kept(crawled)
+    assert len(kept(crawled)) == result.stat("simhash_filter/kept") >= 8

@@ -173,7 +173,8 @@ def test_extract_page_gives_both_texts_from_one_parse() -> None:
     )
     for page in [_page(nav, article, footer), _page(nav, article, footer).encode("utf-8")]:
         both = extract_page(page, url="https://example.com/a")
-        assert both == ExtractedPage(extract_text(page), visible_text(page))
+        assert not both.blocks  # hashed only when a host template is given
+        assert both._replace(blocks=()) == ExtractedPage(extract_text(page), visible_text(page))
         assert both.text is not None
         assert both.visible is not None
         assert " ".join(both.text.split()) in both.visible

@@ -92,3 +92,28 @@ def test_a_waiter_gives_up_after_the_timeout_and_the_lock_stays_usable(
         finally:
             os.close(fd)
     queue.close()
+
+
+def test_the_last_writer_out_removes_the_lock_file(tmp_path: Path) -> None:
+    """No ``dedup.db-lock`` is left in the folder after a crawl (issue 44 item 6); one that
+    another process holds stays."""
+    database = tmp_path / "db.sqlite"
+    first, second = WriterQueue(database), WriterQueue(database)
+    with first:
+        pass
+    holder = os.open(f"{database}-lock", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    first.close()  # another process holds it: it stays
+    assert Path(f"{database}-lock").exists()
+    os.close(holder)
+    second.close()
+    assert not Path(f"{database}-lock").exists()
+
+
+def test_a_store_leaves_no_lock_file(tmp_path: Path) -> None:
+    from simhash_filter.store import FingerprintStore
+
+    database = tmp_path / "dedup.db"
+    with FingerprintStore.open(f"sqlite:///{database}", spec="test") as store:
+        store.check_and_add("https://example.com/a", 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dedup.db"]

@@ -257,6 +257,34 @@ def test_verify_is_match_rule_verify(conn: Any) -> None:
     }
 
 
+def _as_unsure(sketch: bytes, unsure: bool) -> bytes:
+    """``sketch`` with its unsure flag (header bit 4) set or cleared."""
+    flags = sketch[1] | 4 if unsure else sketch[1] & ~4
+    return sketch[:1] + bytes([flags]) + sketch[2:]
+
+
+def test_verify_of_unsure_pages_is_match_rule_verify(conn: Any) -> None:
+    """A page signed before its host's template was known (the unsure flag) is judged with
+    the stricter share (signature.UNSURE_TEXT_SHARE) in SQL as in Python: shares on both
+    sides of 0.1 and 0.3, either page unsure or neither."""
+    rng = np.random.default_rng(43)
+    rule = MatchRule()
+    pairs: list[tuple[bytes, bytes]] = []
+    for _ in range(200):
+        shares = [float(rng.choice([0.05, 0.0999, 0.1, 0.2, 0.2999, 0.3, 0.5])) for _ in "ab"]
+        a = _sketch(rng, 64, 16, shares[0])
+        b = _similar(rng, a, int(rng.integers(0, 40)))
+        b = b[:4] + bytes([round(shares[1] * 254)]) + b[5:]
+        pairs.append((_as_unsure(a, rng.random() < 0.5), _as_unsure(b, rng.random() < 0.5)))
+    expected = [_python_verify(rule, a, b) for a, b in pairs]
+    assert _sql_verify(conn, rule, pairs) == expected
+    unsure_boilerplate = [
+        v for (a, b), v in zip(pairs, expected, strict=True)
+        if v[3] and max(a[4], b[4]) / 254 >= 0.1
+    ]  # fmt: skip
+    assert unsure_boilerplate  # the stricter share decided some pairs
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     distance=st.integers(0, 12),

@@ -346,7 +346,7 @@ def test_a_schema_1_database_is_refused_with_how_to_move(sqlite_url: str) -> Non
     path = sqlite_url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema version 1.*simhash-filter import"):
+    with pytest.raises(StoreError, match=r"schema version 1.*re-crawl"):
         FingerprintStore.open(sqlite_url, spec=SPEC)
 
 

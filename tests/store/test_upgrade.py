@@ -54,7 +54,7 @@ def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
     assert "dropped_at" not in columns
     assert version == "4"
     with FingerprintStore.open_existing(db_url) as store:  # (the command line's open)
-        assert store.stats().schema_version == SCHEMA_VERSION == 6
+        assert store.stats().schema_version == SCHEMA_VERSION == 7
         assert store.stats().pages == len(TEXTS)
     columns, version, after = _columns_and_version(db_url)
     assert "dropped_at" in columns

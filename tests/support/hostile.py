@@ -19,8 +19,13 @@ class SpinningFingerprinter(Fingerprinter):
     """Signs as :class:`Fingerprinter` does, but spins forever on the text :data:`SPIN`."""
 
     def sign(
-        self, text: str, *, page_text: str | None = None, listing: bool = False
+        self,
+        text: str,
+        *,
+        page_text: str | None = None,
+        listing: bool = False,
+        unsure: bool = False,
     ) -> PageSignature | None:
         if text == SPIN:
             re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking, GIL held
-        return super().sign(text, page_text=page_text, listing=listing)
+        return super().sign(text, page_text=page_text, listing=listing, unsure=unsure)

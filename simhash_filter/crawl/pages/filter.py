@@ -25,6 +25,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.core.keep import KEEP_CANONICAL, could_prefer_new
 from simhash_filter.core.signature import marks_listing
+from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.config import Config, unknown_settings
 from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.group_commit import (
@@ -37,7 +38,8 @@ from simhash_filter.crawl.pages.group_commit import (
 from simhash_filter.crawl.pages.handoff import Handoff
 from simhash_filter.crawl.pages.hints import declared_hint
 from simhash_filter.crawl.pages.journal import UncheckedJournal
-from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
+from simhash_filter.crawl.pages.templates import HostTemplates
 from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
@@ -141,6 +143,8 @@ class PageFilter:
         self._tasks: set[asyncio.Future[None]] = set()
         self.listeners: list[Callable[[FilterResult], None]] = []
         """Called with every recorded result (the URL rules learn from the verdicts)."""
+        self.templates = HostTemplates(config.template_min_pages)
+        """The hosts' templates, learned from the pages admitted (crawl/pages/templates.py)."""
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> PageFilter:
@@ -182,6 +186,7 @@ class PageFilter:
                     report_start_failure(exc)
                     raise
                 self._pool = self._start_pool()
+                self.templates.attach(self._store)
             self._users += 1
 
     def close(self) -> None:
@@ -197,6 +202,7 @@ class PageFilter:
                 pool, self._pool = self._pool, None
                 store, self._store = self._store, None
                 try:
+                    self.templates.close()
                     if pool is not None:
                         pool.close()
                         self._count_restarts(pool)  # a replacement after the last page too
@@ -255,7 +261,9 @@ class PageFilter:
 
     # -- checks
 
-    def sign(self, url: str, text: object, html: object) -> PageWork:
+    def sign(
+        self, url: str, text: object, html: object, template: HostTemplate | None = None
+    ) -> PageWork:
         """Blocking: the page work (see :func:`~simhash_filter.page.work.work_page`)."""
         return work_page(
             self.fingerprinter,
@@ -264,14 +272,23 @@ class PageFilter:
             html,
             max_bytes=self.config.max_bytes,
             keep_text=self.config.store_text,
+            template=template,
+            give_text=self.config.add_text,
         )
 
-    async def _sign_in_pool(self, pool: PagePool, url: str, text: object, html: object) -> PageWork:
+    async def _sign_in_pool(
+        self, pool: PagePool, url: str, text: object, html: object, template: HostTemplate | None
+    ) -> PageWork:
         source = html if isinstance(html, bytes | str) and html else None
         if not has_text(text) and source is None:
             return PageWork(None)
         job = PageJob(
-            url, str(text) if has_text(text) else None, source, keep_text=self.config.store_text
+            url,
+            str(text) if has_text(text) else None,
+            source,
+            keep_text=self.config.store_text,
+            template=template,
+            give_text=self.config.add_text,
         )
         try:
             result: PageResult = await _result(pool.submit(job))
@@ -281,7 +298,7 @@ class PageFilter:
         self.stats.inc_value(WORKER_STATS + "cpu_ms", round(1000 * result.cpu_seconds))
         self.stats.inc_value(WORKER_STATS + "busy_ms", round(1000 * result.busy_seconds))
         self.stats.inc_value(WORKER_STATS + "wait_ms", round(1000 * result.wait_seconds))
-        return PageWork(result.signature, result.capped, result.hints)
+        return PageWork(result.signature, result.capped, result.hints, result.main_text)
 
     def _count_restarts(self, pool: PagePool) -> None:
         new = pool.restarts - self._restarts_counted
@@ -299,12 +316,13 @@ class PageFilter:
         pool = self._pool
         self._in_work += 1
         try:
+            template = await self.templates.for_page(url, extracted=not has_text(text) and html)
             if pool is not None:
                 try:
-                    return await self._sign_in_pool(pool, url, text, html)
+                    return await self._sign_in_pool(pool, url, text, html, template)
                 except PoolNotStarted:  # never handed to a worker: the thread path signs it
                     pass
-            return await run_in_thread(self.sign, url, text, html)
+            return await run_in_thread(self.sign, url, text, html, template)
         finally:
             self._in_work -= 1
             if not self._in_work:
@@ -325,7 +343,7 @@ class PageFilter:
 
     async def decide(self, url: str, work: PageWork, *, canonical: object = None) -> FilterResult:
         """Check-and-add of a page whose page work is done, then the keep policy."""
-        signature, capped, hints = work
+        signature, capped, hints, main_text = work
         declared = declared_hint(url, hints, canonical)
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
@@ -355,13 +373,14 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
+        self.templates.admitted(url, signature, verdict.kind is VerdictKind.NEW, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
-            listing=marks_listing(signature.sketch),
+            listing=marks_listing(signature.sketch), text=main_text,
         )  # fmt: skip
 
     async def was_seen(self, url: str) -> bool:
@@ -534,11 +553,11 @@ class PageFilter:
 
     @staticmethod
     def drop_message(check: FilterResult) -> str:
-        """``Near-duplicate of <url> (distance <d>): <url>``."""
+        """``Near-duplicate of <url> (similarity <s>, distance <d> bits): <url>``."""
         match = check.verdict.duplicate_of if check.verdict else None
         if match is None:
             return f"Near-duplicate: {check.url}"
-        return f"Near-duplicate of {match.url} (distance {match.distance}): {check.url}"
+        return f"Near-duplicate of {match.url} ({measures(match)}): {check.url}"
 
 
 class _CatchUpCount:

@@ -48,9 +48,20 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from simhash_filter.store.records import Supersession, Verdict, VerdictKind
+from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKind
 
-__all__ = ["STATS_PREFIX", "FilterResult", "Outcome"]
+__all__ = ["STATS_PREFIX", "FilterResult", "Outcome", "measures"]
+
+
+def measures(match: Match) -> str:
+    """How alike a drop is to the page it copies, as the drop lines say it:
+    ``similarity 0.953, distance 3 bits`` (the sketches' similarity, what the match rule
+    confirmed; the command line names it the same), or the distance alone (no sketch)."""
+    distance = f"distance {match.distance} bits"
+    if match.similarity is None:
+        return distance
+    return f"similarity {round(match.similarity, 3):g}, {distance}"
+
 
 STATS_PREFIX = "simhash_filter/"
 """The prefix of every stat the filter keeps (``simhash_filter/kept``, ...)."""
@@ -108,6 +119,9 @@ class FilterResult:
     listing: bool = False
     """The page is a listing (an archive or home page of several entries,
     ``page/listing.py``): its URL pairs teach no URL rule (see the rule learner)."""
+    text: str | None = None
+    """The main text that was fingerprinted, with ``ADD_TEXT`` (the pipeline puts it in the
+    item), else None."""
 
     @property
     def canonical_confirmed(self) -> bool:

@@ -20,10 +20,11 @@ from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.crawl.pages.error_log import first_line
 from simhash_filter.crawl.pages.filter import PageFilter
-from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
 from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded
 from simhash_filter.page.work import has_text
+from simhash_filter.store.records import Match
 
 if TYPE_CHECKING:
     from typing import Self
@@ -48,15 +49,26 @@ def _remove_field(item: Any, adapter: ItemAdapter, field: str) -> None:
 
 
 class NearDuplicate(DropItem):
-    """The item's page is a near-duplicate of a page already kept."""
+    """The item's page is a near-duplicate of a page already kept: ``Near-duplicate of
+    <kept url> (similarity 0.953, distance 3 bits): <url>``."""
 
-    def __init__(self, url: str, duplicate_of: str, distance: int, *, log_level: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        duplicate_of: str,
+        distance: int,
+        *,
+        log_level: str,
+        similarity: float | None = None,
+    ) -> None:
+        shown = Match(duplicate_of, 0, distance, 0, similarity)
         super().__init__(
-            f"Near-duplicate of {duplicate_of} (distance {distance}): {url}", log_level=log_level
+            f"Near-duplicate of {duplicate_of} ({measures(shown)}): {url}", log_level=log_level
         )
         self.url = url
         self.duplicate_of = duplicate_of
         self.distance = distance
+        self.similarity = similarity
 
 
 class FilterUnavailable(DropItem):
@@ -110,22 +122,32 @@ class NearDuplicatePipeline:
             html, canonical = adapter.get(self.config.html_field), self._canonical(adapter)
             check = await self.filter.check(url, text, html, canonical=canonical)
             self.filter.record(check)
-        self._raise_for(check)
+        try:
+            self._raise_for(check)
+        except DropItem:
+            # Scrapy logs a dropped item whole ("Dropped: ..." and the item): its page is
+            # checked, and its HTML must not fill the log (nothing passes it on either)
+            _remove_field(item, adapter, self.config.html_field)
+            raise
         if self.config.remove_html:
             _remove_field(item, adapter, self.config.html_field)
+        if check.text is not None and not has_text(text):  # ADD_TEXT: for the feed
+            self._set(adapter, self.config.text_field, check.text, "SIMHASH_FILTER_ADD_TEXT")
         field = self.config.fingerprint_field
         # a page that passed unchecked (fail-open) carries the fingerprint its page work made
         emitted = check.outcome.passes or check.outcome is Outcome.ERROR
         if field and emitted and check.hex_fingerprint is not None:
-            try:
-                adapter[field] = check.hex_fingerprint
-            except KeyError:
-                self._warn_once(
-                    field, "Cannot set %r (SIMHASH_FILTER_FINGERPRINT_FIELD) on this item type"
-                )
+            self._set(adapter, field, check.hex_fingerprint, "SIMHASH_FILTER_FINGERPRINT_FIELD")
         if check.superseded is not None and self.crawler is not None:
             await send_superseded(self.crawler, check.superseded, item)  # the item as it leaves
         return item
+
+    def _set(self, adapter: ItemAdapter, field: str, value: str, setting: str) -> None:
+        """``field`` of a passing item set, or one warning when its type has no such field."""
+        try:
+            adapter[field] = value
+        except KeyError:
+            self._warn_once(field, f"Cannot set %r ({setting}) on this item type")
 
     def _canonical(self, adapter: ItemAdapter) -> str | None:
         """The item's declared canonical URL (``SIMHASH_FILTER_CANONICAL_FIELD``), if a str."""
@@ -141,6 +163,7 @@ class NearDuplicatePipeline:
                 match.url if match else "?",
                 match.distance if match else -1,
                 log_level="INFO" if self.config.debug else "DEBUG",
+                similarity=match.similarity if match else None,
             )
         if check.outcome is Outcome.ERROR and not self.config.fail_open:
             assert check.error is not None

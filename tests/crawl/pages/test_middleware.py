@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Request, TextResponse
-from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.test import get_crawler
 from support.helpers import filter_stats, open_middleware, run
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES
 from crawler.testsite import blog_template, news_template, portal_template
 from simhash_filter import Addon
+from simhash_filter.crawl.addon import import_path
 from simhash_filter.crawl.pages.detours import CanonicalFirst
 from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
 from simhash_filter.crawl.pages.pipeline import NearDuplicate, NearDuplicatePipeline
@@ -49,7 +50,9 @@ def test_ignores_near_duplicate_responses(crawler: Any) -> None:
     assert run(middleware.process_response(other.request, other)) is other
     copy = html("https://blog.example/bridge", BLOG)
     with pytest.raises(
-        IgnoreRequest, match=r"Near-duplicate of https://news.example/bridge \(distance \d\)"
+        IgnoreRequest,
+        match=r"Near-duplicate of https://news.example/bridge "
+        r"\(similarity [0-9.]+, distance \d bits\)",
     ):
         run(middleware.process_response(copy.request, copy))
     assert copy.meta["simhash_filter"] == "dropped"
@@ -158,9 +161,19 @@ def test_addon_repr_is_its_name() -> None:
 
 
 def test_addon_registers_the_pipeline() -> None:
+    """By the import path users write: Scrapy's "Enabled item pipelines" line shows it,
+    not ``<class '…'>`` (issue 44 item 6)."""
     crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}})
-    assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
-    assert NearDuplicateMiddleware not in crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
+    pipelines = crawler.settings.getdict("ITEM_PIPELINES")
+    assert pipelines == {"simhash_filter.NearDuplicatePipeline": 250}
+    assert load_object("simhash_filter.NearDuplicatePipeline") is NearDuplicatePipeline
+    assert "simhash_filter.NearDuplicateMiddleware" not in crawler.settings.getdict(
+        "DOWNLOADER_MIDDLEWARES"
+    )
+    listed = get_crawler(
+        settings_dict={"ADDONS": {Addon: 100}, "ITEM_PIPELINES": {NearDuplicatePipeline: 40}}
+    )
+    assert listed.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 40}
 
 
 def test_addon_registers_the_middleware_on_request() -> None:
@@ -168,12 +181,15 @@ def test_addon_registers_the_middleware_on_request() -> None:
         settings_dict={"ADDONS": {"simhash_filter.Addon": 100}, "SIMHASH_FILTER_MIDDLEWARE": True}
     )
     assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {
-        NearDuplicateMiddleware: 575,
-        FormFirstMiddleware: 650,
+        "simhash_filter.NearDuplicateMiddleware": 575,
+        import_path(FormFirstMiddleware): 650,
     }
-    assert crawler.settings.getdict("ITEM_PIPELINES") == {NearDuplicatePipeline: 250}
+    assert load_object(import_path(FormFirstMiddleware)) is FormFirstMiddleware
+    assert crawler.settings.getdict("ITEM_PIPELINES") == {
+        "simhash_filter.NearDuplicatePipeline": 250
+    }
     off = get_crawler(settings_dict={"ADDONS": {Addon: 100}, "SIMHASH_FILTER_FORM_FIRST": False})
-    assert FormFirstMiddleware not in off.settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert import_path(FormFirstMiddleware) not in off.settings.getdict("DOWNLOADER_MIDDLEWARES")
 
 
 def test_addon_keeps_a_priority_the_project_chose() -> None:

@@ -106,8 +106,10 @@ def test_keeps_new_pages_and_drops_near_duplicates(sqlite_url: str, kind: str) -
     assert isinstance(dropped.value, DropItem)
     assert dropped.value.duplicate_of == "https://a.example/bridge"
     assert dropped.value.distance <= 3
-    assert str(dropped.value) == (
-        f"Near-duplicate of https://a.example/bridge (distance {dropped.value.distance}): "
+    assert dropped.value.similarity is not None
+    assert str(dropped.value) == (  # one similarity, named as the command line names it
+        f"Near-duplicate of https://a.example/bridge (similarity "
+        f"{round(dropped.value.similarity, 3):g}, distance {dropped.value.distance} bits): "
         "https://b.example/mirror/bridge?ref=1"
     )
     assert dropped.value.log_level == "DEBUG"
@@ -307,7 +309,41 @@ def test_debug_logs_every_drop(sqlite_url: str, caplog: pytest.LogCaptureFixture
             assert dropped.value.log_level == "INFO"
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len(messages) == 3
-    assert all("Near-duplicate of https://x.example/a (distance 0)" in m for m in messages)
+    assert all(
+        "Near-duplicate of https://x.example/a (similarity 1, distance 0 bits)" in m
+        for m in messages
+    )
+
+
+@pytest.mark.parametrize("remove_html", [True, False])
+def test_a_dropped_item_leaves_its_html_behind(sqlite_url: str, remove_html: bool) -> None:
+    """Scrapy logs a dropped item whole, after "Dropped:": its HTML must not be in it,
+    whatever REMOVE_HTML says of passing items (issue 44 item 1)."""
+    pipeline = make_pipeline(sqlite_url, REMOVE_HTML=remove_html)
+    page = news_template(HARBOUR_BRIDGE, date="12 March 2024")
+    kept = {"url": "https://x.example/a", "html": page}
+    assert run(pipeline.process_item(kept)) is kept
+    assert ("html" in kept) is not remove_html
+    copy = {"url": "https://x.example/copy", "html": page, "title": "Harbour bridge"}
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item(copy))
+    assert copy == {"url": "https://x.example/copy", "title": "Harbour bridge"}
+
+
+def test_add_text_puts_the_main_text_in_passing_items(sqlite_url: str) -> None:
+    """ADD_TEXT: the text fingerprinted goes into the item's text field, for a feed that
+    ``simhash-filter import`` reads back (issue 44 item 4); an item's own text is kept."""
+    pipeline = make_pipeline(sqlite_url, ADD_TEXT=True)
+    item = {"url": "https://x.example/a", "html": news_template(URBAN_BEES, date="1 May 2024")}
+    assert run(pipeline.process_item(item)) is item
+    assert "html" not in item
+    assert "bees" in item["text"].lower()
+    assert len(item["text"]) > 200
+    own = {"url": "https://x.example/b", "text": BRIDGE}
+    assert run(pipeline.process_item(own))["text"] == BRIDGE
+    plain = make_pipeline(sqlite_url.replace("dedup.db", "plain.db"))
+    item = {"url": "https://x.example/a", "html": news_template(URBAN_BEES, date="1 May 2024")}
+    assert "text" not in run(plain.process_item(item))
 
 
 class BrokenStore:

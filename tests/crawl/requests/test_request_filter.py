@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter, fingerprint
 from scrapy.utils.test import get_crawler
 from w3lib.url import canonicalize_url
 
-from simhash_filter.crawl.addon import Addon
+from simhash_filter.crawl.addon import Addon, import_path
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.outcomes import Outcome
 from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
@@ -123,8 +124,9 @@ def test_the_request_filter_can_be_turned_off() -> None:
 
 def test_the_addon_sets_the_fingerprinter_unless_the_project_did() -> None:
     crawler = get_crawler(settings_dict={"ADDONS": {Addon: 100}})
-    assert crawler.settings["REQUEST_FINGERPRINTER_CLASS"] is RuleFingerprinter
-    assert RequestFilter in crawler.settings.getdict("EXTENSIONS")
+    assert load_object(crawler.settings["REQUEST_FINGERPRINTER_CLASS"]) is RuleFingerprinter
+    assert isinstance(crawler.settings["REQUEST_FINGERPRINTER_CLASS"], str)  # a path, logged
+    assert import_path(RequestFilter) in crawler.settings.getdict("EXTENSIONS")
     own = "scrapy.utils.request.RequestFingerprinter"
     crawler = get_crawler(
         settings_dict={"ADDONS": {Addon: 100}, "REQUEST_FINGERPRINTER_CLASS": own}
@@ -133,7 +135,7 @@ def test_the_addon_sets_the_fingerprinter_unless_the_project_did() -> None:
     crawler = get_crawler(
         settings_dict={"ADDONS": {Addon: 100}, "SIMHASH_FILTER_REQUEST_FILTER": False}
     )
-    assert crawler.settings["REQUEST_FINGERPRINTER_CLASS"] is not RuleFingerprinter
+    assert load_object(crawler.settings["REQUEST_FINGERPRINTER_CLASS"]) is not RuleFingerprinter
     crawler = get_crawler(
         settings_dict={
             "ADDONS": {Addon: 100},

@@ -1,0 +1,197 @@
+"""The hosts' templates as a crawl learns and uses them (core/template.py, store/templates.py).
+
+Before a page's work, :meth:`HostTemplates.template` gives its host's template as the store
+knows it (cached; read again while the host is young, after every :data:`REFRESH_PAGES`
+pages this process learned from, and every :data:`REFRESH_SECONDS`, so that the pages
+other crawlers of one database learned from count). After a page is admitted as new, its
+block hashes wait in :meth:`HostTemplates.learn` and go to the store in one transaction
+(:meth:`HostTemplates.flush`, one at a time in a worker thread; the rest at close).
+Learning is evidence, not state: a flush that fails is logged and the crawl goes on with what
+the store knew.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from scrapy.utils.asyncio import run_in_thread
+
+from simhash_filter.core.signature import PageSignature, marks_unsure
+from simhash_filter.core.template import HostTemplate
+from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
+from simhash_filter.store.templates import TemplateStore
+from simhash_filter.store.urls import url_domain
+
+__all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates"]
+
+logger = logging.getLogger(__name__)
+
+REFRESH_PAGES = 20
+"""Pages of a known host this process learns from before its template is read again."""
+SAMPLE_EVERY = 4
+"""A known host's pages whose blocks are hashed and learned from: 1 in this many (each costs
+~1 ms of page work); every page while the host is young or a page did not fit its template."""
+DOUBT_REFRESH = 5
+"""Pages learned from, after one that did not fit the known template, before the host's
+template is read again."""
+REFRESH_SECONDS = 30.0
+"""Seconds a host's template is used before it is read again (other crawlers learn too)."""
+TEMPLATE_STATS = STATS_PREFIX + "template/"
+"""Prefix of the template stats: ``stripped`` (pages whose extraction held blocks of their
+host's template, signed without them) and ``only`` (pages of nothing else: signed by their
+bytes)."""
+
+
+class _Cached:
+    __slots__ = ("doubt", "learned", "read_at", "served", "template")
+
+    def __init__(self, template: HostTemplate, read_at: float) -> None:
+        self.template = template
+        self.read_at = read_at
+        self.learned = 0  # pages of the host learned from since the read
+        self.doubt = not template.known  # a page was signed unsure: read again soon
+        self.served = 0  # pages given the template (1 in SAMPLE_EVERY is sampled)
+
+
+class HostTemplates:
+    """The crawl's view of its hosts' templates (thread-safe)."""
+
+    def __init__(self, min_pages: int, *, clock: Any = time.monotonic) -> None:
+        self.min_pages = min_pages
+        self._clock = clock
+        self._store: TemplateStore | None = None
+        self._lock = threading.Lock()
+        self._cache: dict[str, _Cached] = {}
+        self._pending: list[tuple[str, tuple[int, ...]]] = []
+        self._flushing = False
+        self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def host(url: str) -> str:
+        """The host a page's template is learned under (the store's ``pages.domain``)."""
+        return url_domain(url)
+
+    def attach(self, store: object) -> None:
+        """Use ``store`` (a ``FingerprintStore``; anything without an engine: no templates)."""
+        self._store = TemplateStore(store) if hasattr(store, "engine") else None  # type: ignore[arg-type]
+
+    @property
+    def enabled(self) -> bool:
+        return self.min_pages > 0 and self._store is not None
+
+    def cached(self, host: str) -> HostTemplate | None:
+        """The host's template when the cache holds it fresh, else None (:meth:`template`),
+        asking for the page's blocks (:attr:`HostTemplate.blocks_wanted`) as sampled."""
+        with self._lock:
+            entry = self._cache.get(host)
+            if entry is None or self._stale(entry):
+                return None
+            entry.served += 1
+            sampled = entry.doubt or entry.served % SAMPLE_EVERY == 1
+            return entry.template._replace(blocks_wanted=sampled)
+
+    def _stale(self, entry: _Cached) -> bool:
+        if self._clock() - entry.read_at > REFRESH_SECONDS:
+            return True
+        if not entry.template.known:
+            return entry.learned >= 1
+        return entry.learned >= (DOUBT_REFRESH if entry.doubt else REFRESH_PAGES)
+
+    def template(self, host: str) -> HostTemplate | None:
+        """Blocking: the host's template (read from the store when the cache's is stale), or
+        None when templates are off."""
+        store = self._store
+        if store is None or self.min_pages <= 0:
+            return None
+        fresh = self.cached(host)
+        if fresh is not None:
+            return fresh
+        template = store.template(host, self.min_pages)
+        with self._lock:
+            self._cache[host] = entry = _Cached(template, self._clock())
+            entry.served = 1
+        return template
+
+    async def for_page(self, url: str, *, extracted: object) -> HostTemplate | None:
+        """The template of the page's host when its main text is ``extracted`` from HTML
+        (None: templates off, or the store could not tell: the page is judged without)."""
+        if not extracted or not self.enabled:
+            return None
+        host = self.host(url)
+        try:
+            return self.cached(host) or await run_in_thread(self.template, host)
+        except Exception:  # the page is signed as without templates
+            logger.debug("Could not read the template of %s", host, exc_info=True)
+            return None
+
+    def admitted(self, url: str, signature: PageSignature, new: bool, stats: Any) -> None:
+        """A page checked: admitted as ``new``, it teaches its host's template; counted."""
+        if new and signature.blocks and self.enabled:
+            host = self.host(url)
+            if marks_unsure(signature.sketch):  # the template it was judged by did not fit
+                with self._lock:
+                    if (entry := self._cache.get(host)) is not None:
+                        entry.doubt = True
+            self.learn(host, signature.blocks)
+        if signature.template_only:
+            stats.inc_value(TEMPLATE_STATS + "only")
+        elif signature.template_share:
+            stats.inc_value(TEMPLATE_STATS + "stripped")
+
+    def learn(self, host: str, blocks: tuple[int, ...]) -> None:
+        """Queue one admitted page's blocks; a flush thread writes them (one at a time)."""
+        if not blocks or not self.enabled:
+            return
+        with self._lock:
+            self._pending.append((host, blocks))
+            if self._flushing:
+                return
+            self._flushing = True
+            self._thread = threading.Thread(
+                target=self.flush, name="simhash_filter template flush", daemon=True
+            )
+        self._thread.start()
+
+    def drain(self) -> None:
+        """Blocking: wait for the flush thread and write what is left."""
+        thread = self._thread
+        if thread is not None:
+            thread.join()
+        with self._lock:
+            self._flushing = True
+        self.flush()
+
+    def close(self) -> None:
+        """Blocking: :meth:`drain`, and let the store go."""
+        self.drain()
+        self._store = None
+
+    def flush(self) -> int:
+        """Blocking: write the queued pages' blocks (and those queued meanwhile); the pages
+        written. The caches of their hosts count them (read again when due)."""
+        written = 0
+        while True:
+            with self._lock:
+                pending, self._pending = self._pending, []
+                if not pending:
+                    self._flushing = False
+                    return written
+            store = self._store
+            if store is None:
+                continue
+            try:
+                store.learn(pending)
+            except Exception:  # evidence lost, never a page: logged, the crawl goes on
+                logger.warning(
+                    "Could not record %d pages' template blocks", len(pending), exc_info=True
+                )
+                continue
+            written += len(pending)
+            with self._lock:
+                for host, _ in pending:
+                    entry = self._cache.get(host)
+                    if entry is not None:
+                        entry.learned += 1

@@ -1,0 +1,212 @@
+"""The hosts' templates a store learns: how many distinct pages of a host carried each block
+(core/template.py), so that crawlers sharing one PostgreSQL database learn one template.
+
+``template_blocks`` has a row per (host, block hash) with the pages of the host it was seen
+on and the host's page count when it was last seen; ``template_hosts`` a row per host with
+its pages learned from and its block rows. Counts are added in SQL (``pages = pages + 1``),
+so every crawler's pages count. A host keeps about :data:`MAX_HOST_BLOCKS` block rows at
+most (counted every :data:`RECOUNT_EVERY` of its pages): past it, the blocks seen once and not
+for :data:`PRUNE_AFTER` of the host's pages are forgotten (an article's own paragraphs), and a
+new block of a host still full is not counted. A page's blocks are one ``INSERT … ON
+CONFLICT DO UPDATE``. The tables are schema 7 and additive: a writer's open makes them where missing
+(:func:`ensure_template_tables`); a reader of a database without them sees no template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    and_,
+    delete,
+    func,
+    inspect,
+    select,
+    update,
+)
+from sqlalchemy.types import BigInteger
+
+from simhash_filter.core.template import HostTemplate
+
+from .reading import ReadableStore
+from .schema import metadata
+from .side_tables import ensure_tables, side_connection
+
+__all__ = [
+    "MAX_HOST_BLOCKS",
+    "PRUNE_AFTER",
+    "RECOUNT_EVERY",
+    "TEMPLATE_TABLES",
+    "TemplateStore",
+    "ensure_template_tables",
+    "template_blocks_table",
+    "template_hosts_table",
+]
+
+MAX_HOST_BLOCKS = 20_000
+"""Block rows a host keeps at most (a few hundred KB of a database a host)."""
+RECOUNT_EVERY = 10
+"""A host's block rows are counted every this many of its pages (so a host may pass its bound
+by this many pages' blocks at most)."""
+PRUNE_AFTER = 200
+"""A block of a full host not seen for this many of its pages, and below the template
+threshold, is forgotten."""
+
+template_blocks_table = Table(
+    "template_blocks",
+    metadata,
+    Column("domain", Text, nullable=False),
+    Column("block", BigInteger, autoincrement=False, nullable=False),
+    Column("pages", Integer, nullable=False),
+    Column("last_page", Integer, nullable=False),
+    PrimaryKeyConstraint("domain", "block"),
+)
+"""A block of a host's pages (its 32-bit hash, core/template.py) a row: on how many pages."""
+
+template_hosts_table = Table(
+    "template_hosts",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("pages", Integer, nullable=False),
+    Column("blocks", Integer, nullable=False),
+)
+"""A host a row: its pages learned from, its block rows."""
+
+TEMPLATE_TABLES = (template_hosts_table, template_blocks_table)
+_CHUNK = 500
+
+
+def ensure_template_tables(engine: Engine) -> None:
+    """Make the template tables where they are missing (a writer's open: side_tables.py)."""
+    ensure_tables(engine, TEMPLATE_TABLES)
+
+
+class TemplateStore:
+    """The template tables of an open store (``FingerprintStore`` or any :class:`ReadableStore`)."""
+
+    def __init__(self, store: ReadableStore, *, max_host_blocks: int = MAX_HOST_BLOCKS) -> None:
+        self._engine = store.engine
+        self._where = store.display_url
+        self.max_host_blocks = max_host_blocks
+
+    def _connection(self, *, write: bool) -> AbstractContextManager[Connection]:
+        return side_connection(self._engine, self._where, write=write)
+
+    def has_tables(self) -> bool:
+        """Whether the database has the template tables (one made before schema 7 may not)."""
+        with self._connection(write=False) as conn:
+            inspector = inspect(conn)
+            return all(inspector.has_table(t.name) for t in TEMPLATE_TABLES)
+
+    # -- learning
+
+    def learn(self, pages: Iterable[tuple[str, Sequence[int]]]) -> None:
+        """Count each (host, block hashes of one page) once: the host's page count and each
+        distinct block's, in one transaction."""
+        with self._connection(write=True) as conn:
+            for domain, blocks in pages:
+                self._learn_page(conn, domain, sorted(set(blocks)))
+
+    def _learn_page(self, conn: Connection, domain: str, blocks: list[int]) -> None:
+        b = template_blocks_table.c
+        n, held = self._count_page(conn, domain)
+        if n % RECOUNT_EVERY == 0:
+            held = self._recount(conn, domain, n)
+        if held >= self.max_host_blocks:  # full: the blocks it holds still count
+            for start in range(0, len(blocks), _CHUNK):
+                conn.execute(
+                    update(template_blocks_table)
+                    .where(b.domain == domain, b.block.in_(blocks[start : start + _CHUNK]))
+                    .values(pages=b.pages + 1, last_page=n)
+                )
+            return
+        rows = [{"domain": domain, "block": x, "pages": 1, "last_page": n} for x in blocks]
+        statement = _insert(conn)(template_blocks_table).on_conflict_do_update(
+            index_elements=["domain", "block"],
+            set_={"pages": template_blocks_table.c.pages + 1, "last_page": n},
+        )
+        if rows:
+            conn.execute(statement, rows)
+
+    def _count_page(self, conn: Connection, domain: str) -> tuple[int, int]:
+        """One more page of ``domain``: its page count now, and its block rows."""
+        h = template_hosts_table.c
+        insert = _insert(conn)(template_hosts_table).values(domain=domain, pages=1, blocks=0)
+        conn.execute(
+            insert.on_conflict_do_update(index_elements=["domain"], set_={"pages": h.pages + 1})
+        )
+        row = conn.execute(select(h.pages, h.blocks).where(h.domain == domain)).one()
+        return int(row.pages), int(row.blocks)
+
+    def _recount(self, conn: Connection, domain: str, n: int) -> int:
+        """The host's block rows counted again (every :data:`RECOUNT_EVERY` of its pages),
+        its rare old blocks forgotten first when it is over its bound; the rows left."""
+        b, h = template_blocks_table.c, template_hosts_table.c
+        count = select(func.count()).select_from(template_blocks_table).where(b.domain == domain)
+        held = int(conn.execute(count).scalar_one())
+        if held >= self.max_host_blocks:
+            conn.execute(
+                delete(template_blocks_table).where(
+                    and_(b.domain == domain, b.pages <= 1, b.last_page < n - PRUNE_AFTER)
+                )
+            )
+            held = int(conn.execute(count).scalar_one())
+        conn.execute(update(template_hosts_table).where(h.domain == domain).values(blocks=held))
+        return held
+
+    # -- reading
+
+    def template(self, domain: str, min_pages: int) -> HostTemplate:
+        """The host's template: its blocks seen on at least ``min_pages`` of its pages, its
+        pages learned from, and whether that is enough to trust it (``min_pages`` pages)."""
+        h, b = template_hosts_table.c, template_blocks_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_hosts_table.name):
+                return HostTemplate(frozenset())
+            pages = conn.execute(select(h.pages).where(h.domain == domain)).scalar()
+            if not pages:
+                return HostTemplate(frozenset())
+            blocks = conn.execute(
+                select(b.block).where(b.domain == domain, b.pages >= min_pages)
+            ).scalars()
+            return HostTemplate(frozenset(int(x) for x in blocks), int(pages), pages >= min_pages)
+
+    def hosts(self, min_pages: int) -> list[tuple[str, int, int]]:
+        """Every host learned from: (host, pages, template blocks), by host."""
+        h, b = template_hosts_table.c, template_blocks_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_hosts_table.name):
+                return []
+            counted = (
+                select(b.domain, func.count().label("n"))
+                .where(b.pages >= min_pages)
+                .group_by(b.domain)
+                .subquery()
+            )
+            query = (
+                select(h.domain, h.pages, func.coalesce(counted.c.n, 0))
+                .outerjoin(counted, counted.c.domain == h.domain)
+                .order_by(h.domain)
+            )
+            return [(str(d), int(p), int(n)) for d, p, n in conn.execute(query)]
+
+
+def _insert(conn: Connection) -> Any:
+    """The dialect's INSERT with ``on_conflict_do_update`` (SQLite and PostgreSQL have it;
+    imported here: a SQLite crawl never loads PostgreSQL's dialect)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert

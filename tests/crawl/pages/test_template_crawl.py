@@ -1,0 +1,105 @@
+"""A crawl learns its hosts' templates and never drops a page for one (issue 43).
+
+The pages are tests/support/template_site.py's: newspaper stories whose extraction is the
+site's SECTIONS list, beside stories whose extraction is right (what the template is learned
+from). ``drain`` waits for the background write of the blocks learned, so the next page sees
+them (a real crawl sees them a little later)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.helpers import filter_stats, make_pipeline, run
+from support.template_site import filler_story, story
+
+from simhash_filter.crawl.pages.pipeline import NearDuplicate
+
+HOST = "http://news.example"
+MIN_PAGES = 3
+
+
+def _feed(pipeline: Any, pages: list[tuple[str, str]]) -> list[str]:
+    """Process the pages in order; the outcome of each: "kept" or "dropped"."""
+    outcomes = []
+    for url, html in pages:
+        try:
+            run(pipeline.process_item({"url": url, "html": html}))
+            outcomes.append("kept")
+        except NearDuplicate:
+            outcomes.append("dropped")
+        pipeline.filter.templates.drain()
+    return outcomes
+
+
+def _fillers(site: str, first: int, n: int = MIN_PAGES) -> list[tuple[str, str]]:
+    return [
+        (f"{HOST}/{site}/filler-{i}", filler_story(site, f"Filler {i}", i))
+        for i in range(first, first + n)
+    ]
+
+
+def _stories(site: str, *seeds: int) -> list[tuple[str, str]]:
+    return [(f"{HOST}/{site}/story-{s}", story(site, f"Story {s}", s)) for s in seeds]
+
+
+def test_two_stories_whose_extraction_is_the_menu_are_kept_once_it_is_learned(
+    sqlite_url: str,
+) -> None:
+    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    try:
+        assert _feed(pipeline, _fillers("Courier", 0)) == ["kept"] * MIN_PAGES
+        assert _feed(pipeline, _stories("Courier", 1, 2)) == ["kept", "kept"]
+        assert _feed(pipeline, _stories("Courier", 1)) == ["kept"]  # its URL again: unchanged
+        stats = filter_stats(pipeline)
+        assert stats["template/only"] == 3  # signed by their bytes: passed as "no_text"
+        assert "dropped" not in stats
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_without_templates_the_second_story_is_dropped(sqlite_url: str) -> None:
+    """What the crawl did before (the same pages, templates off)."""
+    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=0)
+    try:
+        _feed(pipeline, _fillers("Courier", 0))
+        assert _feed(pipeline, _stories("Courier", 1, 2)) == ["kept", "dropped"]
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_a_young_hosts_stories_are_kept_before_its_template_is_known(sqlite_url: str) -> None:
+    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    try:
+        assert _feed(pipeline, _stories("Courier", 1, 2)) == ["kept", "kept"]
+        assert filter_stats(pipeline)["boilerplate"] == 1
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_a_host_whose_template_changes_mid_crawl(sqlite_url: str) -> None:
+    """The old template learned; the new one's first stories are judged as a young host's
+    (the old template covers little of them), then the new one is learned too."""
+    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    try:
+        _feed(pipeline, _fillers("Courier", 0))
+        assert _feed(pipeline, _stories("Courier 2025", 1, 2)) == ["kept", "kept"]
+        assert filter_stats(pipeline)["boilerplate"] == 1
+        _feed(pipeline, _fillers("Courier 2025", 10))
+        assert _feed(pipeline, _stories("Courier 2025", 3, 4)) == ["kept", "kept"]
+        assert filter_stats(pipeline)["template/only"] == 2
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_two_crawlers_on_postgresql_learn_one_template(pg_url: str) -> None:
+    """What one crawler learned, the other uses: its stories are left the template out."""
+    first = make_pipeline(pg_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    second = make_pipeline(pg_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    try:
+        _feed(first, _fillers("Courier", 0))
+        assert _feed(second, _stories("Courier", 1, 2)) == ["kept", "kept"]
+        assert filter_stats(second)["template/only"] == 2
+        assert "template/only" not in filter_stats(first)
+    finally:
+        run(first.close_spider())
+        run(second.close_spider())

@@ -1,0 +1,64 @@
+"""The hosts' template blocks a store counts (store/templates.py)."""
+
+from __future__ import annotations
+
+import threading
+
+from simhash_filter.core.fingerprint import Fingerprinter
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.templates import RECOUNT_EVERY, TemplateStore
+
+SPEC = Fingerprinter().spec
+MENU = (11, 12, 13)
+
+
+def test_a_block_is_template_once_it_is_on_enough_pages(db_url: str) -> None:
+    with FingerprintStore.open(db_url, spec=SPEC) as store:
+        templates = TemplateStore(store)
+        assert templates.template("a.example", 3).blocks == frozenset()
+        templates.learn([("a.example", (*MENU, 100)), ("a.example", (*MENU, 101))])
+        two = templates.template("a.example", 3)
+        assert (two.blocks, two.pages, two.known) == (frozenset(), 2, False)
+        templates.learn([("a.example", (*MENU, 102, 102)), ("b.example", (*MENU, 103))])
+        three = templates.template("a.example", 3)
+        assert (three.blocks, three.pages, three.known) == (frozenset(MENU), 3, True)
+        assert templates.template("b.example", 3).blocks == frozenset()  # per host
+        assert templates.hosts(3) == [("a.example", 3, 3), ("b.example", 1, 0)]
+
+
+def test_a_host_keeps_a_bounded_number_of_blocks(sqlite_url: str) -> None:
+    with FingerprintStore.open(sqlite_url, spec=SPEC) as store:
+        templates = TemplateStore(store, max_host_blocks=50)
+        for n in range(300):  # every page: the menu and 5 blocks of its own
+            templates.learn([("a.example", (*MENU, *range(1000 + 5 * n, 1005 + 5 * n)))])
+        rows = store.engine.connect().exec_driver_sql(
+            "SELECT count(*) FROM template_blocks WHERE domain = 'a.example'"
+        )
+        assert rows.scalar_one() <= 50 + RECOUNT_EVERY * 8  # counted every RECOUNT_EVERY pages
+        assert templates.template("a.example", 5).blocks == frozenset(MENU)
+
+
+def test_crawlers_sharing_a_database_count_into_one_template(pg_url: str) -> None:
+    """Two stores (two crawlers) on one PostgreSQL database learn one host at once: every
+    page counts once, and either reads the template both taught."""
+    stores = [FingerprintStore.open(pg_url, spec=SPEC) for _ in range(2)]
+    try:
+        barrier = threading.Barrier(2)
+
+        def crawl(store: FingerprintStore, first: int) -> None:
+            templates = TemplateStore(store)
+            barrier.wait()
+            for n in range(first, first + 10):
+                templates.learn([("a.example", (*MENU, 500 + n))])
+
+        threads = [threading.Thread(target=crawl, args=(s, 10 * i)) for i, s in enumerate(stores)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for store in stores:
+            template = TemplateStore(store).template("a.example", 20)
+            assert (template.blocks, template.pages) == (frozenset(MENU), 20)
+    finally:
+        for store in stores:
+            store.close()
