@@ -133,7 +133,7 @@ class FingerprintStore:
         timeout = busy_timeout(url, bounds.lock_timeout) if self._sqlite else float("inf")
         if writer_queue is None and self._sqlite:
             writer_queue = WriterQueue(sqlite_path(url), timeout)
-        self._writer_queue = writer_queue
+        self.writer_queue = writer_queue  # SQLite: the URL rules' writes queue in it too
         database = sqlite_path(url) if self._sqlite else None
         outage = OutageRetry(0.0 if self._sqlite else bounds.outage_retry)
         self._checkpointer = WalCheckpointer(database) if database else None
@@ -576,8 +576,8 @@ class FingerprintStore:
         if self._checkpointer is not None:
             self._checkpointer.close()
         self._engine.dispose()
-        if self._writer_queue is not None:
-            self._writer_queue.close()
+        if self.writer_queue is not None:
+            self.writer_queue.close()
 
     def __enter__(self) -> FingerprintStore:
         return self

@@ -9,16 +9,22 @@ which declared canonicals it can show to be wrong, and the URL rules' forms of t
   banned) and the host's learned rules that are not retired or banned: candidates too, as
   the content check already called the two pages copies. Where a rule and its reverse are
   both stored, the stronger one (state, then support) counts; on a tie neither does.
+  Only the rules that may apply to one of the two URLs are read: the host's path and
+  universal rules, and its parameter rules of a parameter (and value) the URLs have, scoped
+  to a folder above their paths (a site with a variant under every article holds a
+  candidate per article: reading them all made each decision grow with the crawl, issue 45).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, bindparam, inspect, select
+from sqlalchemy import Connection, Select, inspect, or_, select
 
 from simhash_filter.core.keep import UrlForm
-from simhash_filter.urls.rules import LEARNED_KINDS, RuleState, UrlRule
+from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule, split_query
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
 from .reading import ReadableStore, reading
@@ -35,11 +41,32 @@ _HAS_RULES = "simhash_filter.has_url_rules"
 stays, so only a True is remembered, by the pooled connection)."""
 
 _r = url_rules_table.c
-_HOST_RULES = (
-    select(_r.host, _r.kind, _r.pattern, _r.state, _r.support)
-    .where(_r.host == bindparam("host"))
-    .order_by(_r.id)
-)
+
+
+def _host_rules(host: str, urls: Sequence[str]) -> Select[Any]:
+    """The stored rules of ``host`` that may apply to one of ``urls`` (the module doc)."""
+    query = select(_r.host, _r.kind, _r.pattern, _r.state, _r.support).where(_r.host == host)
+    patterns = _param_patterns(urls)
+    if patterns is not None:
+        query = query.where(or_(_r.kind != PARAM, _r.pattern.in_(sorted(patterns))))
+    return query.order_by(_r.id)
+
+
+def _param_patterns(urls: Iterable[str]) -> set[str] | None:
+    """The patterns of the parameter rules that may apply to ``urls``: each parameter, with
+    and without its value, in each folder above the path; None when a query is escaped (a
+    name is decoded before it is compared: every rule is read)."""
+    patterns: set[str] = set()
+    for url in urls:
+        parts = urlsplit(url)
+        if "%" in parts.query or "+" in parts.query:
+            return None
+        path = parts.path or "/"
+        folders = [path[: end + 1] for end in range(len(path)) if path[end] == "/"]
+        for name, value in split_query(parts.query):
+            for folder in folders:
+                patterns.update((f"{folder}?{name}", f"{folder}?{name}={value}"))
+    return patterns
 
 
 def disproved_hints(
@@ -77,24 +104,24 @@ def keep_ruleset(rows: Sequence[tuple[str, str, str, str, int]]) -> RuleSet:
     return RuleSet(rules, exempt=exempt)
 
 
-def _host_rules(conn: Connection, host: str) -> RuleSet:
+def _stored_ruleset(conn: Connection, query: Select[Any]) -> RuleSet:
     rows: list[tuple[str, str, str, str, int]] = []
     if _has_rules(conn):  # not on a database made before schema 5
-        found = conn.execute(_HOST_RULES, {"host": host})
-        rows = [(h, k, p, s, int(n)) for h, k, p, s, n in found]
+        rows = [(h, k, p, s, int(n)) for h, k, p, s, n in conn.execute(query)]
     return keep_ruleset(rows)
 
 
 def host_ruleset(store: ReadableStore, host: str) -> RuleSet:
-    """The rules a keep decision uses on ``host`` (see the module doc), read from ``store``:
-    canonical first asks them where a page declares no canonical (crawl/pages)."""
+    """Every rule a keep decision may use on ``host`` (see the module doc), read from
+    ``store``: canonical first asks them where a page declares no canonical (crawl/pages)."""
+    query = select(_r.host, _r.kind, _r.pattern, _r.state, _r.support).where(_r.host == host)
     with reading(store) as conn:
-        return _host_rules(conn, host)
+        return _stored_ruleset(conn, query.order_by(_r.id))
 
 
 def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
     """The forms of the kept and the new URL under the rules of the kept URL's host."""
-    ruleset = _host_rules(conn, url_host(kept))
+    ruleset = _stored_ruleset(conn, _host_rules(url_host(kept), (kept, new)))
     kept_form, new_form = ruleset.form(kept), ruleset.form(new)
     return UrlForm(kept_form.url, len(kept_form.rules)), UrlForm(new_form.url, len(new_form.rules))
 

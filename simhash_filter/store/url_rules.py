@@ -13,8 +13,8 @@ schema 5 and additive: a writer's open makes them in a database of schema 4
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
@@ -92,11 +92,17 @@ class UrlRuleStore:
     def __init__(self, store: ReadableStore) -> None:
         self._engine = store.engine
         self._where = store.display_url
+        # SQLite: a write waits in the store's own queue of writers (the page checks'), so
+        # it never holds the write lock while a page check sits in SQLite's busy wait
+        self._writers: AbstractContextManager[object] | None = getattr(store, "writer_queue", None)
 
     # -- transactions
 
-    def _connection(self, *, write: bool) -> AbstractContextManager[Connection]:
-        return side_connection(self._engine, self._where, write=write)
+    @contextmanager
+    def _connection(self, *, write: bool) -> Iterator[Connection]:
+        queue = self._writers if write and self._writers is not None else nullcontext()
+        with queue, side_connection(self._engine, self._where, write=write) as conn:
+            yield conn
 
     def has_tables(self) -> bool:
         """Whether the database has the rule tables (one made before schema 5 may not)."""
@@ -267,16 +273,23 @@ class UrlRuleStore:
         r = url_rules_table.c
         return and_(r.host == rule.host, r.kind == rule.kind, r.pattern == rule.pattern)
 
-    def record(self, deltas: Sequence[RuleDelta]) -> list[StoredRule]:
-        """Add evidence (each rule stored first if new); a rule with a counterexample
-        retires at once unless a user pinned or banned it. Returns the rules as they are
-        now, in the order given. One transaction of a few statements, whatever the number
-        of rules (a pair proposes several; the learner must keep up with the crawl)."""
+    def record(
+        self, deltas: Sequence[RuleDelta], skips: Sequence[SkippedRequest] = ()
+    ) -> list[StoredRule]:
+        """Add evidence (each rule stored first if new), and record ``skips`` (as
+        :meth:`record_skips`); a rule with a counterexample retires at once unless a user
+        pinned or banned it. Returns the rules as they are now, in the order given. One
+        transaction of a few statements, whatever the number of rules (a pair proposes
+        several; the learner must keep up with the crawl)."""
         if not deltas:
+            if skips:
+                self.record_skips(skips)
             return []
         merged = _merge(deltas)
         now = datetime.now(UTC)
         with self._connection(write=True) as conn:
+            if skips:
+                self._write_skips(conn, skips, now)
             self._upsert(conn, merged, now)
             ids = self._ids(conn, list(merged))
             new = self._add_witnesses(conn, {ids[rule]: d.witnesses for rule, d in merged.items()})
@@ -395,29 +408,33 @@ class UrlRuleStore:
         listed once)."""
         if not skips:
             return
-        now = datetime.now(UTC)
         with self._connection(write=True) as conn:
-            self._upsert(conn, (skip.rule for skip in skips), now)
-            ids = self._ids(conn, list(dict.fromkeys(skip.rule for skip in skips)))
-            rows = [
-                {"rule_id": ids[skip.rule], "url": skip.url, "skipped_at": now}
-                for skip in {(skip.rule, skip.url): skip for skip in skips}.values()
-            ]
-            dialect = _upsert_dialect(conn.dialect.name)
-            conn.execute(
-                dialect.insert(skipped_requests_table).on_conflict_do_nothing(
-                    index_elements=["rule_id", "url"]
-                ),
-                rows,
-            )
-            counts = Counter(ids[rule] for rule, _ in {(skip.rule, skip.url) for skip in skips})
-            conn.execute(
-                _ADD_SAVED,
-                [
-                    {"b_id": rule_id, "b_saved": count, "b_now": now}
-                    for rule_id, count in sorted(counts.items())
-                ],
-            )
+            self._write_skips(conn, skips, datetime.now(UTC))
+
+    def _write_skips(
+        self, conn: Connection, skips: Sequence[SkippedRequest], now: datetime
+    ) -> None:
+        self._upsert(conn, (skip.rule for skip in skips), now)
+        ids = self._ids(conn, list(dict.fromkeys(skip.rule for skip in skips)))
+        rows = [
+            {"rule_id": ids[skip.rule], "url": skip.url, "skipped_at": now}
+            for skip in {(skip.rule, skip.url): skip for skip in skips}.values()
+        ]
+        dialect = _upsert_dialect(conn.dialect.name)
+        conn.execute(
+            dialect.insert(skipped_requests_table).on_conflict_do_nothing(
+                index_elements=["rule_id", "url"]
+            ),
+            rows,
+        )
+        counts = Counter(ids[rule] for rule, _ in {(skip.rule, skip.url) for skip in skips})
+        conn.execute(
+            _ADD_SAVED,
+            [
+                {"b_id": rule_id, "b_saved": count, "b_now": now}
+                for rule_id, count in sorted(counts.items())
+            ],
+        )
 
     def take_skipped(self, rule: UrlRule) -> list[str]:
         """The URLs skipped under ``rule``, removed from the table (they are being fetched)."""

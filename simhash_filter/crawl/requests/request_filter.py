@@ -11,6 +11,11 @@ feeds the page filter's verdicts to the
 :class:`~simhash_filter.crawl.requests.rule_learner.RuleLearner`
 (in a thread of its own) and, when a counterexample retires a rule, schedules the requests
 that rule skipped again (``dont_filter``; ``simhash_filter/requests/refetched``).
+
+The learner's thread never holds the crawl up (issue 45): at most :data:`MAX_BACKLOG`
+observations wait for it; past that an observation is dropped and counted
+(``simhash_filter/rules/observations_dropped``: less evidence, never a wrong skip), so the
+close waits for a bounded backlog, whose evidence is written in one transaction.
 """
 
 from __future__ import annotations
@@ -50,8 +55,15 @@ REQUEST_STATS = STATS_PREFIX + "requests/"
 fetched anyway: a page declared it its canonical), ``refetched`` (skipped, then fetched after
 all because the rule retired or a page named it its canonical)."""
 RULE_STATS = STATS_PREFIX + "rules/"
-"""``activated``, ``retired`` (during this crawl) and ``active`` (learned rules at the end)."""
-_HELD = 100_000  # skipped requests kept in memory to re-schedule as they were
+"""``activated``, ``retired`` (during this crawl), ``active`` (learned rules at the end),
+``backlog`` (observations waiting for the learner now) and ``backlog_max``,
+``observations_dropped`` (the backlog was full), ``writes`` (the learner's transactions)."""
+MAX_BACKLOG = 1_000
+"""Observations waiting for the learner's thread at most (it takes ~1 ms each)."""
+BATCH = 256
+"""Observations whose evidence the learner writes in one transaction (or a second's)."""
+BATCH_SECONDS = 1.0
+_HELD = 20_000  # skipped requests kept in memory to re-schedule as they were (then: the URL)
 
 
 class RequestFilter:
@@ -71,6 +83,9 @@ class RequestFilter:
         self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
         self._swept: RuleSet | None = None  # the rules the last spider_idle applied
         self._logged_first_skip = False
+        self._submitted = 0  # observations handed to the learner (the reactor counts)
+        self._finished = 0  # ... and done (the learner's thread counts)
+        self._backlog_max = 0
         self.rule_errors = RepeatedErrors(logger, counted="URL-rule learning errors")
         """The URL rules' errors (``simhash_filter/errors/rule_learning``), apart from the
         pages': learning failed, every page was still checked."""
@@ -104,7 +119,14 @@ class RequestFilter:
         if not isinstance(store, FingerprintStore):
             return  # a store that keeps no rules (a test double): universal rules only
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="simhash-filter-rules")
-        self.learner = RuleLearner(self.config, self.book, UrlRuleStore(store))
+        self.learner = RuleLearner(
+            self.config,
+            self.book,
+            UrlRuleStore(store),
+            batch=BATCH,
+            batch_seconds=BATCH_SECONDS,
+            idle=lambda: self.backlog <= 1,  # only the observation being learned from
+        )
         await self._run(self.learner.load)
         self.page_filter.listeners.append(self._on_result)
 
@@ -116,8 +138,9 @@ class RequestFilter:
             try:
                 await self._run(learner.flush)
             except Exception as exc:
-                self._learning_failed(exc, "Could not record skipped requests")
+                self._learning_failed(exc, "Could not record URL rule evidence")
             thread.shutdown(wait=True)
+            self.stats.set_value(RULE_STATS + "writes", learner.writes)
         self.learner = self._thread = None
         self.rule_errors.flush()
         await run_in_thread(self.page_filter.close)
@@ -208,7 +231,7 @@ class RequestFilter:
             return
         match = check.verdict.duplicate_of if check.verdict is not None else None
         duplicate_of = match.url if match else None
-        self._submit(
+        self._observe(
             self.learner.observe,
             check.outcome,
             check.url,
@@ -217,10 +240,30 @@ class RequestFilter:
             check.listing,
         )
         if check.canonical_confirmed and check.declared is not None:
-            self._submit(self.learner.observe_pair, check.url, check.declared, check.listing)
+            self._observe(self.learner.observe_pair, check.url, check.declared, check.listing)
         if check.superseded is not None:  # the variant kept first, its canonical now
             old, new = check.superseded.old_url, check.superseded.new_url
-            self._submit(self.learner.observe_pair, old, new, check.listing)
+            self._observe(self.learner.observe_pair, old, new, check.listing)
+
+    def _observe(self, job: Any, *args: Any) -> None:
+        """Hand one observation to the learner's thread, unless :data:`MAX_BACKLOG` wait
+        already (then it is dropped and counted)."""
+        backlog = self.backlog
+        self.stats.set_value(RULE_STATS + "backlog", backlog)
+        if backlog >= MAX_BACKLOG:
+            self.stats.inc_value(RULE_STATS + "observations_dropped")
+            return
+        if backlog + 1 > self._backlog_max:
+            self._backlog_max = backlog + 1
+            self.stats.set_value(RULE_STATS + "backlog_max", self._backlog_max)
+        self._submitted += 1
+        if not self._submit(job, *args, observation=True):
+            self._submitted -= 1
+
+    @property
+    def backlog(self) -> int:
+        """Observations handed to the learner's thread and not done yet."""
+        return self._submitted - self._finished
 
     def _note_canonical(self, check: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule
@@ -275,13 +318,19 @@ class RequestFilter:
             urls.discard(declared)
         return self._reschedule(held)
 
-    def _submit(self, job: Any, *args: Any) -> None:
+    def _submit(self, job: Any, *args: Any, observation: bool = False) -> bool:
+        """Run ``job`` in the learner's thread (False: the thread is shut down)."""
         assert self._thread is not None
         try:
             future: Future[Any] = self._thread.submit(job, *args)
         except RuntimeError:  # shut down: the crawl is closing
-            return
-        future.add_done_callback(self._done)
+            return False
+        future.add_done_callback(self._observed if observation else self._done)
+        return True
+
+    def _observed(self, future: Future[Any]) -> None:
+        self._finished += 1  # one writer (this thread): read whole by the reactor
+        self._done(future)
 
     def _done(self, future: Future[Any]) -> None:
         """In the learner's thread: hand retired rules to the reactor, log failures."""

@@ -14,6 +14,7 @@ keep policy must see the canonical itself, so no rule may skip it), or in the
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import weakref
 from collections.abc import Callable
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CANONICAL",
     "MAX_CANONICALS",
+    "MAX_FINGERPRINTS",
     "REDIRECT",
     "RequestForm",
     "RuleBook",
@@ -44,6 +46,10 @@ CANONICAL = "canonical"
 MAX_CANONICALS = 100_000
 """Declared canonical URLs remembered per host (past that, a canonical may be skipped by a
 rule again: the keep policy then keeps a variant, nothing is lost)."""
+MAX_FINGERPRINTS = 200_000
+"""URLs whose first fingerprint is remembered; past it the oldest quarter is forgotten (such
+a URL, linked again, is fingerprinted anew, by its form if a rule maps it now: at worst a
+page fetched twice, never one lost), so the crawl's memory does not grow with every URL."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +187,15 @@ class RuleBook:
             self._prints.add(given)
             if decided.mapped:
                 self._mapped.add(hash(decided.form.url))
+            if len(self._given) > MAX_FINGERPRINTS:
+                self._forget(len(self._given) // 4)
         return given
+
+    def _forget(self, count: int) -> None:
+        """Forget the ``count`` URLs given a fingerprint first (:data:`MAX_FINGERPRINTS`)."""
+        for key, given in list(itertools.islice(self._given.items(), count)):
+            del self._given[key]
+            self._prints.discard(given)
 
     def form_seen(self, url: str, fingerprint: bytes, mapped: bool) -> bool:
         """True when the form ``url`` (of that ``fingerprint``) will be downloaded for another

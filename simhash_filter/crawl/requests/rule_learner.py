@@ -21,19 +21,29 @@ to be fetched. The evidence goes to the store
 add it up; the learner reloads the rules from it now and then, so a rule another crawler
 learned, or a user pinned or banned, is used here too.
 Everything here runs in one worker thread (the request filter's), never in the reactor.
+
+What a page costs does not grow with the crawl (issue 45): the evidence of ``batch``
+observations (or ``batch_seconds``' worth) is added up in memory and written in one
+transaction with the skips, on SQLite in the store's writer queue (never a second writer
+holding the lock against the page checks); the rules a page may say something about are
+found by its parameters and folders (:class:`~.rule_index.RuleIndex`), the candidates of a
+host bounded; the images of kept pages remembered are bounded (least recently used
+forgotten); and an active rule with :data:`SETTLED_SUPPORT` supporting pairs takes no more
+(its counterexamples and sampled checks still count).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.outcomes import Outcome
 from simhash_filter.crawl.requests.rule_book import RuleBook
+from simhash_filter.crawl.requests.rule_index import MAX_CANDIDATES, RuleIndex
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.learning import (
@@ -47,53 +57,89 @@ from simhash_filter.urls.learning import (
 from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
-__all__ = ["RELOAD_SECONDS", "RetiredRule", "RuleLearner"]
+__all__ = [
+    "IDLE_WRITE_SECONDS",
+    "MAX_IMAGES",
+    "RELOAD_SECONDS",
+    "SETTLED_SUPPORT",
+    "RetiredRule",
+    "RuleLearner",
+]
 
 logger = logging.getLogger(__name__)
 
 RELOAD_SECONDS = 10.0
 """How often the learner reads the rules again (another crawler's, a user's pin or ban)."""
-_MAX_IMAGES = 100_000  # kept pages remembered per rule, for counterexamples between two of them
+MAX_IMAGES = 50_000
+"""(rule, image) → kept page remembered, for counterexamples between two kept pages (least
+recently used forgotten first; the store's pages still answer for the image itself)."""
+SETTLED_SUPPORT = 50
+"""Supporting pairs past which an active rule records no more (its support is settled)."""
+IDLE_WRITE_SECONDS = 0.05
+"""When no observation waits, evidence is written at most this often (a busy crawl's
+observations queue up and go together, in batches)."""
 _HISTORY = 20_000  # stored pages of a host read when a candidate is about to become active
 _CANONICALS = 200_000  # declared canonicals read from the store when the crawl opens
 _EVIDENCE_STATES = (RuleState.CANDIDATE, RuleState.ACTIVE, RuleState.PINNED)
+_DECIDED_STATES = (RuleState.ACTIVE, RuleState.PINNED, RuleState.RETIRED, RuleState.BANNED)
 _MAX_GENERALIZE = 8  # steps up the pattern tree at one time (a path's depth, in practice)
 
 
 class RuleLearner:
     """Evidence in, rule states out (module doc). Not thread-safe: one thread calls it."""
 
-    def __init__(self, config: Config, book: RuleBook, store: UrlRuleStore) -> None:
+    def __init__(
+        self,
+        config: Config,
+        book: RuleBook,
+        store: UrlRuleStore,
+        *,
+        batch: int = 1,
+        batch_seconds: float = 0.0,
+        idle: Callable[[], bool] = lambda: False,
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> None:
+        """``batch``: observations whose evidence is written together (1: each at once),
+        or what came in ``batch_seconds``, whichever is first; sooner when ``idle()`` says
+        no observation waits (and :data:`IDLE_WRITE_SECONDS` passed since the last write):
+        a small or slow crawl learns as it goes, a busy one writes in batches."""
         self.config = config
         self.book = book
         self.store = store
         self._universal = RuleSet(universal=config.universal_rules)
         self._rules: dict[UrlRule, StoredRule] = {}
-        self._by_host: dict[str, set[UrlRule]] = defaultdict(set)
-        self._images: dict[UrlRule, dict[str, str]] = defaultdict(dict)
+        self._index = RuleIndex(max_candidates)
+        self._images: OrderedDict[tuple[UrlRule, str], str] = OrderedDict()
         self._pending_skips: list[SkippedRequest] = []
+        self._evidence: dict[UrlRule, Evidence] = {}  # not written yet
+        self._observed = 0  # observations in _evidence
+        self._batch, self._batch_seconds = max(1, batch), batch_seconds
+        self._idle = idle
+        self._written_at = time.monotonic()
         self._loaded_at = 0.0
         self.activated = 0
         self.retired = 0
+        self.writes = 0  # evidence transactions
 
     # -- the rules
 
     def load(self) -> None:
         """Read every rule from the store and apply the skipping ones; the first time, also
         the canonical URLs stored pages declared (no rule skips them, :class:`RuleBook`)."""
-        if not self._loaded_at:
+        first = not self._loaded_at
+        if first:
             for url, named_by in self.store.declared_canonicals(_CANONICALS):
                 self.book.note_canonical(url, named_by)
-        self._rules = {}
-        self._by_host = defaultdict(set)
-        for stored in self.store.rules():
+        # again later: the decided rules only (candidates come back with their evidence)
+        for stored in self.store.rules(states=None if first else _DECIDED_STATES):
             self._keep(stored)
         self._loaded_at = time.monotonic()
         self._publish()
 
     def _keep(self, stored: StoredRule) -> None:
         self._rules[stored.rule] = stored
-        self._by_host[stored.rule.host].add(stored.rule)
+        for evicted in self._index.add(stored.rule, stored.state is RuleState.CANDIDATE):
+            self._rules.pop(evicted, None)
 
     def _publish(self) -> None:
         skipping = [
@@ -120,13 +166,57 @@ class RuleLearner:
         """Requests the scheduler skipped under these rules (written with the next evidence,
         or by :meth:`flush`)."""
         self._pending_skips.extend(skips)
-        if len(self._pending_skips) >= 100:
+        if len(self._pending_skips) >= 1_000:
             self.flush()
 
-    def flush(self) -> None:
-        """Write the skips not written yet."""
+    def flush(self) -> list[RetiredRule]:
+        """Write the evidence and the skips not written yet, in one transaction; the rules
+        it retired."""
+        evidence, self._evidence = self._evidence, {}
         skips, self._pending_skips = self._pending_skips, []
-        self.store.record_skips(skips)
+        self._observed, self._written_at = 0, time.monotonic()
+        changes = [
+            RuleDelta(
+                rule,
+                counterexamples=found.counterexamples,
+                sampled_checks=found.sampled,
+                witnesses=tuple(sorted(found.witnesses)),
+            )
+            for rule, found in evidence.items()
+            if found.witnesses or found.counterexamples or found.sampled
+        ]
+        if not changes and not skips:
+            return []
+        self.writes += 1
+        return self._record(self.store.record(changes, skips))
+
+    @property
+    def pending(self) -> int:
+        """Observations whose evidence is not written yet."""
+        return self._observed
+
+    def _add(self, deltas: dict[UrlRule, Evidence]) -> list[RetiredRule]:
+        """One observation's evidence, added to what is pending; written when the batch is
+        full, its time is up, or it disproves a rule in force (retired at once)."""
+        urgent = False
+        for rule, found in deltas.items():
+            pending = self._evidence.setdefault(rule, Evidence())
+            pending.witnesses.update(found.witnesses)
+            pending.counterexamples += found.counterexamples
+            pending.sampled += found.sampled
+            if found.counterexamples:
+                known = self._rules.get(rule)
+                urgent = urgent or known is None or known.state.skips
+        self._observed += 1
+        since = time.monotonic() - self._written_at
+        if (
+            urgent
+            or self._observed >= self._batch
+            or since >= self._batch_seconds
+            or (since >= IDLE_WRITE_SECONDS and self._idle())
+        ):
+            return self.flush()
+        return []
 
     # -- evidence
 
@@ -144,9 +234,8 @@ class RuleLearner:
         archives show the same entries by coincidence (one author's posts, one month's), and
         a skipped archive page is often the only way to the next one (its pagination), where
         the coincidence ends and no sampled fetch can reach; it still disproves rules."""
-        self.flush()
         page = canonical_url(url)
-        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
+        deltas: dict[UrlRule, Evidence] = {}
         if outcome is Outcome.DROPPED and duplicate_of:
             other = canonical_url(duplicate_of)
             if not listing:
@@ -158,8 +247,8 @@ class RuleLearner:
             self._kept_evidence(page, deltas)
         if outcome in (Outcome.KEPT, Outcome.DROPPED):
             for rule in self.book.ruleset.form(page).rules:
-                deltas[rule].sampled += 1  # fetched although a rule maps it: a checked prediction
-        retired = self._record(deltas) if deltas else []
+                _of(deltas, rule).sampled += 1  # fetched though a rule maps it: checked
+        retired = self._add(deltas)
         self.reload_if_due()
         return retired
 
@@ -169,21 +258,19 @@ class RuleLearner:
         of listings teaches nothing (:meth:`observe`)."""
         if listing:
             return []
-        self.flush()
-        deltas: dict[UrlRule, Evidence] = defaultdict(Evidence)
+        deltas: dict[UrlRule, Evidence] = {}
         canonical = canonical_url(second)
         self._pair_support(canonical_url(first), canonical, deltas, canonical)
-        return self._record(deltas) if deltas else []
+        return self._add(deltas)
 
     def _rules_of(self, page: str, other: str | None = None) -> set[UrlRule]:
         """The rules that may say something about ``page`` (and ``other``): the host's known
         rules in an evidence state, and the universal rules that apply to either."""
         host = url_host(page)
-        rules = {
-            rule
-            for rule in self._by_host.get(host, ())
-            if self._rules[rule].state in _EVIDENCE_STATES
-        }
+        found = self._index.applying(host, page)
+        if other is not None:
+            found |= self._index.applying(host, other)
+        rules = {rule for rule in found if self._rules[rule].state in _EVIDENCE_STATES}
         rules.update(self._universal.form(page).rules)
         if other is not None:
             rules.update(self._universal.form(other).rules)
@@ -209,8 +296,16 @@ class RuleLearner:
                 proposed[rule] = witness(rule, page, other) or witness(rule, *mapped)
         for rule, seen in proposed.items():
             known = self._rules.get(rule)
-            if seen is not None and (known is None or known.state in _EVIDENCE_STATES):
-                deltas[rule].witnesses.add(seen)
+            if seen is None or (known is not None and not self._takes_support(known)):
+                continue
+            _of(deltas, rule).witnesses.add(seen)
+
+    @staticmethod
+    def _takes_support(known: StoredRule) -> bool:
+        """A candidate, or a rule in force whose support is not settled yet."""
+        if known.state is RuleState.CANDIDATE:
+            return True
+        return known.state in _EVIDENCE_STATES and known.support < SETTLED_SUPPORT
 
     def _reverse_skips(self, rule: UrlRule) -> bool:
         """True when the rule mapping the other way is in force (no cycle is ever made)."""
@@ -222,7 +317,8 @@ class RuleLearner:
         onto a third stored page says the copy is that page's."""
         replaced: list[str | None] = []  # what superseded `other`, asked once when needed
         for rule in self._rules_of(page):
-            if deltas[rule].witnesses or not may_change(rule, page):
+            found = deltas.get(rule)
+            if (found is not None and found.witnesses) or not may_change(rule, page):
                 continue
             image = apply_rule(rule, page)
             if (
@@ -235,9 +331,8 @@ class RuleLearner:
                 now = replaced[0]
                 if now is not None and apply_rule(rule, now) == image:
                     continue  # `other` was superseded by the page the rule maps onto: a copy
-                deltas[
-                    rule
-                ].counterexamples += 1  # a copy of `other`, but the rule says it is `image`'s page
+                # a copy of `other`, but the rule says it is `image`'s page
+                _of(deltas, rule).counterexamples += 1
 
     def _replaced(self, url: str) -> str | None:
         """The page that superseded the page kept at ``url`` (the keep policy), or None."""
@@ -261,39 +356,40 @@ class RuleLearner:
             if self._claims(rule, image, page):
                 if self._superseded_by(page, rule, image):
                     continue  # kept, then replaced by its canonical `image` (a copy) already
-                deltas[rule].counterexamples += 1
-            elif len(self._images[rule]) < _MAX_IMAGES:
-                self._images[rule][image] = page
+                _of(deltas, rule).counterexamples += 1
+            else:
+                self._remember(rule, image, page)
+
+    def _remember(self, rule: UrlRule, image: str, page: str) -> None:
+        """``page``, kept, is what ``rule`` maps onto ``image`` (:data:`MAX_IMAGES` kept)."""
+        key = (rule, image)
+        self._images[key] = page
+        self._images.move_to_end(key)
+        if len(self._images) > MAX_IMAGES:
+            self._images.popitem(last=False)
 
     def _claims(self, rule: UrlRule, image: str, page: str) -> bool:
         """Whether another stored page holds the form ``rule`` maps ``page`` to."""
-        holder = self._images[rule].get(image)
+        holder = self._images.get((rule, image))
         if holder is not None and holder != page:
             return True
         return self.store.is_kept(image)
 
     # -- states
 
-    def _record(self, deltas: dict[UrlRule, Evidence]) -> list[RetiredRule]:
-        changes = [
-            RuleDelta(
-                rule,
-                counterexamples=evidence.counterexamples,
-                sampled_checks=evidence.sampled,
-                witnesses=tuple(sorted(evidence.witnesses)),
-            )
-            for rule, evidence in deltas.items()
-        ]
+    def _record(self, written: Sequence[StoredRule]) -> list[RetiredRule]:
+        """The rules as the store has them after a write: activated when ready, announced,
+        widened up the pattern tree; the rules in force published when they changed."""
         retired: list[RetiredRule] = []
         changed = False
         widen: set[tuple[str, str]] = set()  # (host, parameter) with new support or in force
-        for stored in self.store.record(changes):
+        for stored in written:
             before = self._rules.get(stored.rule)
             if stored.state is RuleState.CANDIDATE and self._ready(stored):
                 stored = self._activate(stored)
             self._keep(stored)
             if before is None or before.state is not stored.state:
-                changed = True
+                changed = changed or _published(before) != _published(stored)
                 retired.extend(self._announce(before, stored))
             grew = before is None or before.support != stored.support
             if stored.rule.kind == PARAM and (stored.state.skips or grew):
@@ -310,11 +406,7 @@ class RuleLearner:
         witnesses: the sibling scopes), each checked against the stored pages first; again
         from those, up to the host's root."""
         for _ in range(_MAX_GENERALIZE):
-            rules = [
-                rule
-                for rule in self._by_host.get(host, ())
-                if rule.kind == PARAM and rule.parameter == parameter
-            ]
+            rules = self._index.of_parameter(host, parameter)
             skipping = [rule for rule in rules if self._rules[rule].state.skips]
             doubted = [rule for rule in rules if self._doubted(self._rules[rule])]
             candidates = {
@@ -344,6 +436,8 @@ class RuleLearner:
                     stored = self._activate(stored)
                 self._keep(stored)
                 self._announce(before, stored)  # a candidate still: doubted from now on
+                if _published(before) != _published(stored):
+                    self._publish()
 
     @staticmethod
     def _doubted(stored: StoredRule) -> bool:
@@ -364,14 +458,14 @@ class RuleLearner:
             return stored  # its reverse is in force: a candidate while it is
         kept = self.store.kept_urls(rule.host, _HISTORY)
         known = set(kept)
-        images = self._images[rule]
+        images: dict[str, str] = {}
         for url in kept:
             if not may_change(rule, url):
                 continue
             image = apply_rule(rule, url)
             if image == url:
                 continue
-            holder = images.get(image)
+            holder = images.get(image) or self._images.get((rule, image))
             if image in known or (holder is not None and holder != url):
                 logger.debug("simhash_filter: rule %s maps %s onto a stored page", rule, url)
                 return self.store.record([RuleDelta(rule, counterexamples=1)])[0]
@@ -417,3 +511,21 @@ class RetiredRule:
 
     rule: UrlRule
     urls: list[str]
+
+
+def _of(deltas: dict[UrlRule, Evidence], rule: UrlRule) -> Evidence:
+    """The evidence about ``rule`` in ``deltas``, made when there is none yet."""
+    found = deltas.get(rule)
+    if found is None:
+        found = deltas[rule] = Evidence()
+    return found
+
+
+def _published(stored: StoredRule | None) -> bool:
+    """Whether a rule in this state is in the rule set the crawl applies (skipping, or a
+    universal rule exempted)."""
+    if stored is None:
+        return False
+    if stored.rule.kind in LEARNED_KINDS:
+        return stored.state.skips
+    return stored.state in (RuleState.RETIRED, RuleState.BANNED)

@@ -1,0 +1,31 @@
+"""The keep policy's URL rules are read for the two URLs at hand, not for the whole host
+(issue 45: a candidate per article made every keep decision grow with the crawl)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simhash_filter.store import FingerprintStore
+from simhash_filter.store.keep_evidence import _host_rules, rule_forms
+from simhash_filter.store.url_rules import RuleDelta, UrlRuleStore
+from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
+
+H = "site.example"
+
+
+def test_only_the_rules_that_may_apply_to_the_two_urls_are_read(tmp_path: Path) -> None:
+    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'keep.db'}", spec="test")
+    rules = UrlRuleStore(store)
+    ref = UrlRule(H, PARAM, "/a/?ref")
+    mirror = UrlRule(H, PREFIX, "/print/ -> /")
+    elsewhere = [UrlRule(H, PARAM, f"/x{k}/?ref=feed") for k in range(40)]
+    other_value = UrlRule(H, PARAM, "/a/?ref=other")
+    for rule in (ref, mirror, other_value, *elsewhere):
+        rules.record([RuleDelta(rule, witnesses=(rule.pattern,))])
+    kept, new = f"http://{H}/a/b?ref=feed", f"http://{H}/a/b"
+    with store.engine.connect() as conn:
+        read = {UrlRule(h, k, p) for h, k, p, _, _ in conn.execute(_host_rules(H, (kept, new)))}
+        assert read == {ref, mirror}
+        kept_form, new_form = rule_forms(conn, kept, new)
+    assert kept_form.url == new_form.url == new  # the candidate maps the variant
+    store.close()
