@@ -52,9 +52,10 @@ def worker_settings(redis_url: str, keys: RedisKeys, db_url: str) -> dict[str, o
     }
 
 
-SAME_FETCHES = {"SIMHASH_FILTER_FORM_FIRST": False}
-"""The reference crawl and the workers fetch the same URLs: no download-time decisions, which
-depend on when each process learned its rules."""
+SAME_FETCHES = {"SIMHASH_FILTER_FORM_FIRST": False, "SIMHASH_FILTER_TEMPLATE_MIN_PAGES": 0}
+"""The reference crawl and the workers fetch the same URLs and sign them alike: no
+download-time decisions, which depend on when each process learned its rules, and no host
+template left out of the signed text, which depends on when each learned the template."""
 
 
 def test_wait_for_peers_keeps_an_idle_worker_open_until_the_timeout() -> None:
