@@ -223,9 +223,9 @@ def test_the_thread_path_keeps_the_loop_ticking(kind: str, sqlite_url: str) -> N
     during: list[int] = []
     real_sign = page_filter.sign
 
-    def sign(url: str, text: object, html: object) -> Any:
+    def sign(url: str, text: object, html: object, template: Any = None) -> Any:
         before = ticks
-        work = real_sign(url, text, html)
+        work = real_sign(url, text, html, template)
         during.append(ticks - before)
         return work
 
