@@ -26,7 +26,7 @@ from trafilatura.utils import load_html
 from bench._common import DATA_DIR, machine, write_results
 from simhash_filter.core.signature import MatchRule, encode_sketch
 from simhash_filter.page.extract import extract_page
-from simhash_filter.page.hints import page_hints
+from simhash_filter.page.head_canonicals import page_hints
 from simhash_filter.store import FingerprintStore, PageRow
 
 SPEC = "bench-keep;f=64"

@@ -17,7 +17,7 @@ from .core.simhash import hamming_distance, similarity
 
 if TYPE_CHECKING:
     from .crawl.addon import Addon
-    from .crawl.pages.hints import link_canonical
+    from .crawl.pages.declared_canonical import link_canonical
     from .crawl.pages.middleware import NearDuplicateMiddleware
     from .crawl.pages.pipeline import FilterUnavailable, NearDuplicate, NearDuplicatePipeline
     from .crawl.signals import page_superseded
@@ -67,7 +67,7 @@ _LAZY = {
     "extract_text": ".page.extract",
     "NearDuplicatePipeline": ".crawl.pages.pipeline",
     "NearDuplicateMiddleware": ".crawl.pages.middleware",
-    "link_canonical": ".crawl.pages.hints",
+    "link_canonical": ".crawl.pages.declared_canonical",
     "page_superseded": ".crawl.signals",
 }
 """Where each lazily imported public name lives (``BandScheme``: the old name of

@@ -22,7 +22,7 @@ from simhash_filter.cli.report_requests import render_request_side, request_side
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import unpack_text
 from simhash_filter.core.textdiff import diff_texts
-from simhash_filter.store import FingerprintStore, audit, hints, reports, texts
+from simhash_filter.store import FingerprintStore, audit, declared_canonicals, reports, texts
 
 
 def _samples(store: FingerprintStore, size: int) -> tuple[list[SampleView], str]:
@@ -114,7 +114,7 @@ def build_report(store: FingerprintStore, *, samples: int, domains: int) -> Repo
         distances=audit.distance_counts(store),
         clusters=audit.largest_drop_groups(store),
         samples=views,
-        superseded=hints.superseded_count(store),
+        superseded=declared_canonicals.superseded_count(store),
         sample_note=note,
     )
     data.request_side = render_request_side(request_side(store))

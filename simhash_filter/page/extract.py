@@ -52,7 +52,7 @@ from simhash_filter.core.text import cap_non_starters
 from . import fast_xpath, link_density, trailing_titles, tree_copies
 from .blocks import page_blocks
 from .decode import decode_html
-from .hints import page_hints
+from .head_canonicals import page_hints
 from .limits import DEFAULT_MAX_BYTES
 from .listing import is_listing
 
@@ -189,7 +189,7 @@ class ExtractedPage(NamedTuple):
     ``huge_tree`` parser's limit: the text beyond it is lost), ``marks`` (a run of combining
     marks cut)."""
     hints: PageHints | None = None
-    """The page's canonical hints (:mod:`~simhash_filter.page.hints`), read from the same
+    """The page's canonical hints (:mod:`~simhash_filter.page.head_canonicals`), read from the same
     parse when the page has a URL."""
     listing: bool = False
     """The page lists several entries (an archive, a home page): :func:`.listing.is_listing`."""

@@ -43,6 +43,7 @@ from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
 from .batch import Judge, RowToCheck
 from .checkpointer import WalCheckpointer
 from .cursors import RawCursors, database_errors
+from .declared_canonicals import canonical_pairs, hint_key, was_seen
 from .engine import (
     WriterQueue,
     busy_timeout,
@@ -53,7 +54,6 @@ from .engine import (
     sqlite_path,
 )
 from .faults import OutageRetry, WaitBounds
-from .hints import canonical_pairs, hint_key, was_seen
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
 from .opening import Request, settle

@@ -27,6 +27,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from . import key_columns as key_columns
 from .batch import Judge, RowToCheck, StoredPage
+from .declared_canonicals import write_hints_after
 from .encoding import PgTypes, int_array, to_sql_int
 from .engine import error_reason
 from .faults import (
@@ -37,7 +38,6 @@ from .faults import (
     is_outage,
     lock_holders,
 )
-from .hints import write_hints_after
 from .locks import RETRY_SQLSTATES, WRITE_ATTEMPTS, WriteLocks
 from .records import Match, StoreBusy, StoreError, StoreUnavailable, Verdict
 from .statements import stored_page

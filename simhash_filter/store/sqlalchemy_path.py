@@ -19,8 +19,8 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from .batch import Judge, RowToCheck, decide_batch
 from .cursors import RawCursors
+from .declared_canonicals import write_hints
 from .encoding import from_sql_int, to_sql_int
-from .hints import write_hints
 from .locks import WriteLocks, WriteTransactions
 from .records import Match, Verdict
 from .statements import SqlBatchIO, cursor_execute, statements_for

@@ -46,7 +46,7 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from . import passage_index
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
-from .hints import cluster_votes
+from .declared_canonicals import cluster_votes
 from .keep_evidence import disproved_hints, rule_forms
 from .locks import MAX_KEY_LOCKS, WriteLocks, WriteTransactions, write_locks
 from .records import Match, Supersession, VerdictKind

@@ -30,7 +30,7 @@ __all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_6_to_7"]
 
 ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
     (pages_table, "dropped_at"),
-    (pages_table, "canonical_url"),  # the keep policy's hints (store/hints.py)
+    (pages_table, "canonical_url"),  # the keep policy's hints (store/declared_canonicals.py)
     (duplicates_table, "canonical_url"),
     (duplicates_table, "kind"),  # NULL: dropped; "superseded" (store/supersede.py)
 )

@@ -71,8 +71,8 @@ class WritePath(Protocol):
         """Decide and record ``rows`` in one transaction, committed on return, under the
         advisory ``locks`` (PostgreSQL; None: the database-wide lock exclusive); store
         ``texts`` and ``hints`` (declared canonical URLs; one per row, or none at all) with
-        the verdicts (store/hints.py). ``wait``: seconds this write may wait for a lock
-        (None: the store's bound); past it, ``StoreBusy``."""
+        the verdicts (store/declared_canonicals.py). ``wait``: seconds this write may wait for
+        a lock (None: the store's bound); past it, ``StoreBusy``."""
         ...
 
     def near(

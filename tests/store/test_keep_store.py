@@ -250,7 +250,7 @@ def test_the_one_statement_answer_agrees_with_the_whole_read(store: FingerprintS
     # the votes, the rules) must say the same wherever it does
     from datetime import UTC, datetime
 
-    from simhash_filter.store.hints import hint_key
+    from simhash_filter.store.declared_canonicals import hint_key
     from simhash_filter.store.statements import cursor_execute
 
     home = f"{SITE}/"

@@ -27,6 +27,7 @@ from scrapy.utils.misc import load_object
 
 from simhash_filter.core.canonical import PageHints, one_hint, resolve_hint
 from simhash_filter.core.keep import KEEP_FIRST
+from simhash_filter.crawl.pages.declared_canonical import link_canonical, strong_hint
 from simhash_filter.crawl.pages.detours import (
     DETOUR_META_KEY,
     REPLAY_META_KEY,
@@ -35,10 +36,9 @@ from simhash_filter.crawl.pages.detours import (
     Held,
 )
 from simhash_filter.crawl.pages.filter import PageFilter
-from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
 from simhash_filter.crawl.per_crawler import crawler_config
-from simhash_filter.store.hints import hint_key
+from simhash_filter.store.declared_canonicals import hint_key
 from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.store.urls import url_domain
 from simhash_filter.urls.ruleset import RuleSet, url_host

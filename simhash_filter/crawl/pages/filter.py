@@ -27,6 +27,7 @@ from simhash_filter.core.keep import KEEP_FIRST, KEEP_SUPERSEDE, could_prefer_ne
 from simhash_filter.core.signature import marks_listing
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.config import Config, unknown_settings
+from simhash_filter.crawl.pages.declared_canonical import declared_hint, named_canonical
 from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.group_commit import (
     LINGER,
@@ -36,7 +37,6 @@ from simhash_filter.crawl.pages.group_commit import (
     StoreLike,
 )
 from simhash_filter.crawl.pages.handoff import Handoff
-from simhash_filter.crawl.pages.hints import declared_hint, named_canonical
 from simhash_filter.crawl.pages.journal import UncheckedJournal
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
 from simhash_filter.crawl.pages.templates import HostTemplates

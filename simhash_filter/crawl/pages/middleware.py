@@ -34,9 +34,9 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 
 from simhash_filter.crawl.pages.canonical_first import Waiting
+from simhash_filter.crawl.pages.declared_canonical import link_canonical, strong_hint
 from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst, Detours
 from simhash_filter.crawl.pages.filter import PageFilter
-from simhash_filter.crawl.pages.hints import link_canonical, strong_hint
 from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
 from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded

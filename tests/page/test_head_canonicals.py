@@ -1,4 +1,4 @@
-"""Canonical hints read from the parse the page work makes anyway (page/hints.py)."""
+"""Canonical hints read from the parse the page work makes anyway (page/head_canonicals.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from crawler.articles import HARBOUR_BRIDGE
 from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.page.extract import extract_page
-from simhash_filter.page.hints import MAX_HEAD_ELEMENTS, page_hints
+from simhash_filter.page.head_canonicals import MAX_HEAD_ELEMENTS, page_hints
 from simhash_filter.page.pool import PageJob, PagePool
 from simhash_filter.page.work import work_page
 

@@ -19,7 +19,7 @@ from simhash_filter.core.canonical import (
     one_hint,
     resolve_hint,
 )
-from simhash_filter.store.hints import hint_key
+from simhash_filter.store.declared_canonicals import hint_key
 
 if TYPE_CHECKING:
     from scrapy.http import Response
