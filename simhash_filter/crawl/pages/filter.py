@@ -71,9 +71,9 @@ in the workers), ``busy_ms`` (from handing a page to a worker to its answer), ``
 that stats written when the spider closes hold it, and again after a restart)."""
 UNCHECKED_STATS = STATS_PREFIX + "unchecked/"
 """Prefix of the stats of pages that passed unchecked (FAIL_OPEN): ``journaled`` (kept for a
-later check), ``caught_up`` (checked and added once the store was back), ``emitted_duplicates``
-(found to be copies then: their items had passed; the store logged them as drops) and
-``lost`` (the journal was full, or the store did not come back before the crawl ended)."""
+later check), ``caught_up`` (checked once the store was back), ``emitted_duplicates`` (copies
+then: their items had passed; logged as drops), ``caught_up_no_text`` (recorded by the
+exact-content key, as a ``no_text`` page is) and ``lost`` (journal full, or store not back)."""
 CATCH_UP_BACKOFF = 10.0
 """Seconds between two catch-ups that met the store still failing."""
 
@@ -459,6 +459,8 @@ class PageFilter:
                 self.stats.inc_value(UNCHECKED_STATS + "caught_up")
                 if result.kind is VerdictKind.DUPLICATE:
                     self.stats.inc_value(UNCHECKED_STATS + "emitted_duplicates")
+                elif not row.text_length:  # signed by its bytes: a no_text page, not kept
+                    self.stats.inc_value(UNCHECKED_STATS + "caught_up_no_text")
             elif isinstance(result, StoreError):  # the store still fails: later
                 again.append(row)
             else:  # this page cannot be checked (not the store's state): counted, let go

@@ -134,6 +134,23 @@ def test_pages_that_passed_unchecked_are_checked_when_the_store_is_back(
     assert "2 pages that passed unchecked were checked once the store was back" in caplog.text
 
 
+def test_a_short_page_that_passed_unchecked_is_caught_up_as_no_text(flaky: FlakyStore) -> None:
+    """A page of too little text is recorded by its exact-content key, as a ``no_text`` page
+    is: caught up, it is counted apart from the kept pages (it is in no index of them)."""
+    pipeline, page_filter = filter_on(flaky)
+    run(pipeline.open_spider())
+    flaky.failing = StoreUnavailable("database unreachable: connection refused")
+    item = {"url": "https://x.example/short", "html": b"<html><body><p>Two words.</p></body>"}
+    assert run(pipeline.process_item(item)) is item
+    flaky.failing = None
+    run(pipeline.close_spider())  # the journal is checked at the close
+    assert unchecked(page_filter) == {"journaled": 1, "caught_up": 1, "caught_up_no_text": 1}
+    with FingerprintStore.open_existing(flaky.store.display_url) as store:
+        record = store.lookup("https://x.example/short")
+        assert record is not None
+        assert record.text_length == 0  # its exact-content key, not a fingerprint of text
+
+
 def test_fail_closed_pages_are_not_journaled(flaky: FlakyStore) -> None:
     pipeline, page_filter = filter_on(flaky, fail_open=False)
     run(pipeline.open_spider())
