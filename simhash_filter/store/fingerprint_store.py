@@ -56,7 +56,7 @@ from .engine import (
 from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
-from .opening import Request, settle
+from .opening import OpenRequest, settle
 from .reading import dropped_pages_select, drops_select, latest_drop, page_record_columns
 from .records import (
     CanonicalPair,
@@ -223,7 +223,7 @@ class FingerprintStore:
         engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
         queue = _writer_queue(sa_url, bounds)
         try:
-            request = Request(spec, choice, rule, bits, own_similarity)
+            request = OpenRequest(spec, choice, rule, bits, own_similarity)
             settled = settle(engine, sa_url, request, create=create, queue=queue)
             return cls(
                 engine,

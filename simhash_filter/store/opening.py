@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class OpenRequest:
     """What a caller of ``FingerprintStore.open`` asks for: the spec, the index choices,
     a whole rule (or None) and the bit width."""
 
@@ -61,7 +61,7 @@ class Settled:
 
 
 def settle(
-    engine: Engine, url: URL, request: Request, *, create: bool, queue: WriterQueue | None
+    engine: Engine, url: URL, request: OpenRequest, *, create: bool, queue: WriterQueue | None
 ) -> Settled:
     """The stored settings of the database (made with ``request``'s when it is new) and
     the rule the store judges by; SchemeMismatchError (saying how to move) when the
@@ -111,7 +111,7 @@ def init_database(
     return stored
 
 
-def as_stored_kind(requested: Settings, stored: Settings, request: Request) -> Settings:
+def as_stored_kind(requested: Settings, stored: Settings, request: OpenRequest) -> Settings:
     """What a caller who named no index kind asks of a database of ``stored``'s kind: the
     defaults of that kind (its k1 and blocks), when they can be made."""
     try:
