@@ -58,7 +58,7 @@ class RuleFingerprinter:
         book = self.book
         if book is None or request.method != "GET" or request.body:
             return self.default.fingerprint(request)  # rules are about pages: GET, no body
-        decided = book.decide(request)
+        decided = book.form_of(request)
         if decided.why_own == "verbatim":
             return self.default.fingerprint(request)
         if decided.mapped:

@@ -71,7 +71,7 @@ class FormFirstMiddleware:
         dupefilter would have), else its form is fetched in its place."""
         if request.dont_filter or FORM_OF_META_KEY in request.meta:
             return None
-        first = self.book.decide(request)
+        first = self.book.form_of(request)
         if first.repeat or (first.why_own is not None and first.form.changed):
             return None  # sampled, a declared canonical, a redirect's target: as it is
         now = first if first.mapped else self.book.redecide(request)

@@ -160,17 +160,17 @@ class RequestFilter:
     def request_scheduled(self, request: Request, spider: object = None) -> None:
         """Sent before the dupefilter's question: the request's form is decided now, with
         whether its URL was given a fingerprint before (then a drop is Scrapy's own)."""
-        self.book.decide(request)  # decided before the dupefilter asks (then cached)
+        self.book.form_of(request)  # decided before the dupefilter asks (then cached)
 
     def request_reached_downloader(self, request: Request, spider: object = None) -> None:
-        why_own = self.book.decide(request).why_own
+        why_own = self.book.form_of(request).why_own
         if why_own == "sample":
             self.stats.inc_value(REQUEST_STATS + "sampled")
         elif why_own == CANONICAL:
             self.stats.inc_value(REQUEST_STATS + "canonical")
 
     def request_dropped(self, request: Request, spider: object = None) -> None:
-        decided = self.book.decide(request)
+        decided = self.book.form_of(request)
         own = decided.form.own
         if not decided.repeat and self.book.took_form(decided) and len(self._held) < _HELD:
             self._held[own] = request  # a variant mapped onto it came first: its canonical?

@@ -1,9 +1,9 @@
 """``RuleBook``: the URL rules one crawler applies to its requests, and what each request is.
 
-One per crawler (kept on the crawler, like the page filter), shared by the request
+One per crawler (crawl/per_crawler.py, like the page filter), shared by the request
 fingerprinter (which the scheduler's dupefilter asks), the request filter (which counts and
 records what was skipped) and the rule learner (which swaps in a new
-:class:`~simhash_filter.urls.ruleset.RuleSet` when rules change). :meth:`RuleBook.decide` says
+:class:`~simhash_filter.urls.ruleset.RuleSet` when rules change). :meth:`RuleBook.form_of` says
 how a request is fingerprinted: by its canonical form, or by its own URL when it is the
 target of a redirect (Heritrix's lesson: ``/a?utm_source=x`` redirecting to ``/a`` must not
 find ``/a`` already seen), marked ``verbatim_url``, a URL a page named as its canonical (the
@@ -117,7 +117,7 @@ class RuleBook:
         for listener in self.rules_changed:
             listener(ruleset)
 
-    def decide(self, request: Request) -> RequestForm:
+    def form_of(self, request: Request) -> RequestForm:
         """The request's form under the current rules, decided once per request (the
         ``request_scheduled`` signal asks first), so the dupefilter's question and the drop
         that follows see one answer even when the learner swaps the rules in between."""
@@ -131,7 +131,7 @@ class RuleBook:
     def redecide(self, request: Request) -> RequestForm:
         """The request's form under the rules of now (the downloader asks: a rule may have
         become active since the scheduler decided it); ``repeat`` as first decided."""
-        first = self.decide(request)
+        first = self.form_of(request)
         now = self._decide(request)
         return RequestForm(now.form, now.why_own, first.repeat)
 

@@ -48,7 +48,7 @@ def test_a_declared_canonical_is_not_skipped_by_a_rule_pointing_away_from_it() -
         seen = {fingerprinter.fingerprint(Request(variant))}
         if hinted:
             assert book.note_canonical(canonical, named_by=variant)
-        decided = book.decide(request := Request(canonical))
+        decided = book.form_of(request := Request(canonical))
         assert (decided.why_own == CANONICAL) is hinted
         assert (fingerprinter.fingerprint(request) in seen) is not hinted
 

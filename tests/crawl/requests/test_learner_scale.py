@@ -217,8 +217,8 @@ def test_the_fingerprints_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch
         fingerprinter.fingerprint(Request(f"http://{H}/p/{k}"))
     assert len(book._given) <= 8
     assert len(book._prints) <= 8
-    assert book.decide(Request(f"http://{H}/p/29")).repeat  # the newest are remembered
-    assert not book.decide(Request(f"http://{H}/p/0")).repeat
+    assert book.form_of(Request(f"http://{H}/p/29")).repeat  # the newest are remembered
+    assert not book.form_of(Request(f"http://{H}/p/0")).repeat
 
 
 def test_a_page_check_meeting_a_rule_write_waits_for_it_and_is_checked(tmp_path: Path) -> None:

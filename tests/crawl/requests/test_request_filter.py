@@ -103,7 +103,7 @@ def test_a_url_keeps_the_fingerprint_it_was_first_given() -> None:
     fingerprinter.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
     again = Request(url)
     assert fingerprinter.fingerprint(again) == first
-    assert fingerprinter.book.decide(again).repeat
+    assert fingerprinter.book.form_of(again).repeat
     other = Request(url.replace("/a", "/b", 1))
     assert fingerprinter.fingerprint(other) == fingerprint(
         Request(url.replace("/a", "/b", 1)[:-10])
