@@ -243,7 +243,7 @@ class Waiting:
             if variant.work is None:
                 check = await self.filter.check(response.url, html=response.text, canonical=header)
             else:
-                check = await self.filter.decide(response.url, variant.work, canonical=header)
+                check = await self.filter.check_signed(response.url, variant.work, canonical=header)
             self.filter.record(check)
         if held:
             self.filter.stats.inc_value(STATS_PREFIX + "canonical_first_at_close", len(held))

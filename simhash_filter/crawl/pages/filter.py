@@ -127,8 +127,7 @@ class PageFilter:
         self._logged_first_drop = False
         self._logged_first_supersede = False
         self.pipeline_attached = False
-        """True when ``NearDuplicatePipeline`` uses this filter: it, not the middleware, sends
-        ``page_superseded`` (with the item)."""
+        """True when the pipeline uses this filter: it sends ``page_superseded``, with the item."""
         self.errors = RepeatedErrors(logger, schedule=_call_later)
         """The pages that could not be checked (``simhash_filter/errors``)."""
         self.keep_errors = RepeatedErrors(
@@ -331,18 +330,19 @@ class PageFilter:
     async def check(
         self, url: str, text: object = None, html: object = None, *, canonical: object = None
     ) -> FilterResult:
-        """Check a page: the page work in the page pool (or a worker thread), then
-        check-and-add (grouped with other pages' into one transaction while the store is
-        busy), then the keep policy. ``canonical``: a canonical URL the page declares
-        outside its HTML (the ``Link`` header, an item field)."""
+        """The page work (pool or thread), then :meth:`check_signed`. ``canonical``: a canonical
+        URL the page declares outside its HTML (the ``Link`` header, an item field)."""
         try:
             work = await self.work(url, text, html)
         except Exception as exc:  # a worker died or timed out; the page work itself does not
             return FilterResult(Outcome.ERROR, url, error=exc)
-        return await self.decide(url, work, canonical=canonical)
+        return await self.check_signed(url, work, canonical=canonical)
 
-    async def decide(self, url: str, work: PageWork, *, canonical: object = None) -> FilterResult:
-        """Check-and-add of a page whose page work is done, then the keep policy."""
+    async def check_signed(
+        self, url: str, work: PageWork, *, canonical: object = None
+    ) -> FilterResult:
+        """Check-and-add of a page whose page work is done (grouped with other pages' into one
+        transaction while the store is busy), then the keep policy."""
         signature, capped, hints, main_text = work
         declared = declared_hint(url, hints, canonical)
         if signature is None:

@@ -94,7 +94,7 @@ class NearDuplicateMiddleware(Waiting):
         token = request.meta.get(REPLAY_META_KEY)
         held = self.detours.replay(token) if isinstance(token, str) else None
         if held is not None and held.work is not None:
-            check = await self.filter.decide(response.url, held.work, canonical=canonical)
+            check = await self.filter.check_signed(response.url, held.work, canonical=canonical)
         else:
             try:
                 work = await self.filter.work(response.url, html=response.text)
@@ -104,7 +104,7 @@ class NearDuplicateMiddleware(Waiting):
                 target = strong_hint(response.url, work.hints, canonical)
                 if await self._hold(request, response, target, work):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
-                check = await self.filter.decide(response.url, work, canonical=canonical)
+                check = await self.filter.check_signed(response.url, work, canonical=canonical)
         self.filter.record(check, log_each_drop=True)
         request.meta[META_KEY] = check.outcome.value
         if check.outcome is Outcome.DROPPED and not self._follows(check):
