@@ -241,10 +241,12 @@ class Waiting:
         for variant in held:
             response, header = variant.response, link_canonical(variant.response)
             if variant.work is None:
-                check = await self.filter.check(response.url, html=response.text, canonical=header)
+                result = await self.filter.check(response.url, html=response.text, canonical=header)
             else:
-                check = await self.filter.check_signed(response.url, variant.work, canonical=header)
-            self.filter.record(check)
+                result = await self.filter.check_signed(
+                    response.url, variant.work, canonical=header
+                )
+            self.filter.record(result)
         if held:
             self.filter.stats.inc_value(STATS_PREFIX + "canonical_first_at_close", len(held))
             logger.warning(
@@ -300,9 +302,9 @@ class CanonicalFirstMiddleware(Waiting):
             raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
         return response
 
-    def _checked(self, check: FilterResult) -> None:
+    def _checked(self, result: FilterResult) -> None:
         """The pipeline checked a page: the variants waiting for it go on."""
-        key = self._coming.pop(_key(check.url) or "", None)
+        key = self._coming.pop(_key(result.url) or "", None)
         if key is not None:
             self.detours.settle(key)
             self._release(key)

@@ -488,29 +488,29 @@ class PageFilter:
 
     # -- stats and logs (reactor thread)
 
-    def record(self, check: FilterResult, *, log_each_drop: bool = False) -> None:
+    def record(self, result: FilterResult, *, log_each_drop: bool = False) -> None:
         """Count the check and log what needs logging: the first drop at INFO with a hint,
         every drop at INFO under ``DEBUG``; ``log_each_drop`` (the middleware, whose
         ``IgnoreRequest`` Scrapy does not log, unlike the pipeline's ``DropItem``) the
         others at DEBUG. The listeners are told too."""
         for listener in self.listeners:
-            listener(check)
-        self.stats.inc_value(STATS_PREFIX + check.outcome.value)
-        if check.exact:
+            listener(result)
+        self.stats.inc_value(STATS_PREFIX + result.outcome.value)
+        if result.exact:
             self.stats.inc_value(STATS_PREFIX + "exact_content")
-        for cap in check.capped:
+        for cap in result.capped:
             self.stats.inc_value(STATS_PREFIX + "capped/" + cap)
-        if check.superseded is not None:
-            self._record_supersede(check.superseded)
-        if check.late_canonical:
+        if result.superseded is not None:
+            self._record_supersede(result.superseded)
+        if result.late_canonical:
             self.stats.inc_value(STATS_PREFIX + "late_canonical")
-        if check.verdict is not None:
-            self._record_not_a_copy(check.url, "boilerplate", check.verdict.boilerplate_of)
-            self._record_not_a_copy(check.url, "listing", check.verdict.listing_of)
-        if check.outcome is Outcome.ERROR:
-            assert check.error is not None
+        if result.verdict is not None:
+            self._record_not_a_copy(result.url, "boilerplate", result.verdict.boilerplate_of)
+            self._record_not_a_copy(result.url, "listing", result.verdict.listing_of)
+        if result.outcome is Outcome.ERROR:
+            assert result.error is not None
             self.errors.error(
-                f"Could not check {check.url} for near-duplicates ("
+                f"Could not check {result.url} for near-duplicates ("
                 + (
                     "the page passes: SIMHASH_FILTER_FAIL_OPEN; it is checked when the store "
                     "is back"
@@ -518,22 +518,22 @@ class PageFilter:
                     else "the page is dropped: SIMHASH_FILTER_FAIL_OPEN is False"
                 )
                 + ")",
-                check.error,  # a lock timeout or an outage: its first line, no traceback
+                result.error,  # a lock timeout or an outage: its first line, no traceback
             )
-        elif check.outcome is Outcome.DROPPED:
+        elif result.outcome is Outcome.DROPPED:
             if self.config.debug:
-                logger.info("%s", self.drop_message(check))
+                logger.info("%s", self.drop_message(result))
             elif not self._logged_first_drop:
                 logger.info(
                     "%s - no more near-duplicates will be shown at INFO level "
                     "(see SIMHASH_FILTER_DEBUG to show all of them)",
-                    self.drop_message(check),
+                    self.drop_message(result),
                 )
             elif log_each_drop:
-                logger.debug("%s", self.drop_message(check))
+                logger.debug("%s", self.drop_message(result))
             self._logged_first_drop = True
         elif self.config.debug:
-            logger.debug("simhash_filter: %s %s", check.outcome.value, check.url)
+            logger.debug("simhash_filter: %s %s", result.outcome.value, result.url)
 
     def _record_not_a_copy(self, url: str, kind: str, match: Match | None) -> None:
         """A page admitted although its text matches ``match``: counted under ``kind``, and
@@ -563,12 +563,12 @@ class PageFilter:
             logger.debug(message, superseded.new_url, superseded.old_url)
 
     @staticmethod
-    def drop_message(check: FilterResult) -> str:
+    def drop_message(result: FilterResult) -> str:
         """``Near-duplicate of <url> (similarity <s>, distance <d> bits): <url>``."""
-        match = check.verdict.duplicate_of if check.verdict else None
+        match = result.verdict.duplicate_of if result.verdict else None
         if match is None:
-            return f"Near-duplicate: {check.url}"
-        return f"Near-duplicate of {match.url} ({measures(match)}): {check.url}"
+            return f"Near-duplicate: {result.url}"
+        return f"Near-duplicate of {match.url} ({measures(match)}): {result.url}"
 
 
 class _CatchUpCount:

@@ -30,12 +30,12 @@ class Handoff:
         self._checks: OrderedDict[str, FilterResult] = OrderedDict()
         self._lock = threading.Lock()
 
-    def remember(self, check: FilterResult) -> None:
+    def remember(self, result: FilterResult) -> None:
         """Keep a response's check (not a drop, but a late canonical) for the item the spider
         will make of it."""
-        key = _canonical(check.url)
+        key = _canonical(result.url)
         with self._lock:
-            self._checks[key] = check
+            self._checks[key] = result
             self._checks.move_to_end(key)
             while len(self._checks) > self._size:
                 self._checks.popitem(last=False)

@@ -94,33 +94,33 @@ class NearDuplicateMiddleware(Waiting):
         token = request.meta.get(REPLAY_META_KEY)
         held = self.detours.replay(token) if isinstance(token, str) else None
         if held is not None and held.work is not None:
-            check = await self.filter.check_signed(response.url, held.work, canonical=canonical)
+            result = await self.filter.check_signed(response.url, held.work, canonical=canonical)
         else:
             try:
                 work = await self.filter.work(response.url, html=response.text)
             except Exception as exc:  # a worker died or timed out
-                check = FilterResult(Outcome.ERROR, response.url, error=exc)
+                result = FilterResult(Outcome.ERROR, response.url, error=exc)
             else:
                 target = strong_hint(response.url, work.hints, canonical)
                 if await self._hold(request, response, target, work):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
-                check = await self.filter.check_signed(response.url, work, canonical=canonical)
-        self.filter.record(check, log_each_drop=True)
-        request.meta[META_KEY] = check.outcome.value
-        if check.outcome is Outcome.DROPPED and not self._follows(check):
-            raise IgnoreRequest(self.filter.drop_message(check))
-        if check.outcome is Outcome.ERROR and not self.config.fail_open:
+                result = await self.filter.check_signed(response.url, work, canonical=canonical)
+        self.filter.record(result, log_each_drop=True)
+        request.meta[META_KEY] = result.outcome.value
+        if result.outcome is Outcome.DROPPED and not self._follows(result):
+            raise IgnoreRequest(self.filter.drop_message(result))
+        if result.outcome is Outcome.ERROR and not self.config.fail_open:
             raise IgnoreRequest(
                 f"Could not check {response.url} for near-duplicates "
                 "(SIMHASH_FILTER_FAIL_OPEN is False)"
             )
-        if check.superseded is not None and not self.filter.pipeline_attached and self.crawler:
-            await send_superseded(self.crawler, check.superseded, None)
-        self.filter.handoff.remember(check)
+        if result.superseded is not None and not self.filter.pipeline_attached and self.crawler:
+            await send_superseded(self.crawler, result.superseded, None)
+        self.filter.handoff.remember(result)
         return response
 
-    def _follows(self, check: FilterResult) -> bool:
+    def _follows(self, result: FilterResult) -> bool:
         """A late canonical (dropped: a copy of it was emitted first) still reaches the spider
         when the pipeline drops its item: its links are the cluster's canonical's (a variant
         such as a print view may lack them), so they are followed as if it had been kept."""
-        return check.late_canonical and self.filter.pipeline_attached
+        return result.late_canonical and self.filter.pipeline_attached

@@ -117,13 +117,13 @@ class NearDuplicatePipeline:
                 _remove_field(item, adapter, self.config.html_field)
             return item
         text = adapter.get(self.config.text_field)
-        check = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
-        if check is None or (check.outcome is Outcome.NO_TEXT and has_text(text)):
+        result = self.filter.handoff.recall(url)  # checked already by NearDuplicateMiddleware?
+        if result is None or (result.outcome is Outcome.NO_TEXT and has_text(text)):
             html, canonical = adapter.get(self.config.html_field), self._canonical(adapter)
-            check = await self.filter.check(url, text, html, canonical=canonical)
-            self.filter.record(check)
+            result = await self.filter.check(url, text, html, canonical=canonical)
+            self.filter.record(result)
         try:
-            self._raise_for(check)
+            self._raise_for(result)
         except DropItem:
             # Scrapy logs a dropped item whole ("Dropped: ..." and the item): its page is
             # checked, and its HTML must not fill the log (nothing passes it on either)
@@ -131,18 +131,18 @@ class NearDuplicatePipeline:
             raise
         if self.config.remove_html:
             _remove_field(item, adapter, self.config.html_field)
-        if check.text is not None and not has_text(text):  # ADD_TEXT: for the feed
-            self._set(adapter, self.config.text_field, check.text, "SIMHASH_FILTER_ADD_TEXT")
+        if result.text is not None and not has_text(text):  # ADD_TEXT: for the feed
+            self._set(adapter, self.config.text_field, result.text, "SIMHASH_FILTER_ADD_TEXT")
         field = self.config.fingerprint_field
         # a page that passed unchecked (fail-open) carries the fingerprint its page work made
-        emitted = check.outcome.passes or check.outcome is Outcome.ERROR
-        if field and emitted and check.hex_fingerprint is not None:
-            self._set(adapter, field, check.hex_fingerprint, "SIMHASH_FILTER_FINGERPRINT_FIELD")
+        emitted = result.outcome.passes or result.outcome is Outcome.ERROR
+        if field and emitted and result.hex_fingerprint is not None:
+            self._set(adapter, field, result.hex_fingerprint, "SIMHASH_FILTER_FINGERPRINT_FIELD")
         field = self.config.canonical_url_field
-        if field and check.canonical is not None:
-            self._set(adapter, field, check.canonical, "SIMHASH_FILTER_CANONICAL_URL_FIELD")
-        if check.superseded is not None and self.crawler is not None:
-            await send_superseded(self.crawler, check.superseded, item)  # the item as it leaves
+        if field and result.canonical is not None:
+            self._set(adapter, field, result.canonical, "SIMHASH_FILTER_CANONICAL_URL_FIELD")
+        if result.superseded is not None and self.crawler is not None:
+            await send_superseded(self.crawler, result.superseded, item)  # the item as it leaves
         return item
 
     def _set(self, adapter: ItemAdapter, field: str, value: str, setting: str) -> None:
@@ -157,22 +157,22 @@ class NearDuplicatePipeline:
         value = adapter.get(self.config.canonical_field)
         return value if isinstance(value, str) and value.strip() else None
 
-    def _raise_for(self, check: FilterResult) -> None:
+    def _raise_for(self, result: FilterResult) -> None:
         """Raise the ``DropItem`` a dropped (or, fail-closed, unchecked) page gets."""
-        if check.outcome is Outcome.DROPPED:
-            match = check.verdict.duplicate_of if check.verdict else None
+        if result.outcome is Outcome.DROPPED:
+            match = result.verdict.duplicate_of if result.verdict else None
             raise NearDuplicate(
-                check.url,
+                result.url,
                 match.url if match else "?",
                 match.distance if match else -1,
                 log_level="INFO" if self.config.debug else "DEBUG",
                 similarity=match.similarity if match else None,
             )
-        if check.outcome is Outcome.ERROR and not self.config.fail_open:
-            assert check.error is not None
+        if result.outcome is Outcome.ERROR and not self.config.fail_open:
+            assert result.error is not None
             raise FilterUnavailable(  # the filter logged the error (the first of a kind in full)
-                f"Could not check {check.url} for near-duplicates "
-                f"(SIMHASH_FILTER_FAIL_OPEN is False): {first_line(check.error)}",
+                f"Could not check {result.url} for near-duplicates "
+                f"(SIMHASH_FILTER_FAIL_OPEN is False): {first_line(result.error)}",
                 log_level="DEBUG",
             )
 

@@ -225,25 +225,25 @@ class RequestFilter:
 
     # -- learning (the page filter's results, reactor thread → the learner's thread)
 
-    def _on_result(self, check: FilterResult) -> None:
-        self._note_canonical(check)
+    def _on_result(self, result: FilterResult) -> None:
+        self._note_canonical(result)
         if self.learner is None:
             return
-        match = check.verdict.duplicate_of if check.verdict is not None else None
+        match = result.verdict.duplicate_of if result.verdict is not None else None
         duplicate_of = match.url if match else None
         self._observe(
             self.learner.observe,
-            check.outcome,
-            check.url,
+            result.outcome,
+            result.url,
             duplicate_of,
-            check.declared,
-            check.listing,
+            result.declared,
+            result.listing,
         )
-        if check.canonical_confirmed and check.declared is not None:
-            self._observe(self.learner.observe_pair, check.url, check.declared, check.listing)
-        if check.superseded is not None:  # the variant kept first, its canonical now
-            old, new = check.superseded.old_url, check.superseded.new_url
-            self._observe(self.learner.observe_pair, old, new, check.listing)
+        if result.canonical_confirmed and result.declared is not None:
+            self._observe(self.learner.observe_pair, result.url, result.declared, result.listing)
+        if result.superseded is not None:  # the variant kept first, its canonical now
+            old, new = result.superseded.old_url, result.superseded.new_url
+            self._observe(self.learner.observe_pair, old, new, result.listing)
 
     def _observe(self, job: Any, *args: Any) -> None:
         """Hand one observation to the learner's thread, unless :data:`MAX_BACKLOG` wait
@@ -265,29 +265,29 @@ class RequestFilter:
         """Observations handed to the learner's thread and not done yet."""
         return self._submitted - self._finished
 
-    def _note_canonical(self, check: FilterResult) -> None:
+    def _note_canonical(self, result: FilterResult) -> None:
         """A URL a checked page names its canonical is never skipped from now on; one a rule
         skipped already (before the hint was known) is scheduled again, so the keep policy
         sees the canonical itself rather than keeping the variant. So is the form the rules
         map a kept page's URL to (asked when it is kept and whenever a copy of it is dropped,
         as rules are learned meanwhile): with no hint (or a wrong one) naming it, the form is
         the copy the keep policy prefers (core/keep.py), fetched once to replace the variant."""
-        if check.outcome is Outcome.ERROR:
+        if result.outcome is Outcome.ERROR:
             return
         try:
-            named_by = canonical_url(check.url)
+            named_by = canonical_url(result.url)
         except ValueError:
             return
-        if check.declared is not None:
-            self._fetch_canonical(check.declared, named_by)
-        match = check.verdict.duplicate_of if check.verdict is not None else None
-        kept = named_by if check.outcome is Outcome.KEPT else match.url if match else None
+        if result.declared is not None:
+            self._fetch_canonical(result.declared, named_by)
+        match = result.verdict.duplicate_of if result.verdict is not None else None
+        kept = named_by if result.outcome is Outcome.KEPT else match.url if match else None
         if kept is not None:  # a copy asks again: rules learned since may map the kept page
             form = self.book.ruleset.form(kept)
             if form.changed:
                 self._unmapped.pop(kept, None)
                 self._fetch_canonical(form.url, kept)
-            elif check.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
+            elif result.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
                 self._unmapped[kept] = None
 
     def spider_idle(self) -> None:
