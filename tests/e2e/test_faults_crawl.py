@@ -62,6 +62,23 @@ def redis_settings(
     }
 
 
+def start_redis_workers(
+    group: WorkerGroup,
+    tmp_path: Path,
+    site: SiteServer,
+    redis_url: str,
+    keys: RedisKeys,
+    settings: dict[str, object],
+    names: tuple[str, ...] = ("w",),
+) -> list[Worker]:
+    """``site_redis`` workers on a frontier seeded with the site's home page."""
+    assert seed(redis_url, keys.start_urls, [site.base_url + "/"]) == 1
+    return [
+        group.start(name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings)
+        for name in names
+    ]
+
+
 def fetched_by(site: SiteServer) -> list[tuple[str, str]]:
     """(path, User-Agent) of every page request but robots.txt, in order."""
     return [(p, a) for p, a in list(site.hits) if p != "/robots.txt"]
@@ -327,13 +344,8 @@ def test_redis_restart_mid_crawl_a_lost_frontier_is_said_and_a_kept_one_finishes
         SiteServer(pages, latency=0.1) as site,
         WorkerGroup() as group,
     ):
-        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
-        worker = group.start(
-            "w",
-            ["crawl", "site_redis"],
-            workdir=tmp_path / "w",
-            settings=redis_settings(pg_url, redis_server.url(), keys),
-        )
+        settings = redis_settings(pg_url, redis_server.url(), keys)
+        (worker,) = start_redis_workers(group, tmp_path, site, redis_server.url(), keys, settings)
         wait_for(lambda: len(fetched(site)) >= 20, timeout=120, what="the crawl under way")
         with frozen([worker]):
             assert queued(redis_server.url(), keys) > 0, "nothing queued to lose"
@@ -375,12 +387,10 @@ def test_redis_down_past_the_limit_every_worker_closes_frontier_unreachable(
         SiteServer(build_site(huge_page_bytes=50_000, clusters=30, seed=5), latency=0.1) as site,
         WorkerGroup() as group,
     ):
-        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
         settings = redis_settings(pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=3)
-        workers = [
-            group.start(name, ["crawl", "site_redis"], workdir=tmp_path / name, settings=settings)
-            for name in ("a", "b")
-        ]
+        workers = start_redis_workers(
+            group, tmp_path, site, redis_server.url(), keys, settings, names=("a", "b")
+        )
         wait_for(lambda: len(fetched(site)) >= 10, timeout=120, what="the crawl under way")
         with frozen(workers):
             redis_server.stop()
@@ -410,15 +420,10 @@ def test_redis_back_within_the_limit_the_crawl_finishes_one_warning_one_recovery
         SiteServer(pages, latency=0.1) as site,
         WorkerGroup() as group,
     ):
-        assert seed(redis_server.url(), keys.start_urls, [site.base_url + "/"]) == 1
-        worker = group.start(
-            "w",
-            ["crawl", "site_redis"],
-            workdir=tmp_path / "w",
-            settings=redis_settings(  # DEBUG: the leases' connection errors, below
-                pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=600, LOG_LEVEL="DEBUG"
-            ),
+        settings = redis_settings(  # DEBUG: the leases' connection errors, below
+            pg_url, redis_server.url(), keys, DISTRIBUTED_REDIS_OUTAGE=600, LOG_LEVEL="DEBUG"
         )
+        (worker,) = start_redis_workers(group, tmp_path, site, redis_server.url(), keys, settings)
         wait_for(lambda: len(fetched(site)) >= 10, timeout=120, what="the crawl under way")
         with frozen([worker]):
             assert queued(redis_server.url(), keys) > 0, "nothing queued"
