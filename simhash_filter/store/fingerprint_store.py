@@ -179,11 +179,9 @@ class FingerprintStore:
         min_similarity: float | None = None,
         own_similarity: bool = False,
     ) -> FingerprintStore:
-        """Open (and with ``create`` make) the database at ``url`` for fingerprints made
-        under ``spec``, found within ``max_distance`` through a scheme of ``index`` kind
-        (:data:`~simhash_filter.index.schemes.INDEX_KINDS`; None: the database's own, else
-        :func:`~simhash_filter.index.schemes.default_index`) with ``blocks`` blocks, judged by
-        ``rule``.
+        """Open (and with ``create`` make) the database at ``url`` for fingerprints made under
+        ``spec``, found within ``max_distance`` through a scheme of ``index`` kind (``INDEX_KINDS``;
+        None: the database's own, else ``default_index``) with ``blocks`` blocks, by ``rule``.
 
         ``max_distance=None``: the rule's reach (``rule.max_distance``), else
         :data:`~simhash_filter.index.schemes.DEFAULT_MAX_DISTANCE`. ``rule=None``: the database's
@@ -198,14 +196,11 @@ class FingerprintStore:
         an existing database judges by its own rule's thresholds, and ``min_similarity``
         only makes a new database's rule (a crawl that did not set ``MIN_SIMILARITY``).
 
-        ``durable``: None (the default) keeps each back-end's own promise: a commit
-        survives a killed crawler process; on SQLite (``synchronous=NORMAL``) a power cut
-        may lose the last commits, on PostgreSQL the server's ``synchronous_commit`` (on
-        by default) makes it survive a server crash too. ``True``: SQLite commits survive
-        a power cut too (``synchronous=FULL``). ``False``: PostgreSQL transactions run with
-        ``synchronous_commit = off`` (a server crash may lose the last fraction of a
-        second of commits; a killed crawler still loses nothing). ``bounds``: how long a write
-        waits for a lock and retries an outage (faults.py; None: no bound, no retry).
+        ``durable``: None keeps each back-end's own promise (a commit survives a killed
+        crawler); True makes SQLite's commits survive a power cut too, False lets PostgreSQL
+        lose the last fraction of a second of commits in a server crash (docs/settings.md,
+        ``DURABLE``). ``bounds``: how long a write waits for a lock and retries an outage
+        (faults.py; None: no bound, no retry).
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
@@ -366,12 +361,16 @@ class FingerprintStore:
         )[0]
 
     def add_many(
-        self, rows: Iterable[PageRow | tuple[str, int, int]], *, batch_size: int = 1000
+        self,
+        rows: Iterable[PageRow | tuple[str, int, int]],
+        *,
+        batch_size: int = 1000,
+        wait: float | None = None,
     ) -> list[Verdict]:
-        """Bulk ``check_and_add`` of :class:`PageRow` records (or plain ``(url,
-        fingerprint, text_length)`` tuples): one transaction per batch, each batch
-        checked against the database and itself. Returns the verdicts in input order
-        (the same ones single calls would give)."""
+        """Bulk ``check_and_add`` of :class:`PageRow` records (or plain ``(url, fingerprint,
+        text_length)`` tuples): one transaction per batch, checked against the database and
+        itself; the verdicts in input order (those single calls would give). ``wait``: the
+        lock wait (None: the bound)."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
         verdicts: list[Verdict] = []
@@ -385,12 +384,14 @@ class FingerprintStore:
             # different crawler processes serialize only where they could collide: on
             # PostgreSQL in parts within the lock bound (3 pages a part at k1 = 9)
             if len(batch) > KEY_LOCKED_BATCH:
-                verdicts.extend(self._check_rows(batch, None, texts, hints))
+                verdicts.extend(self._check_rows(batch, None, texts, hints, wait=wait))
                 continue
             done = 0
             for part, locks in self._locks(batch):
                 end = done + len(part)
-                verdicts.extend(self._check_rows(part, locks, texts[done:end], hints[done:end]))
+                verdicts.extend(
+                    self._check_rows(part, locks, texts[done:end], hints[done:end], wait=wait)
+                )
                 done = end
         return verdicts
 

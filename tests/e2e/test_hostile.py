@@ -298,16 +298,14 @@ def test_a_worker_ends_itself_past_its_page_budget() -> None:
 class FullDisk:
     """A store on a full disk: every write fails as SQLite's does."""
 
-    def check_and_add(
-        self, url: str, fingerprint: int, *, text_length: int = 0, sketch: bytes | None = None
-    ) -> Verdict:
-        try:
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]:
+        (url, *_), *more = list(rows)
+        if more:
+            raise StoreError("database or disk is full")
+        try:  # one page: as SQLite's error reaches the store
             raise sqlite3.OperationalError("database or disk is full")
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not store {url}: database or disk is full") from exc
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
-        raise StoreError("database or disk is full")
 
     def close(self) -> None:
         pass

@@ -246,13 +246,15 @@ def test_sqlite_a_stopped_peer_costs_one_bound_not_two_and_not_one_a_page(
     peer = StoppedPeer(url, "", "sqlalchemy_path", "decide_batch")
     peers.append(peer)
     calls: list[str] = []
-    check_and_add = store.check_and_add
+    add_many = store.add_many
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[0])
-        return check_and_add(*args, **kwargs)
+    def counted(rows: Any, **kwargs: Any) -> Any:
+        rows = list(rows)
+        if len(rows) == 1:  # a page tried alone
+            calls.append(rows[0].url)
+        return add_many(rows, **kwargs)
 
-    store.check_and_add = counted  # type: ignore[method-assign]
+    store.add_many = counted  # type: ignore[method-assign]
     try:
         commits = GroupCommit(lambda: store)
         rows = [PageRow(f"https://x.example/{n}", RNG.getrandbits(64)) for n in range(3)]

@@ -51,21 +51,10 @@ their way (bench/history/cost.md: the group commit's linger)."""
 
 
 class StoreLike(Protocol):
-    """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`."""
+    """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`: pages go
+    in as :class:`PageRow` records, in groups or one at a time."""
 
-    def check_and_add(
-        self,
-        url: str,
-        fingerprint: int,
-        *,
-        text_length: int = 0,
-        sketch: bytes | None = None,
-        text: bytes | None = None,
-        wait: float | None = None,
-        canonical: str | None = None,
-    ) -> Verdict: ...
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]: ...
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]: ...
 
     def supersede(self, page: PageRow, kept: Match) -> Supersession | None: ...
 
@@ -205,18 +194,9 @@ class GroupCommit:
                 results.append(busy)
                 continue
             try:
-                hint = {} if row.canonical is None else {"canonical": row.canonical}
-                results.append(
-                    store.check_and_add(
-                        row.url,
-                        row.fingerprint,
-                        text_length=row.text_length,
-                        sketch=row.sketch,
-                        text=row.text,
-                        wait=None if busy is None else bounds.short_wait(),
-                        **hint,
-                    )
-                )
+                wait = None if busy is None else bounds.short_wait()
+                (verdict,) = store.add_many([row], wait=wait)
+                results.append(verdict)
             except (StoreBusy, StoreUnavailable) as exc:
                 if busy is None:
                     deadline = time.monotonic() + (bounds.lock_timeout or 0.0)

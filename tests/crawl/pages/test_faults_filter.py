@@ -35,20 +35,18 @@ class FlakyStore:
         self.store = store
         self.bounds = WaitBounds(lock_timeout=2.0)
         self.failing: Exception | None = None
-        self.waits: list[float | None] = []  # check_and_add's ``wait`` per call
+        self.waits: list[float | None] = []  # the ``wait`` of each page tried alone
         self.batches = 0
 
-    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
-        self.waits.append(fields.get("wait"))
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]:
+        rows = list(rows)
+        if len(rows) > 1:
+            self.batches += 1
+        else:  # a page alone
+            self.waits.append(wait)
         if self.failing is not None:
             raise self.failing
-        return self.store.check_and_add(url, fingerprint, **fields)
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
-        self.batches += 1
-        if self.failing is not None:
-            raise self.failing
-        return self.store.add_many(rows)
+        return self.store.add_many(rows, wait=wait)
 
     def close(self) -> None:
         self.store.close()

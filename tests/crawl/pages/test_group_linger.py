@@ -23,14 +23,10 @@ class Recording:
         self.store = store
         self.batches: list[int] = []
 
-    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
-        self.batches.append(1)
-        return self.store.check_and_add(url, fingerprint, **fields)
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]:
         rows = list(rows)
         self.batches.append(len(rows))
-        return self.store.add_many(rows)
+        return self.store.add_many(rows, wait=wait)
 
     def supersede(self, page: PageRow, kept: Any) -> Any:
         return self.store.supersede(page, kept)
@@ -82,7 +78,9 @@ def test_a_transaction_waits_while_more_pages_are_coming(tmp_path: Path) -> None
     verdicts = asyncio.run(crawl())
     assert store.batches == [3]
     alone = _store(tmp_path, "b.db")
-    assert verdicts == [alone.check_and_add(r.url, r.fingerprint, text_length=100) for r in rows]
+    assert verdicts == [
+        alone.store.check_and_add(r.url, r.fingerprint, text_length=100) for r in rows
+    ]
     store.close()
     alone.close()
 

@@ -102,13 +102,14 @@ def test_pipeline_reuses_the_middleware_verdict(crawler: Any) -> None:
     calls: list[str] = []
     store = middleware.filter._store
     assert store is not None
-    original = store.check_and_add
+    original = store.add_many
 
-    def counting(url: str, fingerprint: int, **kwargs: Any) -> Any:
-        calls.append(url)
-        return original(url, fingerprint, **kwargs)
+    def counting(rows: Any, **kwargs: Any) -> Any:
+        rows = list(rows)
+        calls.extend(row.url for row in rows)
+        return original(rows, **kwargs)
 
-    store.check_and_add = counting  # type: ignore[method-assign]
+    store.add_many = counting  # type: ignore[method-assign]
     response = html("https://news.example/bridge#top", NEWS)
     run(middleware.process_response(response.request, response))
     item = {"url": "https://news.example/bridge", "html": NEWS.decode()}

@@ -353,11 +353,7 @@ class BrokenStore:
         self.calls = 0
         self.closed = False
 
-    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
-        self.calls += 1
-        raise StoreError("could not connect to server: Connection refused")
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]:
         self.calls += 1
         raise StoreError("could not connect to server: Connection refused")
 
@@ -477,17 +473,14 @@ class PickyStore:
         self.store = store
         self.batches: list[int] = []
 
-    def check_and_add(self, url: str, fingerprint: int, **fields: Any) -> Verdict:
-        if "bad" in url:
-            raise StoreError(f"cannot store {url}")
-        return self.store.check_and_add(url, fingerprint, **fields)
-
-    def add_many(self, rows: Iterable[PageRow]) -> list[Verdict]:
+    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]:
         rows = list(rows)
-        self.batches.append(len(rows))
-        if any("bad" in url for url, _, _ in rows):
-            raise StoreError("a batch with a bad row")
-        return self.store.add_many(rows)
+        if len(rows) > 1:  # a group; a page alone is not one
+            self.batches.append(len(rows))
+        bad = [row.url for row in rows if "bad" in row.url]
+        if bad:
+            raise StoreError(f"cannot store {bad[0]}" if len(rows) == 1 else "a bad row")
+        return self.store.add_many(rows, wait=wait)
 
     def supersede(self, page: PageRow, kept: Any) -> Any:
         return self.store.supersede(page, kept)
