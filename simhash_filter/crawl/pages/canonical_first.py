@@ -77,10 +77,6 @@ def head_canonical(response: Response) -> str | None:
     return one_hint(resolve_hint(href, response.url, base) for href in hrefs)
 
 
-def _key(url: str) -> str | None:
-    return hint_key(url)
-
-
 def shared_frontier(crawler: Crawler | None) -> bool:
     """True when the crawl's scheduler is a shared frontier (scrapy-redis): a replayed
     variant could be popped by another process, which has not its response held, so
@@ -98,17 +94,19 @@ def shared_frontier(crawler: Crawler | None) -> bool:
 class Waiting:
     """Canonical first, shared by the downloader middlewares (see the module doc)."""
 
-    filter: PageFilter
-    config: Config
-    crawler: Crawler | None
-    detours: Detours
+    def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
+        self.filter = page_filter
+        self.config: Config = page_filter.config
+        self.crawler = crawler  # schedules canonicals first (None: no detours, no signal)
+        self.detours = Detours()
+        self.shared_frontier = shared_frontier(crawler)
+        self._rulesets: dict[str, tuple[float, RuleSet]] = {}  # by host, read at (monotonic)
 
     async def _rule_target(self, own: str) -> str | None:
         """The URL the host's rules (the keep policy's: candidates too) map ``own`` (in the
         store's form) onto, when another: the likely canonical of a page declaring none."""
         host, now = url_host(own), time.monotonic()
-        rulesets: dict[str, tuple[float, RuleSet]] = self.__dict__.setdefault("_rulesets", {})
-        cached = rulesets.get(host)
+        cached = self._rulesets.get(host)
         if cached is None or now - cached[0] > RULES_TTL:
             store = self.filter.store
             if store is None:
@@ -117,18 +115,9 @@ class Waiting:
                 ruleset = await run_in_thread(host_ruleset, cast("ReadableStore", store), host)
             except Exception:  # no holding then: the page is checked at once
                 return None
-            cached = rulesets[host] = (now, ruleset)
+            cached = self._rulesets[host] = (now, ruleset)
         form = hint_key(cached[1].form(own).url)
         return form if form != own else None
-
-    @property
-    def _shared(self) -> bool:
-        """The crawl's frontier is shared (:func:`shared_frontier`), read once."""
-        shared: bool | None = getattr(self, "_shared_frontier", None)
-        if shared is None:
-            shared = shared_frontier(self.crawler)
-            self._shared_frontier = shared
-        return shared
 
     def connected(self, crawler: Crawler) -> Self:
         """This middleware, connected to the crawler's signals (its ``from_crawler``'s end)."""
@@ -166,7 +155,7 @@ class Waiting:
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
         """A canonical's download failed: the variants waiting for it are checked now."""
-        for key in {request.meta.get(DETOUR_META_KEY), _key(request.url)}:
+        for key in {request.meta.get(DETOUR_META_KEY), hint_key(request.url)}:
             if isinstance(key, str) and self.detours.waits_for(key):
                 self.detours.settle(key)
                 self._release(key)
@@ -176,7 +165,7 @@ class Waiting:
         ones)."""
         for key in self.detours.overdue(MAX_WAIT):
             self._release(key)
-        keys = {request.meta.get(DETOUR_META_KEY), _key(request.url), _key(response.url)}
+        keys = {request.meta.get(DETOUR_META_KEY), hint_key(request.url), hint_key(response.url)}
         return [k for k in keys if isinstance(k, str) and self.detours.waits_for(k)]
 
     async def _hold(
@@ -188,7 +177,7 @@ class Waiting:
         engine = self._engine()
         if (
             engine is None
-            or self._shared
+            or self.shared_frontier
             or self.config.keep == KEEP_FIRST
             or request.method != "GET"
             or (work is not None and work.signature is None)
@@ -196,7 +185,7 @@ class Waiting:
             or REPLAY_META_KEY in request.meta
         ):
             return False
-        own = _key(response.url)
+        own = hint_key(response.url)
         if target is None and own is not None:
             target = await self._rule_target(own)
         if target is None or own is None or target == own or url_domain(target) != url_domain(own):
@@ -268,10 +257,7 @@ class CanonicalFirstMiddleware(Waiting):
     add-on when ``NearDuplicateMiddleware`` is not."""
 
     def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
-        self.filter = page_filter
-        self.config = page_filter.config
-        self.crawler = crawler
-        self.detours = Detours()
+        super().__init__(page_filter, crawler)
         self._coming: dict[str, str] = {}  # a canonical's response URL -> the key it answers
         page_filter.listeners.append(self._checked)
 
@@ -289,7 +275,7 @@ class CanonicalFirstMiddleware(Waiting):
         html = response.status == 200 and isinstance(response, HtmlResponse)
         for key in self._answered(request, response):
             if html:  # released once the pipeline checked the canonical's item
-                self._coming[_key(response.url) or key] = key
+                self._coming[hint_key(response.url) or key] = key
             else:
                 self.detours.settle(key)
                 self._release(key)
@@ -304,7 +290,7 @@ class CanonicalFirstMiddleware(Waiting):
 
     def _checked(self, result: FilterResult) -> None:
         """The pipeline checked a page: the variants waiting for it go on."""
-        key = self._coming.pop(_key(result.url) or "", None)
+        key = self._coming.pop(hint_key(result.url) or "", None)
         if key is not None:
             self.detours.settle(key)
             self._release(key)

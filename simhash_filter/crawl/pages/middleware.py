@@ -35,7 +35,7 @@ from scrapy.http import HtmlResponse
 
 from simhash_filter.crawl.pages.canonical_first import Waiting
 from simhash_filter.crawl.pages.declared_canonical import link_canonical, strong_hint
-from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst, Detours
+from simhash_filter.crawl.pages.detours import REPLAY_META_KEY, CanonicalFirst
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
 from simhash_filter.crawl.per_crawler import crawler_config
@@ -61,12 +61,6 @@ SKIP_META_KEY = "dont_simhash_filter"
 
 class NearDuplicateMiddleware(Waiting):
     """Downloader middleware that drops near-duplicate HTML responses (and so their links)."""
-
-    def __init__(self, page_filter: PageFilter, crawler: Crawler | None = None) -> None:
-        self.filter = page_filter
-        self.config = page_filter.config
-        self.crawler = crawler  # schedules canonicals first (None: no detours, no signal)
-        self.detours = Detours()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
