@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from simhash_filter.cli.output import Fields, Section, iso_time
-from simhash_filter.store import FingerprintStore, canonical_url, reports
+from simhash_filter.store import FingerprintStore, reports
 from simhash_filter.store.url_rules import StoredRule, UrlRuleStore
+from simhash_filter.urls.key import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, RuleState
 from simhash_filter.urls.ruleset import RuleSet, canonical_host
 

@@ -7,6 +7,8 @@ verdict = store.check_and_add(url, fingerprint, text_length=len(text))
 
 from __future__ import annotations
 
+from simhash_filter.urls.key import canonical_url, url_domain
+
 from .fingerprint_store import FingerprintStore
 from .meta import spec_difference
 from .records import (
@@ -23,7 +25,6 @@ from .records import (
     Verdict,
     VerdictKind,
 )
-from .urls import canonical_url, url_domain
 
 __all__ = [
     "DatabaseNotFoundError",

@@ -18,25 +18,15 @@ from sqlalchemy import Connection, Engine, and_, bindparam, exists, func, or_, s
 from .reading import ReadableStore, reading
 from .records import CanonicalPair, Verdict, VerdictKind
 from .schema import SUPERSEDED, duplicates_table, pages_table
-from .urls import canonical_url
 
 __all__ = [
     "canonical_pairs",
     "cluster_votes",
-    "hint_key",
     "superseded_count",
     "was_seen",
     "write_hints",
     "write_hints_after",
 ]
-
-
-def hint_key(canonical: str | None) -> str | None:
-    """A declared canonical URL in the store's canonical form (None: none, or not a URL)."""
-    try:
-        return canonical_url(canonical) if canonical is not None else None
-    except ValueError:
-        return None
 
 
 _p, _d = pages_table.c, duplicates_table.c

@@ -39,11 +39,12 @@ from simhash_filter.index.defaults import (
     index_settings,
 )
 from simhash_filter.index.schemes import IndexScheme, MinHashLshScheme
+from simhash_filter.urls.key import PageKey, canonical_url
 
 from .batch import Judge, RowToCheck
 from .checkpointer import WalCheckpointer
 from .cursors import RawCursors, database_errors
-from .declared_canonicals import canonical_pairs, hint_key, was_seen
+from .declared_canonicals import canonical_pairs, was_seen
 from .engine import (
     WriterQueue,
     busy_timeout,
@@ -74,7 +75,6 @@ from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import chunked, cursor_execute, statements_for
 from .supersede import Superseder
 from .upgrade import upgrade
-from .urls import canonical_url, url_domain
 from .write_path import WritePath, open_write_path, validate_write_path
 
 log = logging.getLogger(__name__)
@@ -281,23 +281,23 @@ class FingerprintStore:
         return self._write_path.name
 
     # -- writing
-    def _row(
-        self, url: str, fingerprint: int, text_length: int = 0, sketch: bytes | None = None
-    ) -> RowToCheck:
-        canonical = canonical_url(url)
-        _check_fingerprint(fingerprint, self.scheme.bits)
+    def _row(self, page: PageRow) -> tuple[RowToCheck, PageKey]:
+        key = page.page_key()
+        _check_fingerprint(page.fingerprint, self.scheme.bits)
+        sketch = page.sketch
         if sketch is not None:
             if not isinstance(sketch, bytes):
                 raise ValueError(f"sketch must be bytes or None, got {type(sketch).__name__}")
             try:
                 decode_sketch(sketch)
             except ValueError as exc:
-                raise ValueError(f"not a sketch (for {canonical}): {exc}") from None
-        index_keys, probe_keys = self.scheme.page_keys(fingerprint, sketch)
-        return RowToCheck(
-            canonical, url_domain(canonical), fingerprint, int(text_length), index_keys,
+                raise ValueError(f"not a sketch (for {key.url}): {exc}") from None
+        index_keys, probe_keys = self.scheme.page_keys(page.fingerprint, sketch)
+        row = RowToCheck(
+            key.url, key.domain, page.fingerprint, int(page.text_length), index_keys,
             probe_keys, sketch,
         )  # fmt: skip
+        return row, key
 
     def _check_rows(
         self,
@@ -339,7 +339,7 @@ class FingerprintStore:
         sketch: bytes | None = None,
         text: bytes | None = None,
         wait: float | None = None,
-        canonical: str | None = None,
+        declared: str | None = None,
     ) -> Verdict:
         """Decide and record one page, atomically, committed on return.
 
@@ -352,13 +352,11 @@ class FingerprintStore:
         CHANGED: the URL is stored, neither its old version nor any other page matches:
         updated. The decision itself is the write path's (:attr:`write_path`).
         ``text``: the page's text as :func:`simhash_filter.core.stored_text.pack_text` made it,
-        stored with the page or with its drop; ``canonical``: the canonical URL the page
+        stored with the page or with its drop; ``declared``: the canonical URL the page
         declares (core/canonical.py), likewise. ``wait``: the lock wait (None: the bound).
         """
-        ((rows, locks),) = self._locks([self._row(url, fingerprint, text_length, sketch)])
-        return self._check_rows(
-            rows, locks, [_checked_text(text)], [hint_key(canonical)], wait=wait
-        )[0]
+        page = PageRow(url, fingerprint, text_length, sketch, text, declared)
+        return self.add_many([page], wait=wait)[0]
 
     def add_many(
         self,
@@ -376,9 +374,10 @@ class FingerprintStore:
         verdicts: list[Verdict] = []
         for chunk in chunked(rows, batch_size):
             pages = [PageRow(*row) for row in chunk]  # a 3-tuple too
-            batch = [self._row(*page[:4]) for page in pages]
+            made = [self._row(page) for page in pages]
+            batch = [row for row, _ in made]
             texts = [_checked_text(page.text) for page in pages]
-            hints = [hint_key(page.canonical) for page in pages]
+            hints = [key.declared for _, key in made]
             # a bulk load takes one exclusive database-wide lock; a small batch (the
             # pipeline's group commit) its rows' own table-key and URL locks, so batches of
             # different crawler processes serialize only where they could collide: on
@@ -399,23 +398,21 @@ class FingerprintStore:
         """Keep ``page`` in place of ``kept``, the stored page its check-and-add called it a
         copy of, when the keep policy prefers it (core/keep.py: its canonical hints); None
         when it does not, or when the swap was called off (store/supersede.py)."""
-        declared = hint_key(page.canonical)
+        row, key = self._row(page)
         with self._cursors.cursor() as cursor:  # most copies stay copies: one statement
-            if self._superseder.stays_a_copy(
-                cursor_execute(cursor), canonical_url(page.url), declared, kept
-            ):
+            if self._superseder.stays_a_copy(cursor_execute(cursor), key.url, key.declared, kept):
                 return None
-        row, text = self._row(*page[:4]), _checked_text(page.text)
+        text = _checked_text(page.text)
         with self._errors():
             return self._superseder.supersede(
-                self._read, row, declared, text, kept, datetime.now(UTC)
+                self._read, row, key.declared, text, kept, datetime.now(UTC)
             )
 
     def mark_canonical(self, page: PageRow, kept: Match) -> bool:
         """Record ``page`` as its cluster's canonical, if preferred (store/supersede.py)."""
-        row, declared = self._row(*page[:4]), hint_key(page.canonical)
+        row, key = self._row(page)
         with self._errors():
-            return self._superseder.mark_canonical(self._read, row, declared, kept)
+            return self._superseder.mark_canonical(self._read, row, key.declared, kept)
 
     def canonical_pairs(
         self, *, domain: str | None = None, since: datetime | None = None

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
+from simhash_filter.urls.key import PageKey
+
 
 class StoreError(Exception):
     """A database problem, with a message meant for a person (no traceback needed)."""
@@ -51,14 +53,21 @@ class VerdictKind(enum.Enum):
 
 class PageRow(NamedTuple):
     """One page for :meth:`FingerprintStore.add_many` (a plain ``(url, fingerprint,
-    text_length)`` tuple is accepted too)."""
+    text_length)`` tuple is accepted too). ``key``: the page's URL keys when the caller made
+    them already (the crawl does, once a page); None: the store makes them from ``url`` and
+    ``declared``."""
 
     url: str
     fingerprint: int
     text_length: int = 0
     sketch: bytes | None = None  # the PageSignature's second signature, if computed
     text: bytes | None = None  # the main text to store (stored_text.pack_text), if kept
-    canonical: str | None = None  # the canonical URL the page declares (core/canonical.py)
+    declared: str | None = None  # the canonical URL the page declares (core/canonical.py)
+    key: PageKey | None = None
+
+    def page_key(self) -> PageKey:
+        """The page's URL keys: ``key``, or made now (ValueError: ``url`` is not a URL)."""
+        return self.key if self.key is not None else PageKey.of(self.url, self.declared)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from sqlalchemy import CompoundSelect, Select, func, select, text, union_all
 
 from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.index.schemes import PERMUTED, IndexScheme, TableKey
+from simhash_filter.urls.key import canonical_url
 
 from . import key_columns as key_columns
 from .batch import Judge
@@ -24,7 +25,6 @@ from .reading import ReadableStore, drops_select, not_kept, page_record_columns,
 from .records import DuplicateRecord, PageRecord
 from .schema import TEXT_TABLES, duplicates_table, keys_table, meta_table, pages_table
 from .statements import Probe, chunked, connection_execute
-from .urls import canonical_url
 
 _IN_CHUNK = 500  # ids per IN (...) list: well under SQLite's bound-parameter limit
 _PROBE_CHUNK = 200  # pages whose probe keys one statement looks up (probed_pairs)

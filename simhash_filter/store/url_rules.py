@@ -21,6 +21,7 @@ from types import ModuleType
 
 from sqlalchemy import Connection, Engine, and_, bindparam, inspect, select, update
 
+from simhash_filter.urls.key import canonical_url
 from simhash_filter.urls.rules import RuleState, UrlRule
 from simhash_filter.urls.universal import SESSION, TRACKING
 
@@ -36,7 +37,6 @@ from .schema import (
     url_rules_table,
 )
 from .side_tables import ensure_tables, side_connection
-from .urls import canonical_url
 
 __all__ = ["RuleDelta", "SkippedRequest", "StoredRule", "UrlRuleStore", "ensure_rule_tables"]
 

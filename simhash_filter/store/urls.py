@@ -1,22 +1,18 @@
-"""URLs: the key a page is stored under, and database URLs as they may be shown.
+"""Database URLs, and how they may be shown (a page URL's keys are ``urls/key.py``'s).
 
-A page URL becomes its storage key in :func:`canonical_url` alone. A database URL is
-shown (in messages, logs, ``stats``) only through :func:`display_url`, which hides every
-credential it can carry: the password of its userinfo and the values of query parameters
-named like secrets (``password=``, ``sslpassword=``, ``token=``, ``api_key=`` ...).
+A database URL is shown (in messages, logs, ``stats``) only through :func:`display_url`,
+which hides every credential it can carry: the password of its userinfo and the values of
+query parameters named like secrets (``password=``, ``sslpassword=``, ``token=``, ``api_key=`` ...).
 :func:`redact` does the same to any message that might quote them.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-
-from simhash_filter.urls.canonicalize import canonicalize
 
 DEFAULT_DATABASE_URL = "sqlite:///dedup.db"
 """The database of a crawl and of the command line when none is named."""
@@ -29,35 +25,6 @@ def database_url(value: str) -> str:
     if "://" in value:
         return value
     return f"sqlite:///{value}"
-
-
-CANONICAL_CACHE_SIZE = 4096
-"""URLs whose canonical form is remembered (~1 MB): a crawl canonicalizes a page's URL in
-several places (its hint, the reactor's rule book, the check-and-add, the rule learner)
-within moments: 12 µs a call in w3lib against 0.13 µs remembered."""
-
-
-def canonical_url(url: str) -> str:
-    """``url`` canonicalized by w3lib (sorted query, normalized escapes, no fragment)."""
-    if not isinstance(url, str) or not url.strip():
-        raise ValueError(f"url must be a non-empty string, got {url!r}")
-    return _canonical(url.strip())
-
-
-@lru_cache(maxsize=CANONICAL_CACHE_SIZE)
-def _canonical(url: str) -> str:
-    """w3lib's canonical form (through the request side's fast path for plain URLs, pinned
-    to w3lib by a test), remembered for the last :data:`CANONICAL_CACHE_SIZE` URLs (a pure
-    function of the string; a URL it refuses raises again each time)."""
-    return str(canonicalize(url))
-
-
-def url_domain(url: str) -> str:
-    """The lower-cased host name of a canonical URL ("" when it has none)."""
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 HIDDEN = "***"

@@ -28,7 +28,7 @@ def superseded_db(sqlite_url: str) -> str:
             sig = fingerprinter.sign(TEXT + edit)
             assert sig is not None
             row = PageRow(url, sig.fingerprint, sig.text_length, sig.sketch, pack_text(TEXT + edit))
-            store.add_many([row._replace(canonical=canonical)])
+            store.add_many([row._replace(declared=canonical)])
         sig = fingerprinter.sign(TEXT + " Web.")
         assert sig is not None
         page = PageRow(canonical, sig.fingerprint, sig.text_length, sig.sketch,

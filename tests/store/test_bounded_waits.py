@@ -356,9 +356,9 @@ store = FingerprintStore.open(sys.argv[1], spec=fingerprinter.spec, rule=MatchRu
                               write_path="pg-function")
 first, page = row(canonical + "?utm_source=rss", ""), row(canonical, " Share.")
 store.check_and_add(first.url, first.fingerprint, text_length=first.text_length,
-                    sketch=first.sketch, canonical=canonical)
+                    sketch=first.sketch, declared=canonical)
 verdict = store.check_and_add(page.url, page.fingerprint, text_length=page.text_length,
-                              sketch=page.sketch, canonical=canonical)
+                              sketch=page.sketch, declared=canonical)
 swap = store.supersede(page, verdict.duplicate_of)
 print("superseded" if swap is not None else "not superseded", flush=True)
 """

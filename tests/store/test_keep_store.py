@@ -52,7 +52,7 @@ def add(store: FingerprintStore, page: PageRow) -> Any:
         text_length=page.text_length,
         sketch=page.sketch,
         text=page.text,
-        canonical=page.canonical,
+        declared=page.declared,
     )
 
 
@@ -250,8 +250,8 @@ def test_the_one_statement_answer_agrees_with_the_whole_read(store: FingerprintS
     # the votes, the rules) must say the same wherever it does
     from datetime import UTC, datetime
 
-    from simhash_filter.store.declared_canonicals import hint_key
     from simhash_filter.store.statements import cursor_execute
+    from simhash_filter.urls.key import hint_key
 
     home = f"{SITE}/"
     add(store, row(home, 5, canonical=home))
@@ -274,7 +274,7 @@ def test_the_one_statement_answer_agrees_with_the_whole_read(store: FingerprintS
             early = superseder.stays_a_copy(cursor_execute(cursor), page.url, hint_key(hint), match)
         assert early is stays, hint
         if early:  # the whole read (it swaps nothing here: it answers None)
-            new = store._row(*page[:4])
+            new, _ = store._row(page)
             now = datetime.now(UTC)
             whole = superseder.supersede(store._read, new, hint_key(hint), None, match, now)
             assert whole is None, hint
@@ -379,7 +379,7 @@ checks = [None] * rounds
 if who != "plain":  # checked before the start: copies of the first, kept page
     for n, page in enumerate(pages):
         checks[n] = store.check_and_add(page.url, page.fingerprint, text_length=page.text_length,
-                                        sketch=page.sketch, canonical=page.canonical)
+                                        sketch=page.sketch, declared=page.declared)
 print("ready", flush=True)
 sys.stdin.readline()
 for n, page in enumerate(pages):

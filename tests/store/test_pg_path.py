@@ -254,8 +254,8 @@ def test_rows_of_a_batch_that_probe_one_key(
     try:
         assert (r1 ^ r2).bit_count() <= k < (r1 ^ c).bit_count()
         assert (r2 ^ c).bit_count() <= k < (a ^ c).bit_count()
-        shared = set(pg_store._row("http://x/", r1).probe_keys) & set(
-            pg_store._row("http://x/", r2).probe_keys
+        shared = set(pg_store._row(PageRow("http://x/", r1))[0].probe_keys) & set(
+            pg_store._row(PageRow("http://x/", r2))[0].probe_keys
         )
         assert shared  # the key probed by both rows, with two fingerprints
         results = []
@@ -427,7 +427,7 @@ def test_locks_are_held_from_the_read_to_the_commit(
             _pause_page_inserts(pg_url, test_lock)
             holder.execute(text("SELECT pg_advisory_lock(:x)"), {"x": test_lock})
         resume.clear()
-        row = store._row("http://held.example/", 0x0123_4567_89AB_CDEF, 10, None)
+        row, _ = store._row(PageRow("http://held.example/", 0x0123_4567_89AB_CDEF, 10, None))
         # the row's key and URL locks, the global one, and (function) the trigger's wait
         locks = write_locks([(row.url, row.index_items(), row.probe_keys)])
         expected_locks = len(locks.ids) + 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, create_engine, text
 
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, PageRow, VerdictKind
 from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
 from simhash_filter.store.locks import KEY_LOCKED_BATCH as _KEY_LOCKED_BATCH
 from simhash_filter.store.locks import (
@@ -166,7 +166,7 @@ def test_group_commits_under_the_simhash_rule_lock_in_parts(pg_url: str) -> None
     with FingerprintStore.open(
         pg_url, spec=SPEC, rule=simhash.match_rule(), index="multi-index"
     ) as store:
-        keyed = [store._row(url, fp, n) for url, fp, n in rows]
+        keyed = [store._row(PageRow(url, fp, n))[0] for url, fp, n in rows]
         pages = [(row.url, row.index_items(), row.probe_keys) for row in keyed]
         parts = [part.pages for part in lock_parts(pages)]
         assert len(parts) > 1

@@ -181,7 +181,7 @@ def test_a_rule_that_may_not_change_a_url_leaves_it_as_it_is(
     full test must agree, for escaped and raw queries alike."""
     from urllib.parse import urlencode
 
-    from simhash_filter.store.urls import canonical_url
+    from simhash_filter.urls.key import canonical_url
     from simhash_filter.urls.learning import apply_rule, maps_together, may_change
 
     escaped = [(f"%{ord(k[0]):02X}{k[1:]}", v) for k, v in query]  # `%72eplytocom`

@@ -38,9 +38,8 @@ from simhash_filter.crawl.pages.detours import (
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
 from simhash_filter.crawl.per_crawler import crawler_config
-from simhash_filter.store.declared_canonicals import hint_key
 from simhash_filter.store.keep_evidence import host_ruleset
-from simhash_filter.store.urls import url_domain
+from simhash_filter.urls.key import hint_key, url_domain
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
 if TYPE_CHECKING:

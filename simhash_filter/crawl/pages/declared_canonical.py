@@ -19,14 +19,15 @@ from simhash_filter.core.canonical import (
     one_hint,
     resolve_hint,
 )
-from simhash_filter.store.declared_canonicals import hint_key
+from simhash_filter.urls.key import hint_key
 
 if TYPE_CHECKING:
     from scrapy.http import Response
 
     from simhash_filter.store.records import PageRecord
+    from simhash_filter.urls.key import PageKey
 
-__all__ = ["declared_hint", "link_canonical", "named_canonical", "strong_hint"]
+__all__ = ["declared_url", "link_canonical", "named_canonical", "strong_hint"]
 
 
 def link_canonical(response: Response) -> str | None:
@@ -35,18 +36,19 @@ def link_canonical(response: Response) -> str | None:
     return link_header_canonical(response.headers.getlist("Link"), response.url)
 
 
-def declared_hint(url: str, hints: PageHints | None, canonical: object = None) -> str | None:
-    """The canonical URL the page at ``url`` declares, in the store's canonical form:
-    ``<link rel="canonical">`` and ``canonical`` (the header or item field) when they
-    agree, else ``og:url`` when the page has no strong hint (core/canonical.py)."""
+def declared_url(url: str, hints: PageHints | None, canonical: object = None) -> str | None:
+    """The canonical URL the page at ``url`` declares (absolute; ``PageKey.declaring`` puts
+    it in canonical form): ``<link rel="canonical">`` and ``canonical`` (the header or item
+    field) when they agree, else ``og:url`` when the page has no strong hint
+    (core/canonical.py)."""
     outside = resolve_hint(canonical, url) if isinstance(canonical, str) else None
     html = hints or PageHints()
-    return hint_key(declared_canonical(link=html.link, header=outside, og_url=html.og_url))
+    return declared_canonical(link=html.link, header=outside, og_url=html.og_url)
 
 
 def strong_hint(url: str, hints: PageHints | None, canonical: object = None) -> str | None:
-    """:func:`declared_hint` from the strong hints alone (never ``og:url``): the hint the
-    middleware follows to fetch a canonical first."""
+    """:func:`declared_url` from the strong hints alone (never ``og:url``), in canonical
+    form: the hint the middleware follows to fetch a canonical first."""
     outside = resolve_hint(canonical, url) if isinstance(canonical, str) else None
     return hint_key(one_hint((hints.link if hints else None, outside)))
 
@@ -55,11 +57,13 @@ class _Lookup(Protocol):
     def lookup(self, url: str) -> PageRecord | None: ...
 
 
-async def named_canonical(store: _Lookup | None, url: str, declared: str | None) -> str:
+async def named_canonical(store: _Lookup | None, url: str, key: PageKey) -> str:
     """The canonical a passing page's item names (``CANONICAL_URL_FIELD``): the one it
-    declares, unless ``store`` keeps that URL as another page (a wrong hint, or a canonical
-    whose text differs), else the page's own URL. One read, only for a page declaring another."""
-    if declared is None or declared == hint_key(url):
+    declares (``key.declared``), unless ``store`` keeps that URL as another page (a wrong
+    hint, or a canonical whose text differs), else the page's own URL. One read, only for a
+    page declaring another."""
+    declared = key.declared
+    if declared is None or not key.declares_other:
         return url if declared is None else declared
     try:
         assert store is not None

@@ -27,7 +27,7 @@ from simhash_filter.core.keep import KEEP_FIRST, KEEP_SUPERSEDE, could_prefer_ne
 from simhash_filter.core.signature import marks_listing
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.config import Config, unknown_settings
-from simhash_filter.crawl.pages.declared_canonical import declared_hint, named_canonical
+from simhash_filter.crawl.pages.declared_canonical import declared_url, named_canonical
 from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.group_commit import (
     LINGER,
@@ -37,7 +37,7 @@ from simhash_filter.crawl.pages.group_commit import (
     StoreLike,
 )
 from simhash_filter.crawl.pages.handoff import Handoff
-from simhash_filter.crawl.pages.journal import UncheckedJournal
+from simhash_filter.crawl.pages.journal import CatchUpCount, UncheckedJournal
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
 from simhash_filter.crawl.pages.templates import HostTemplates
 from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
@@ -52,6 +52,7 @@ from simhash_filter.store.records import (
     Verdict,
     VerdictKind,
 )
+from simhash_filter.urls.key import PageKey
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -138,7 +139,7 @@ class PageFilter:
         self.journal = UncheckedJournal()
         self._catching_up = False
         self._next_catch_up = 0.0
-        self._caught_up = _CatchUpCount()
+        self._caught_up = CatchUpCount()
         self._tasks: set[asyncio.Future[None]] = set()
         self.listeners: list[Callable[[FilterResult], None]] = []
         """Called with every recorded result (the URL rules learn from the verdicts)."""
@@ -309,13 +310,17 @@ class PageFilter:
     def _record_start_cpu(self, pool: PagePool) -> None:
         self.stats.set_value(WORKER_STATS + "start_cpu_ms", round(1000 * pool.start_cpu_seconds))
 
-    async def work(self, url: str, text: object = None, html: object = None) -> PageWork:
+    async def work(
+        self, url: str, text: object = None, html: object = None, *, key: PageKey | None = None
+    ) -> PageWork:
         """The page work of a page (its signature, caps and HTML hints) in the page pool or
-        a worker thread; raises when a worker died or timed out."""
+        a worker thread; raises when a worker died or timed out (or ``url`` is not a URL).
+        ``key``: the page's URL keys, when the caller made them."""
         pool = self._pool
         self._in_work += 1
         try:
-            template = await self.templates.for_page(url, extracted=not has_text(text) and html)
+            host = (key or PageKey.of(url)).domain
+            template = await self.templates.for_page(host, extracted=not has_text(text) and html)
             if pool is not None:
                 try:
                     return await self._sign_in_pool(pool, url, text, html, template)
@@ -333,36 +338,41 @@ class PageFilter:
         """The page work (pool or thread), then :meth:`check_signed`. ``canonical``: a canonical
         URL the page declares outside its HTML (the ``Link`` header, an item field)."""
         try:
-            work = await self.work(url, text, html)
-        except Exception as exc:  # a worker died or timed out; the page work itself does not
+            key = PageKey.of(url)
+            work = await self.work(url, text, html, key=key)
+        except Exception as exc:  # not a URL; a worker died or timed out
             return FilterResult(Outcome.ERROR, url, error=exc)
-        return await self.check_signed(url, work, canonical=canonical)
+        return await self.check_signed(url, work, canonical=canonical, key=key)
 
     async def check_signed(
-        self, url: str, work: PageWork, *, canonical: object = None
+        self, url: str, work: PageWork, *, canonical: object = None, key: PageKey | None = None
     ) -> FilterResult:
         """Check-and-add of a page whose page work is done (grouped with other pages' into one
-        transaction while the store is busy), then the keep policy."""
+        transaction while the store is busy), then the keep policy. ``key``: as for
+        :meth:`work`; the page's URL keys, made once and carried in its records."""
         signature, capped, hints, main_text = work
-        declared = declared_hint(url, hints, canonical)
+        key = (key or PageKey.of(url)).declaring(declared_url(url, hints, canonical))
         if signature is None:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
-            named = await named_canonical(self.store, url, declared)
-            return FilterResult(outcome, url, capped=capped, declared=declared, canonical=named)
+            named = await named_canonical(self.store, url, key)
+            return FilterResult(outcome, url, capped=capped, key=key, canonical=named)
         row = PageRow(
             url,
             signature.fingerprint,
             signature.text_length,
             signature.sketch,
             signature.stored_text,
-            declared,
+            key.declared,
+            key,
         )
         try:
             verdict = await self._commits.check_and_add(row)
         except Exception as exc:
             if self.config.fail_open and isinstance(exc, StoreError):  # it passes unchecked
                 self._journal(row)
-            return FilterResult(Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped)
+            return FilterResult(
+                Outcome.ERROR, url, signature.fingerprint, error=exc, capped=capped, key=key
+            )
         try:
             superseded, late = await self._keep(row, verdict)
         except Exception as exc:  # the verdict stands: the page stays a logged copy
@@ -374,15 +384,13 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
-        self.templates.admitted(url, signature, verdict.kind is VerdictKind.NEW, self.stats)
+        self.templates.admitted(key.domain, signature, verdict.kind is VerdictKind.NEW, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
-        names = (
-            None if outcome is Outcome.DROPPED else await named_canonical(self.store, url, declared)
-        )
+        names = None if outcome is Outcome.DROPPED else await named_canonical(self.store, url, key)
         return FilterResult(
-            outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
+            outcome, url, signature.fingerprint, verdict, capped=capped, key=key,
             superseded=superseded, exact=signature.exact,
             listing=marks_listing(signature.sketch), text=main_text,
             late_canonical=late, canonical=names,
@@ -405,7 +413,7 @@ class PageFilter:
             kept is None
             or verdict.kind is not VerdictKind.DUPLICATE
             or self.config.keep == KEEP_FIRST
-            or not could_prefer_new(verdict.url, row.canonical, kept.url)
+            or not could_prefer_new(verdict.url, row.declared, kept.url)
         ):
             return None, False
         store = self._open_store_or_raise()
@@ -468,7 +476,7 @@ class PageFilter:
         self.journal.put_back(again)
         if not len(self.journal) and self._caught_up.pages:
             logger.info("simhash_filter: %s", self._caught_up.summary())
-            self._caught_up = _CatchUpCount()
+            self._caught_up = CatchUpCount()
         return not again
 
     def _catch_up_at_close(self) -> None:
@@ -569,25 +577,6 @@ class PageFilter:
         if match is None:
             return f"Near-duplicate: {result.url}"
         return f"Near-duplicate of {match.url} ({measures(match)}): {result.url}"
-
-
-class _CatchUpCount:
-    """What the catch-up found since the journal was last empty."""
-
-    def __init__(self) -> None:
-        self.pages = 0
-        self.copies = 0
-
-    def add(self, verdict: Verdict) -> None:
-        self.pages += 1
-        self.copies += verdict.kind is VerdictKind.DUPLICATE
-
-    def summary(self) -> str:
-        return (
-            f"{self.pages} pages that passed unchecked were checked once the store was back: "
-            f"{self.pages - self.copies} are in the index, {self.copies} were copies of kept "
-            "pages (their items had passed; logged as duplicates)"
-        )
 
 
 def _call_later(delay: float, callback: Callable[[], None]) -> Any:

@@ -7,17 +7,12 @@ import threading
 from collections import OrderedDict
 
 from simhash_filter.crawl.pages.outcomes import FilterResult
+from simhash_filter.urls.key import canonical_url
 
 __all__ = ["HANDOFF_SIZE", "Handoff"]
 
 HANDOFF_SIZE = 10_000
 """Responses checked by the middleware whose item has not come yet, kept at most."""
-
-
-def _canonical(url: str) -> str:
-    from simhash_filter.store import canonical_url  # the one place URLs are canonicalized
-
-    return str(canonical_url(url))
 
 
 class Handoff:
@@ -33,7 +28,9 @@ class Handoff:
     def remember(self, result: FilterResult) -> None:
         """Keep a response's check (not a drop, but a late canonical) for the item the spider
         will make of it."""
-        key = _canonical(result.url)
+        if result.key is None:  # not a URL: no item can name it
+            return
+        key = result.key.url
         with self._lock:
             self._checks[key] = result
             self._checks.move_to_end(key)
@@ -44,6 +41,9 @@ class Handoff:
         """The middleware's check of ``url`` (once), or None when there is none."""
         if not self._checks:
             return None
-        key = _canonical(url)
+        try:
+            key = canonical_url(url)
+        except ValueError:
+            return None
         with self._lock:
             return self._checks.pop(key, None)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from simhash_filter.store.records import PageRow
+from simhash_filter.store.records import PageRow, Verdict, VerdictKind
 
-__all__ = ["DEFAULT_LIMIT", "UncheckedJournal"]
+__all__ = ["DEFAULT_LIMIT", "CatchUpCount", "UncheckedJournal"]
 
 DEFAULT_LIMIT = 10_000
 """Pages the journal keeps at most."""
@@ -58,3 +58,22 @@ class UncheckedJournal:
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)
+
+
+class CatchUpCount:
+    """What the catch-up found since the journal was last empty."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.copies = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.pages += 1
+        self.copies += verdict.kind is VerdictKind.DUPLICATE
+
+    def summary(self) -> str:
+        return (
+            f"{self.pages} pages that passed unchecked were checked once the store was back: "
+            f"{self.pages - self.copies} are in the index, {self.copies} were copies of kept "
+            "pages (their items had passed; logged as duplicates)"
+        )

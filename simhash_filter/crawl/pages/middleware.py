@@ -40,6 +40,7 @@ from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
 from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.signals import send_superseded
+from simhash_filter.urls.key import PageKey
 
 if TYPE_CHECKING:
     from typing import Self
@@ -84,21 +85,22 @@ class NearDuplicateMiddleware(Waiting):
             or not isinstance(response, HtmlResponse)
         ):
             return response
-        canonical = link_canonical(response)
+        canonical, key = link_canonical(response), PageKey.of(response.url)
         token = request.meta.get(REPLAY_META_KEY)
         held = self.detours.replay(token) if isinstance(token, str) else None
+        check = self.filter.check_signed
         if held is not None and held.work is not None:
-            result = await self.filter.check_signed(response.url, held.work, canonical=canonical)
+            result = await check(response.url, held.work, canonical=canonical, key=key)
         else:
             try:
-                work = await self.filter.work(response.url, html=response.text)
+                work = await self.filter.work(response.url, html=response.text, key=key)
             except Exception as exc:  # a worker died or timed out
-                result = FilterResult(Outcome.ERROR, response.url, error=exc)
+                result = FilterResult(Outcome.ERROR, response.url, error=exc, key=key)
             else:
                 target = strong_hint(response.url, work.hints, canonical)
                 if await self._hold(request, response, target, work):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
-                result = await self.filter.check_signed(response.url, work, canonical=canonical)
+                result = await check(response.url, work, canonical=canonical, key=key)
         self.filter.record(result, log_each_drop=True)
         request.meta[META_KEY] = result.outcome.value
         if result.outcome is Outcome.DROPPED and not self._follows(result):

@@ -49,10 +49,12 @@ cut), ``han`` (a Han run segmented in pieces).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from dataclasses import dataclass
 
 from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKind
+from simhash_filter.urls.key import PageKey
 
 __all__ = ["STATS_PREFIX", "FilterResult", "Outcome", "measures"]
 
@@ -103,7 +105,9 @@ _OUTCOME_OF = {
 
 @dataclass(frozen=True, slots=True)
 class FilterResult:
-    """The result of checking one page."""
+    """The result of checking one page: ``url`` as the page came, ``key`` its URL keys (made
+    once a page: the filter passes them in; otherwise made here, None when ``url`` is not a
+    URL)."""
 
     outcome: Outcome
     url: str
@@ -115,9 +119,6 @@ class FilterResult:
     exact: bool = False
     """The page had too little text and was checked by its bytes (its exact-content key):
     ``no_text`` when new, ``dropped`` as an exact copy of a stored page."""
-    declared: str | None = None
-    """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
-    in the store's canonical form, or None."""
     superseded: Supersession | None = None
     """Set when the page was kept in place of a copy kept before (the keep policy)."""
     late_canonical: bool = False
@@ -132,6 +133,18 @@ class FilterResult:
     text: str | None = None
     """The main text that was fingerprinted, with ``ADD_TEXT`` (the pipeline puts it in the
     item), else None."""
+    key: PageKey | None = None
+
+    def __post_init__(self) -> None:
+        if self.key is None:
+            with contextlib.suppress(ValueError):  # not a URL: no keys
+                object.__setattr__(self, "key", PageKey.of(self.url))
+
+    @property
+    def declared(self) -> str | None:
+        """The canonical URL the page declared (its hints, :mod:`simhash_filter.core.canonical`),
+        in canonical form, or None."""
+        return self.key.declared if self.key is not None else None
 
     @property
     def canonical_confirmed(self) -> bool:

@@ -23,7 +23,6 @@ from simhash_filter.core.signature import PageSignature, marks_unsure
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
 from simhash_filter.store.templates import TemplateStore
-from simhash_filter.store.urls import url_domain
 
 __all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates"]
 
@@ -69,11 +68,6 @@ class HostTemplates:
         self._flushing = False
         self._thread: threading.Thread | None = None
 
-    @staticmethod
-    def host(url: str) -> str:
-        """The host a page's template is learned under (the store's ``pages.domain``)."""
-        return url_domain(url)
-
     def attach(self, store: object) -> None:
         """Use ``store`` (a ``FingerprintStore``; anything without an engine: no templates)."""
         self._store = TemplateStore(store) if hasattr(store, "engine") else None  # type: ignore[arg-type]
@@ -115,22 +109,22 @@ class HostTemplates:
             entry.served = 1
         return template
 
-    async def for_page(self, url: str, *, extracted: object) -> HostTemplate | None:
-        """The template of the page's host when its main text is ``extracted`` from HTML
-        (None: templates off, or the store could not tell: the page is judged without)."""
+    async def for_page(self, host: str, *, extracted: object) -> HostTemplate | None:
+        """The template of a page's ``host`` (its ``PageKey.domain``) when its main text is
+        ``extracted`` from HTML (None: templates off, or the store could not tell: the page
+        is judged without)."""
         if not extracted or not self.enabled:
             return None
-        host = self.host(url)
         try:
             return self.cached(host) or await run_in_thread(self.template, host)
         except Exception:  # the page is signed as without templates
             logger.debug("Could not read the template of %s", host, exc_info=True)
             return None
 
-    def admitted(self, url: str, signature: PageSignature, new: bool, stats: Any) -> None:
-        """A page checked: admitted as ``new``, it teaches its host's template; counted."""
+    def admitted(self, host: str, signature: PageSignature, new: bool, stats: Any) -> None:
+        """A page of ``host`` checked: admitted as ``new``, it teaches the host's template;
+        counted."""
         if new and signature.blocks and self.enabled:
-            host = self.host(url)
             if marks_unsure(signature.sketch):  # the template it was judged by did not fit
                 with self._lock:
                     if (entry := self._cache.get(host)) is not None:

@@ -37,7 +37,6 @@ from simhash_filter.crawl.requests.rule_book import CANONICAL, RequestForm, Rule
 from simhash_filter.crawl.requests.rule_learner import RetiredRule, RuleLearner
 from simhash_filter.store import FingerprintStore
 from simhash_filter.store.url_rules import SkippedRequest, UrlRuleStore
-from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.rules import LEARNED_KINDS, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 
@@ -227,20 +226,17 @@ class RequestFilter:
 
     def _on_result(self, result: FilterResult) -> None:
         self._note_canonical(result)
-        if self.learner is None:
+        if self.learner is None or result.key is None:
             return
         match = result.verdict.duplicate_of if result.verdict is not None else None
         duplicate_of = match.url if match else None
+        page = result.key.url
         self._observe(
-            self.learner.observe,
-            result.outcome,
-            result.url,
-            duplicate_of,
-            result.declared,
+            self.learner.observe, result.outcome, page, duplicate_of, result.declared,
             result.listing,
-        )
+        )  # fmt: skip
         if result.canonical_confirmed and result.declared is not None:
-            self._observe(self.learner.observe_pair, result.url, result.declared, result.listing)
+            self._observe(self.learner.observe_pair, page, result.declared, result.listing)
         if result.superseded is not None:  # the variant kept first, its canonical now
             old, new = result.superseded.old_url, result.superseded.new_url
             self._observe(self.learner.observe_pair, old, new, result.listing)
@@ -272,12 +268,9 @@ class RequestFilter:
         map a kept page's URL to (asked when it is kept and whenever a copy of it is dropped,
         as rules are learned meanwhile): with no hint (or a wrong one) naming it, the form is
         the copy the keep policy prefers (core/keep.py), fetched once to replace the variant."""
-        if result.outcome is Outcome.ERROR:
+        if result.outcome is Outcome.ERROR or result.key is None:
             return
-        try:
-            named_by = canonical_url(result.url)
-        except ValueError:
-            return
+        named_by = result.key.url
         if result.declared is not None:
             self._fetch_canonical(result.declared, named_by)
         match = result.verdict.duplicate_of if result.verdict is not None else None

@@ -45,7 +45,6 @@ from simhash_filter.crawl.pages.outcomes import Outcome
 from simhash_filter.crawl.requests.rule_book import RuleBook
 from simhash_filter.crawl.requests.rule_index import MAX_CANDIDATES, RuleIndex
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, StoredRule, UrlRuleStore
-from simhash_filter.store.urls import canonical_url
 from simhash_filter.urls.learning import (
     apply_rule,
     candidate_rules,
@@ -223,26 +222,24 @@ class RuleLearner:
     def observe(
         self,
         outcome: Outcome,
-        url: str,
+        page: str,
         duplicate_of: str | None,
         declared: str | None = None,
         listing: bool = False,
     ) -> list[RetiredRule]:
-        """Learn from one page's verdict (``declared``: the canonical the page declared);
-        returns the rules it retired, each with the URLs they had skipped (to fetch after
-        all). A ``listing`` (an archive, a home page) dropped as a copy supports no rule: two
+        """Learn from one page's verdict: ``page`` its URL and ``duplicate_of`` the kept page's,
+        ``declared`` the canonical it declared, all in canonical form (``PageKey``); returns
+        the rules it retired, each with the URLs they had skipped (to fetch after all). A
+        ``listing`` (an archive, a home page) dropped as a copy supports no rule: two
         archives show the same entries by coincidence (one author's posts, one month's), and
         a skipped archive page is often the only way to the next one (its pagination), where
         the coincidence ends and no sampled fetch can reach; it still disproves rules."""
-        page = canonical_url(url)
         deltas: dict[UrlRule, Evidence] = {}
         if outcome is Outcome.DROPPED and duplicate_of:
-            other = canonical_url(duplicate_of)
             if not listing:
-                self._pair_support(
-                    page, other, deltas, declared if declared in (page, other) else None
-                )
-            self._counter_evidence(page, other, deltas)
+                toward = declared if declared in (page, duplicate_of) else None
+                self._pair_support(page, duplicate_of, deltas, toward)
+            self._counter_evidence(page, duplicate_of, deltas)
         elif outcome is Outcome.KEPT:
             self._kept_evidence(page, deltas)
         if outcome in (Outcome.KEPT, Outcome.DROPPED):
@@ -253,14 +250,13 @@ class RuleLearner:
         return retired
 
     def observe_pair(self, first: str, second: str, listing: bool = False) -> list[RetiredRule]:
-        """Learn from two URLs known to show the same content, ``second`` the canonical
-        (a confirmed canonical hint, or a page and the canonical that superseded it); a pair
-        of listings teaches nothing (:meth:`observe`)."""
+        """Learn from two URLs (in canonical form) known to show the same content, ``second``
+        the canonical (a confirmed canonical hint, or a page and the canonical that superseded
+        it); a pair of listings teaches nothing (:meth:`observe`)."""
         if listing:
             return []
         deltas: dict[UrlRule, Evidence] = {}
-        canonical = canonical_url(second)
-        self._pair_support(canonical_url(first), canonical, deltas, canonical)
+        self._pair_support(first, second, deltas, second)
         return self._add(deltas)
 
     def _rules_of(self, page: str, other: str | None = None) -> set[UrlRule]:

@@ -20,6 +20,7 @@ from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
 from simhash_filter.crawl.requests.rule_book import CANONICAL, RuleBook
 from simhash_filter.store.records import Match, Supersession, Verdict, VerdictKind
+from simhash_filter.urls.key import PageKey
 from simhash_filter.urls.rules import SUFFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 from simhash_filter.urls.sampling import is_sampled
@@ -144,7 +145,7 @@ def test_a_canonical_skipped_before_its_hint_was_known_is_fetched_after_all() ->
             extension.request_dropped(request)
         seen.add(fingerprint)
     assert scheduled == []
-    extension._on_result(FilterResult(Outcome.KEPT, variant, declared=canonical))
+    extension._on_result(FilterResult(Outcome.KEPT, variant, key=PageKey.of(variant, canonical)))
     assert [r.url for r in scheduled] == [canonical]
     assert scheduled[0].dont_filter
     stats = extension.stats.get_stats()
@@ -167,11 +168,13 @@ def test_the_form_of_a_kept_variant_is_fetched_when_no_hint_names_it() -> None:
                 extension.request_dropped(request)
             seen.add(fingerprint)
         assert scheduled == []
-        extension._on_result(FilterResult(Outcome.DROPPED, variant, declared=declared))
+        extension._on_result(
+            FilterResult(Outcome.DROPPED, variant, key=PageKey.of(variant, declared))
+        )
         assert scheduled == []  # a copy of no known page: nothing to ask
-        extension._on_result(FilterResult(Outcome.KEPT, variant, declared=declared))
+        extension._on_result(FilterResult(Outcome.KEPT, variant, key=PageKey.of(variant, declared)))
         assert [r.url for r in scheduled] == [form]
-        extension._on_result(FilterResult(Outcome.KEPT, form, declared=declared))
+        extension._on_result(FilterResult(Outcome.KEPT, form, key=PageKey.of(form, declared)))
         assert len(scheduled) == 1  # the form itself: nothing more to fetch
 
 
@@ -230,12 +233,16 @@ def test_confirmed_canonical_pairs_and_superseded_pairs_reach_the_learner() -> N
     canonical, variant = f"http://{H}/news/z/", f"http://{H}/news/z?print=1"
     match = Match(canonical, 1, 0, 1)
     dropped = Verdict(VerdictKind.DUPLICATE, variant, 1, duplicate_of=match)
-    confirmed = FilterResult(Outcome.DROPPED, variant, 1, dropped, declared=canonical)
+    confirmed = FilterResult(
+        Outcome.DROPPED, variant, 1, dropped, key=PageKey.of(variant, canonical)
+    )
     assert confirmed.canonical_confirmed
     extension._on_result(confirmed)
     assert learner.pairs == [(variant, canonical)]
     other = f"http://{H}/news/w/"  # declares another page: no confirmed pair
-    extension._on_result(FilterResult(Outcome.DROPPED, variant, 1, dropped, declared=other))
+    extension._on_result(
+        FilterResult(Outcome.DROPPED, variant, 1, dropped, key=PageKey.of(variant, other))
+    )
     assert learner.pairs == [(variant, canonical)]
     replaced = Supersession(variant, canonical, 1, 2, 0)
     new = Verdict(VerdictKind.NEW, canonical, 1)
