@@ -353,21 +353,6 @@ def no_create_role(db: str) -> tuple[str, str]:
     return role, db.replace("postgresql+psycopg://postgres@", f"postgresql+psycopg://{role}@")
 
 
-def freeze_inside_a_transaction(crawler: Crawler, db: str, application: str) -> bool:
-    """SIGSTOP ``crawler`` at a moment its session holds advisory locks (tried until it
-    does, for a minute at most)."""
-    deadline = time.monotonic() + 60
-    with psycopg.connect(libpq(db), autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            if conn.execute(HOLDS_ADVISORY, (application,)).fetchone()[0]:  # type: ignore[index]
-                crawler.signal(signal.SIGSTOP)
-                if conn.execute(HOLDS_ADVISORY, (application,)).fetchone()[0]:  # type: ignore[index]
-                    return True
-                crawler.signal(signal.SIGCONT)
-            time.sleep(0.002)
-    return False
-
-
 def stuck_peer(checkout: Path, folder: Path, variant: str, hold: float = 60.0) -> Result:
     """Two ``site_redis`` workers on the "pg-pipeline" path; one is SIGSTOPped while its
     transaction holds advisory locks, for ``hold`` s: what does the other one do?"""
@@ -391,7 +376,7 @@ def stuck_peer(checkout: Path, folder: Path, variant: str, hold: float = 60.0) -
                 )
             stuck, healthy = crawlers
             wait_until(lambda: len(stuck.exits()) + len(healthy.exits()) >= 100)
-            if not freeze_inside_a_transaction(stuck, db, "bench-w0"):
+            if not _freeze_when(stuck, db, HOLDS_ADVISORY, "bench-w0"):
                 raise RuntimeError("the worker was never caught inside a transaction")
             began = time.time()
             time.sleep(hold)
@@ -501,8 +486,9 @@ def stopped_in_the_swap(checkout: Path, folder: Path, variant: str, hold: float 
 
 
 def _freeze_when(crawler: Crawler, db: str, query: str, application: str) -> bool:
-    """SIGSTOP ``crawler`` at a moment ``query`` counts its session (tried for two minutes
-    at most); False when it never did."""
+    """SIGSTOP ``crawler`` at a moment ``query`` counts its session (e.g. ``HOLDS_ADVISORY``:
+    it holds advisory locks inside a transaction; tried for two minutes at most); False when
+    it never did."""
     deadline = time.monotonic() + 120
     with psycopg.connect(libpq(db), autocommit=True) as conn:
         while time.monotonic() < deadline and crawler.process.poll() is None:

@@ -21,27 +21,14 @@ under ``listing``; two listings that are copies are still dropped.
 from __future__ import annotations
 
 import html
-import random
 
 import pytest
 from support.helpers import filter_stats, make_pipeline, run
+from support.template_site import prose
 
 from simhash_filter.crawl.pages.pipeline import NearDuplicate
 
 SITE = "http://blog.example"
-_SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
-
-
-def _text(seed: int, words: int) -> str:
-    """Made-up prose: ``words`` pseudo-words in sentences, the same for the same seed."""
-    rng = random.Random(seed)
-    out: list[str] = []
-    for n in range(words):
-        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3)))
-        out.append(word.capitalize() if n == 0 or out[-1].endswith(".") else word)
-        if rng.random() < 0.08:
-            out[-1] += "."
-    return " ".join(out) + "."
 
 
 def _paragraphs(text: str, size: int = 300) -> list[str]:
@@ -100,7 +87,7 @@ def _entry(post_id: int, title: str, paragraphs: list[str], *, heading: str) -> 
 
 
 LONG_ID = 352
-LONG_POST = _paragraphs(_text(LONG_ID, 2000))  # ~11,500 characters, like post 352's 12,921
+LONG_POST = _paragraphs(prose(LONG_ID, 2000))  # ~11,500 characters, like post 352's 12,921
 """The long post. On the bench site it is Chinese with no spaces, fewer than 55 "words" to
 WordPress, so its excerpt is the whole post; the words here are made up and spaced, so the
 archive below shows it whole directly."""
@@ -108,7 +95,7 @@ archive below shows it whole directly."""
 
 def _excerpt(post_id: int) -> str:
     """WordPress's excerpt of an ordinary post: its first 55 words and "Continue reading"."""
-    words = _text(post_id, 400).split(" ")[:55]
+    words = prose(post_id, 400).split(" ")[:55]
     return " ".join(words) + f"\u2026 Continue reading Post {post_id}"
 
 

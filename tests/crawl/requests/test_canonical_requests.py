@@ -131,19 +131,24 @@ def _extension() -> tuple[RequestFilter, list[Request], _Learner]:
     return extension, scheduled, learner
 
 
+def _schedule(extension: RequestFilter, dupefilter: RuleFingerprinter, *requests: Request) -> None:
+    """``requests`` scheduled as the scheduler does: one whose fingerprint was seen is dropped."""
+    seen: set[bytes] = set()
+    for request in requests:
+        extension.request_scheduled(request)
+        fingerprint = dupefilter.fingerprint(request)
+        if fingerprint in seen:
+            extension.request_dropped(request)
+        seen.add(fingerprint)
+
+
 def test_a_canonical_skipped_before_its_hint_was_known_is_fetched_after_all() -> None:
     extension, scheduled, _ = _extension()
     extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/ -> ")]))
     canonical = _unsampled(f"http://{H}/news/y{{}}/")
     variant = canonical.rstrip("/")
     dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
-    seen: set[bytes] = set()
-    for request in (Request(variant), Request(canonical)):  # as the scheduler does
-        extension.request_scheduled(request)
-        fingerprint = dupefilter.fingerprint(request)
-        if fingerprint in seen:
-            extension.request_dropped(request)
-        seen.add(fingerprint)
+    _schedule(extension, dupefilter, Request(variant), Request(canonical))  # as the scheduler does
     assert scheduled == []
     extension._on_result(FilterResult(Outcome.KEPT, variant, key=PageKey.of(variant, canonical)))
     assert [r.url for r in scheduled] == [canonical]
@@ -160,13 +165,7 @@ def test_the_form_of_a_kept_variant_is_fetched_when_no_hint_names_it() -> None:
         form = _unsampled(f"http://{H}/news/v{{}}/")
         variant = form + "?sid=0123456789abcdef0123"  # a universal session parameter
         dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
-        seen: set[bytes] = set()
-        for request in (Request(variant), Request(form)):
-            extension.request_scheduled(request)
-            fingerprint = dupefilter.fingerprint(request)
-            if fingerprint in seen:
-                extension.request_dropped(request)
-            seen.add(fingerprint)
+        _schedule(extension, dupefilter, Request(variant), Request(form))
         assert scheduled == []
         extension._on_result(
             FilterResult(Outcome.DROPPED, variant, key=PageKey.of(variant, declared))
@@ -189,13 +188,7 @@ def test_a_copy_of_a_kept_variant_asks_for_the_form_rules_learned_since() -> Non
     extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
     dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
     copy = variant + "?utm_source=x"  # mapped onto the form: it takes the form's fingerprint
-    seen: set[bytes] = set()
-    for request in (Request(copy), Request(form)):
-        extension.request_scheduled(request)
-        fingerprint = dupefilter.fingerprint(request)
-        if fingerprint in seen:
-            extension.request_dropped(request)
-        seen.add(fingerprint)
+    _schedule(extension, dupefilter, Request(copy), Request(form))
     assert scheduled == []
     dropped = Verdict(VerdictKind.DUPLICATE, copy, 1, duplicate_of=Match(variant, 1, 0, 1))
     extension._on_result(FilterResult(Outcome.DROPPED, copy, 1, dropped))
@@ -213,13 +206,7 @@ def test_an_idle_crawl_fetches_the_forms_rules_learned_late_give_kept_pages() ->
     extension.spider_idle()  # nothing learned yet: the crawl may close
     extension.book.set_rules(RuleSet([UrlRule(H, SUFFIX, "/index.html -> /")]))
     dupefilter = RuleFingerprinter(extension.book, RequestFingerprinter())
-    seen: set[bytes] = set()
-    for request in (Request(variant + "?utm_source=x"), Request(form)):
-        extension.request_scheduled(request)
-        fingerprint = dupefilter.fingerprint(request)
-        if fingerprint in seen:
-            extension.request_dropped(request)
-        seen.add(fingerprint)
+    _schedule(extension, dupefilter, Request(variant + "?utm_source=x"), Request(form))
     assert scheduled == []
     with pytest.raises(DontCloseSpider):
         extension.spider_idle()
