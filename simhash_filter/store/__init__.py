@@ -1,7 +1,7 @@
 """The fingerprint store: every SQL statement of simhash-filter lives in this package.
 
-from simhash_filter.store import FingerprintStore
-store = FingerprintStore.open("sqlite:///dedup.db", spec=fingerprinter.spec)
+from simhash_filter.store import FingerprintStore, StoreOptions
+store = FingerprintStore.open("sqlite:///dedup.db", StoreOptions(spec=fingerprinter.spec))
 verdict = store.check_and_add(url, fingerprint, text_length=len(text))
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .fingerprint_store import FingerprintStore
 from .meta import spec_difference
+from .opening import StoreOptions
 from .records import (
     DatabaseNotFoundError,
     DuplicateRecord,
@@ -35,6 +36,7 @@ __all__ = [
     "SchemeMismatchError",
     "StoreBusy",
     "StoreError",
+    "StoreOptions",
     "StoreStats",
     "StoreUnavailable",
     "Verdict",
