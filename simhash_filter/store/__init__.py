@@ -10,6 +10,7 @@ from __future__ import annotations
 from .fingerprint_store import FingerprintStore
 from .meta import spec_difference
 from .opening import StoreOptions
+from .page_store import PageStore
 from .records import (
     DatabaseNotFoundError,
     DuplicateRecord,
@@ -33,6 +34,7 @@ __all__ = [
     "Match",
     "PageRecord",
     "PageRow",
+    "PageStore",
     "SchemeMismatchError",
     "StoreBusy",
     "StoreError",
