@@ -36,7 +36,7 @@ from bench.crawl_site import load_corpus
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.page.work import sign_page
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 
 SPEC = "bench-audit;synthetic"
 WORDS = (
@@ -83,7 +83,9 @@ def bytes_part(data: Path) -> dict[str, Any]:
             sizes = {}
             for with_text in (False, True):
                 path = Path(tmp) / f"{lang}-{with_text}.db"
-                with FingerprintStore.open(f"sqlite:///{path}", spec=fingerprinter.spec) as store:
+                with FingerprintStore.open(
+                    f"sqlite:///{path}", StoreOptions(spec=fingerprinter.spec)
+                ) as store:
                     store.add_many(
                         [r if with_text else r._replace(text=None) for r in rows], batch_size=500
                     )
@@ -141,7 +143,7 @@ def report_part(pages: int, workdir: Path, pg_url: str | None = None) -> dict[st
     path = workdir / "audit.db"
     url = pg_url or f"sqlite:///{path}"
     started = time.perf_counter()
-    with FingerprintStore.open(url, spec=SPEC, max_distance=3) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=SPEC, max_distance=3)) as store:
         source = synthetic_rows(pages)
         for chunk_start in range(0, pages, 100_000):
             rows = list(itertools.islice(source, 100_000))

@@ -240,7 +240,7 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
 
     from simhash_filter import Fingerprinter
     from simhash_filter.page.extract import extract_text
-    from simhash_filter.store import FingerprintStore
+    from simhash_filter.store import FingerprintStore, StoreOptions
 
     fingerprinter = Fingerprinter()
     t0 = time.perf_counter()
@@ -252,7 +252,9 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
         totals = dict.fromkeys(stages, 0.0)
         spider_pages = 0
         rows: list[tuple[str, int, int]] = []
-        with FingerprintStore.open(f"sqlite:///{workdir / f'{lang}1.db'}", spec="bench") as store:
+        with FingerprintStore.open(
+            f"sqlite:///{workdir / f'{lang}1.db'}", StoreOptions(spec="bench")
+        ) as store:
             for _, name, html in (p for p in corpus if p[0] == lang):
                 for n, page in enumerate([html, *variants(html)]):
                     # the text crawl's case: the spider's own text, as Scrapy decodes it
@@ -282,7 +284,9 @@ def stage_times(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[str
                     # fingerprint() tokenizes again: the rest is weights + simhash
                     totals["fingerprint"] += max(0.0, (t3 - t2) - (t2 - t1))
                     totals["index"] += t4 - t3
-        with FingerprintStore.open(f"sqlite:///{workdir / f'{lang}16.db'}", spec="bench") as store:
+        with FingerprintStore.open(
+            f"sqlite:///{workdir / f'{lang}16.db'}", StoreOptions(spec="bench")
+        ) as store:
             t0 = time.perf_counter()
             for i in range(0, len(rows), 16):
                 store.add_many(rows[i : i + 16])

@@ -27,7 +27,7 @@ from bench._common import DATA_DIR, machine, write_results
 from simhash_filter.core.signature import MatchRule, encode_sketch
 from simhash_filter.page.extract import extract_page
 from simhash_filter.page.head_canonicals import page_hints
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 
 SPEC = "bench-keep;f=64"
 
@@ -87,7 +87,7 @@ def store_run(rows: list[PageRow]) -> float:
     """Microseconds a page of check-and-add in batches of 64, on a fresh SQLite file."""
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/keep.db"
-        with FingerprintStore.open(url, spec=SPEC, rule=MatchRule()) as store:
+        with FingerprintStore.open(url, StoreOptions(spec=SPEC, rule=MatchRule())) as store:
             started = time.perf_counter()
             for start in range(0, len(rows), 64):
                 store.add_many(rows[start : start + 64])

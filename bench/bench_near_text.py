@@ -30,7 +30,7 @@ from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.sketch import contained_share, passage_hashes, shingle_hashes
 from simhash_filter.core.stored_text import pack_text, unpack_text
 from simhash_filter.core.text import normalize
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 
 
 def paragraphs() -> list[str]:
@@ -48,7 +48,9 @@ def pages(count: int, pool: list[str], rng: random.Random) -> list[str]:
 def build(db: Path, texts: list[str]) -> None:
     fingerprinter = Fingerprinter()
     url = f"sqlite:///{db}"
-    with FingerprintStore.open(url, spec=fingerprinter.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())
+    ) as store:
         rows = []
         for n, text in enumerate(texts):
             signature = fingerprinter.sign(text)

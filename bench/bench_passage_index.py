@@ -45,7 +45,7 @@ from simhash_filter.cli import main as cli
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, PageRow, passage_index
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, passage_index
 from simhash_filter.store.schema import page_texts_table, pages_table
 
 BATCH = 5000
@@ -121,7 +121,7 @@ def make_texts(en: Chain, zh: Chain, count: int, chars: int, seed: int) -> list[
 
 def fill(url: str, en: Chain, zh: Chain, size: int, chars: int) -> tuple[float, list[str]]:
     """Seconds the bulk fill took (texts made apart), and a sample of the texts to query."""
-    with FingerprintStore.open(url, spec=Fingerprinter().spec):
+    with FingerprintStore.open(url, StoreOptions(spec=Fingerprinter().spec)):
         pass
     engine = create_engine(url)
     now = datetime.now(UTC)
@@ -344,7 +344,7 @@ def write_part(en: Chain, zh: Chain, args: argparse.Namespace) -> None:
                 with tempfile.TemporaryDirectory() as tmp:
                     url = f"sqlite:///{Path(tmp) / 'write.db'}"
                     with FingerprintStore.open(
-                        url, spec=fingerprinter.spec, rule=MatchRule()
+                        url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())
                     ) as store:
                         start = time.perf_counter()
                         store.add_many(rows, batch_size=64)

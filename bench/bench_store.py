@@ -50,7 +50,7 @@ from simhash_filter.index.schemes import (
     PermutedScheme,
     default_blocks,
 )
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 PG_ADMIN = os.environ.get(
     "SIMHASH_FILTER_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -178,7 +178,9 @@ def bench_schemes(
     for scheme, cap in schemes:
         k, blocks = scheme
         path = workdir / f"k{k}b{blocks}.db"
-        store = FingerprintStore.open(f"sqlite:///{path}", spec=SPEC, max_distance=k, blocks=blocks)
+        store = FingerprintStore.open(
+            f"sqlite:///{path}", StoreOptions(spec=SPEC, max_distance=k, blocks=blocks)
+        )
         loaded = 0
         load_seconds = 0.0
         for size in sizes:
@@ -369,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
             elif size == sizes[0]:
                 small = workdir / "small.db"
                 store = FingerprintStore.open(
-                    f"sqlite:///{small}", spec=SPEC, max_distance=first_k, blocks=first_b
+                    f"sqlite:///{small}",
+                    StoreOptions(spec=SPEC, max_distance=first_k, blocks=first_b),
                 )
                 store.add_many(
                     ((f"http://bench.example/p/{i}", int(fps[i]), 1000) for i in range(size)),
@@ -384,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         if pg_url is not None:
             try:
                 store = FingerprintStore.open(
-                    pg_url, spec=SPEC, max_distance=first_k, blocks=first_b
+                    pg_url, StoreOptions(spec=SPEC, max_distance=first_k, blocks=first_b)
                 )
                 start = time.perf_counter()
                 store.add_many(

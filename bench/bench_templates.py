@@ -46,7 +46,7 @@ from simhash_filter.core.signature import PageSignature
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.page.extract import visible_text
 from simhash_filter.page.work import work_page
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.records import VerdictKind
 from simhash_filter.store.templates import TemplateStore
 
@@ -157,7 +157,7 @@ def run(pages: list[tuple[str, str, str]], variant: str, min_pages: int) -> dict
     result: dict[str, Any] = {"false_drops": [], "copies_dropped": 0, "copies_missed": 0}
     result["exact"] = 0
     with tempfile.TemporaryDirectory() as tmp:
-        store = FingerprintStore.open(f"sqlite:///{tmp}/t.db", spec=fp.spec)
+        store = FingerprintStore.open(f"sqlite:///{tmp}/t.db", StoreOptions(spec=fp.spec))
         learner = TemplateStore(store)
         seen_copy: set[str] = set()
         for url, page, doc in pages:

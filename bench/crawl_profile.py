@@ -89,7 +89,7 @@ def stage_profile(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[s
     """Per language: the median and mean CPU ms a page of each stage, and their sum."""
     from simhash_filter import Fingerprinter
     from simhash_filter.core.signature import MatchRule
-    from simhash_filter.store import FingerprintStore
+    from simhash_filter.store import FingerprintStore, StoreOptions
 
     fingerprinter = Fingerprinter()
     fingerprinter.fingerprint("warm up jieba 预热分词词典 " * 10)
@@ -97,7 +97,9 @@ def stage_profile(corpus: list[tuple[str, str, bytes]], workdir: Path) -> dict[s
     for lang in ("en", "zh"):
         per_page: list[dict[str, float]] = []
         url = f"sqlite:///{workdir / f'profile-{lang}.db'}"
-        with FingerprintStore.open(url, spec=fingerprinter.spec, rule=MatchRule()) as store:
+        with FingerprintStore.open(
+            url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())
+        ) as store:
             for _, name, html in (p for p in corpus if p[0] == lang):
                 for n, page in enumerate([html, *variants(html)]):
                     page_url = f"https://{lang}.example/{name}/{n}"

@@ -25,7 +25,7 @@ import numpy as np
 from bench._common import machine, write_results
 from bench.store_common import SPEC, db_bytes, log, percentiles
 from simhash_filter.index.schemes import MULTI_INDEX, PERMUTED, default_blocks
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 __all__ = ["run_study"]
 
@@ -132,7 +132,7 @@ def index_study(
             path = workdir / f"{kind}-k{k}-b{blocks}.db"
             urls[scheme] = f"sqlite:///{path}"
             stores[scheme] = FingerprintStore.open(
-                urls[scheme], spec=SPEC, max_distance=k, blocks=blocks, index=kind
+                urls[scheme], StoreOptions(spec=SPEC, max_distance=k, blocks=blocks, index=kind)
             )
             filled[scheme] = 0
             fill_seconds[scheme] = 0.0

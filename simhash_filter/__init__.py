@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .crawl.signals import page_superseded
     from .index.schemes import BandScheme, PermutedScheme
     from .page.extract import extract_page, extract_text
-    from .store import FingerprintStore
+    from .store import FingerprintStore, StoreOptions
     from .store.records import Match, Verdict, VerdictKind
 
 __version__ = "0.1.0"
@@ -42,6 +42,7 @@ __all__ = [
     "NearDuplicatePipeline",
     "PageSignature",
     "PermutedScheme",
+    "StoreOptions",
     "Verdict",
     "VerdictKind",
     "Verification",
@@ -58,6 +59,7 @@ _LAZY = {
     "BandScheme": ".index.schemes",
     "PermutedScheme": ".index.schemes",
     "FingerprintStore": ".store",
+    "StoreOptions": ".store",
     "Match": ".store.records",
     "Verdict": ".store.records",
     "VerdictKind": ".store.records",

@@ -34,7 +34,7 @@ from simhash_filter.crawl.pages.pipeline import (
     NearDuplicatePipeline,
 )
 from simhash_filter.page.extract import MAX_TEXT_CHARS
-from simhash_filter.store import FingerprintStore, canonical_url
+from simhash_filter.store import FingerprintStore, StoreOptions, canonical_url
 from simhash_filter.store.records import VerdictKind
 
 FUZZ = settings(
@@ -339,7 +339,7 @@ def test_huge_text_fields_are_capped_before_tokenization(
 def test_store_keeps_sql_metacharacters_verbatim(db_url: str, url: str, fingerprint: int) -> None:
     store = _stores.get(db_url)
     if store is None:
-        store = _stores[db_url] = FingerprintStore.open(db_url, spec="fuzz")
+        store = _stores[db_url] = FingerprintStore.open(db_url, StoreOptions(spec="fuzz"))
     verdict = store.check_and_add(url, fingerprint, text_length=7)
     canonical = canonical_url(url)
     assert verdict.url == canonical

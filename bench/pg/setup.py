@@ -90,17 +90,19 @@ class Setup:
     ) -> FingerprintStore:
         """The store as a crawler opens it (rule given; index and blocks: the defaults;
         ``write_path``: the store's named write path, None for the best available)."""
-        from simhash_filter.store import FingerprintStore
+        from simhash_filter.store import FingerprintStore, StoreOptions
 
         return FingerprintStore.open(
             url,
-            spec=SPEC,
-            rule=self.rule,
-            index=SIMHASH_INDEX if self.sketches else None,
-            blocks=self.blocks,
-            create=create,
-            durable=durable,
-            write_path=write_path,
+            StoreOptions(
+                spec=SPEC,
+                rule=self.rule,
+                index=SIMHASH_INDEX if self.sketches else None,
+                blocks=self.blocks,
+                create=create,
+                durable=durable,
+                write_path=write_path,
+            ),
         )
 
     def scheme(self) -> IndexScheme:

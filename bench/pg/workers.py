@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 WRITE_PATHS = {"store-2rt": "pg-pipeline", "store-generic": "sqlalchemy"}
-"""The store's write path a variant opens it with (``FingerprintStore.open(write_path=)``);
+"""The store's write path a variant opens it with (``StoreOptions(write_path=)``);
 any other store variant takes the best available (the server-side function)."""
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from simhash_filter import Fingerprinter
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore, PageRow, canonical_url, url_domain
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, canonical_url, url_domain
 from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.key_columns import column_names, index_name, index_sql, key_rows_source
 
@@ -59,7 +59,9 @@ def rule_for(kind: str) -> MatchRule:
 
 def open_store(url: str, kind: str, **kw: Any) -> FingerprintStore:
     """The store under :func:`rule_for` with the ``kind`` index."""
-    return FingerprintStore.open(url, spec=SPEC, rule=rule_for(kind), index=kind, **kw)
+    return FingerprintStore.open(
+        url, StoreOptions(spec=SPEC, rule=rule_for(kind), index=kind, **kw)
+    )
 
 
 def index_items(scheme: Any, fingerprint: int, sketch: bytes | None) -> list[tuple[int, int]]:

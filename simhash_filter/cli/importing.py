@@ -49,7 +49,7 @@ from simhash_filter.page.pool import (
     PageWorkError,
 )
 from simhash_filter.page.work import work_job
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.engine import display_url, foreign_tables, parse_url
 from simhash_filter.store.records import DatabaseNotFoundError, PageRow, VerdictKind
 
@@ -313,10 +313,12 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
             raise UsageError(str(exc)) from None
         return FingerprintStore.open(
             url,
-            spec=_fingerprinter(args).spec,
-            max_distance=made.max_distance,
-            blocks=args.blocks,
-            rule=made.rule,
+            StoreOptions(
+                spec=_fingerprinter(args).spec,
+                max_distance=made.max_distance,
+                blocks=args.blocks,
+                rule=made.rule,
+            ),
         )
     if args.max_distance is None and args.blocks is None:
         return existing
@@ -328,10 +330,12 @@ def _open_for_import(args: argparse.Namespace) -> FingerprintStore:
         raise UsageError(str(exc)) from None
     return FingerprintStore.open(
         url,
-        spec=_fingerprinter(args).spec,
-        max_distance=wanted.max_distance,
-        blocks=args.blocks,
-        rule=wanted.rule,
+        StoreOptions(
+            spec=_fingerprinter(args).spec,
+            max_distance=wanted.max_distance,
+            blocks=args.blocks,
+            rule=wanted.rule,
+        ),
     )
 
 

@@ -35,7 +35,7 @@ from simhash_filter.store.urls import DEFAULT_DATABASE_URL, database_url
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-    from simhash_filter.store import FingerprintStore
+    from simhash_filter.store import FingerprintStore, StoreOptions
 
 __all__ = ["PREFIX", "Config", "SettingsError", "UnknownSetting", "unknown_settings"]
 
@@ -153,7 +153,7 @@ class Config:
     fingerprint_field: str | None = None
     debug: bool = False
     fail_open: bool = True
-    durable: bool | None = None  # None: each back-end's default (FingerprintStore.open)
+    durable: bool | None = None  # None: each back-end's default (StoreOptions.durable)
     max_bytes: int = DEFAULT_MAX_BYTES
     middleware: bool = False  # read by the add-on: also enable NearDuplicateMiddleware
     segmenter: str | None = None  # None: the Fingerprinter's default (jieba)
@@ -356,17 +356,16 @@ class Config:
         assert rule is not None  # the crawl's rule confirms with sketches
         return rule
 
-    def open_store(self, spec: str) -> FingerprintStore:
-        """The store at ``DATABASE_URL`` for fingerprints made under ``spec``, made when it is
-        not there with :meth:`index_settings`. An existing one keeps its own index and
+    def store_options(self, spec: str) -> StoreOptions:
+        """How the crawl opens its store for fingerprints made under ``spec``: made when it
+        is not there with :meth:`index_settings`. An existing one keeps its own index and
         blocks unless ``INDEX`` or ``BLOCKS`` name others; ``MIN_SIMILARITY`` may differ
         from its own (the stored sketches answer any threshold). Every write waits
         ``LOCK_TIMEOUT`` for a lock and retries an outage ``OUTAGE_RETRY`` at most."""
-        from simhash_filter.store import FingerprintStore
+        from simhash_filter.store import StoreOptions
 
-        return FingerprintStore.open(
-            self.database_url,
-            spec=spec,
+        return StoreOptions(
+            spec,
             max_distance=self.max_distance,
             min_similarity=self.similarity,
             own_similarity=self.min_similarity is None,
@@ -375,6 +374,12 @@ class Config:
             durable=self.durable,
             bounds=WaitBounds(self.lock_timeout, self.outage_retry),
         )
+
+    def open_store(self, spec: str) -> FingerprintStore:
+        """The store at ``DATABASE_URL``, opened with :meth:`store_options`."""
+        from simhash_filter.store import FingerprintStore
+
+        return FingerprintStore.open(self.database_url, self.store_options(spec))
 
     @property
     def effective_workers(self) -> int:

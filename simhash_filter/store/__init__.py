@@ -1,7 +1,7 @@
 """The fingerprint store: every SQL statement of simhash-filter lives in this package.
 
-from simhash_filter.store import FingerprintStore
-store = FingerprintStore.open("sqlite:///dedup.db", spec=fingerprinter.spec)
+from simhash_filter.store import FingerprintStore, StoreOptions
+store = FingerprintStore.open("sqlite:///dedup.db", StoreOptions(spec=fingerprinter.spec))
 verdict = store.check_and_add(url, fingerprint, text_length=len(text))
 """
 
@@ -11,6 +11,8 @@ from simhash_filter.urls.key import canonical_url, url_domain
 
 from .fingerprint_store import FingerprintStore
 from .meta import spec_difference
+from .opening import StoreOptions
+from .page_store import PageStore
 from .records import (
     DatabaseNotFoundError,
     DuplicateRecord,
@@ -33,9 +35,11 @@ __all__ = [
     "Match",
     "PageRecord",
     "PageRow",
+    "PageStore",
     "SchemeMismatchError",
     "StoreBusy",
     "StoreError",
+    "StoreOptions",
     "StoreStats",
     "StoreUnavailable",
     "Verdict",

@@ -57,7 +57,7 @@ from .engine import (
 from .faults import OutageRetry, WaitBounds
 from .locks import KEY_LOCKED_BATCH, MAX_KEY_LOCKS, WriteLocks, WriteTransactions, lock_parts
 from .meta import init_schema, read_meta, write_scheme
-from .opening import OpenRequest, settle
+from .opening import StoreOptions, settle
 from .reading import dropped_pages_select, drops_select, latest_drop, page_record_columns
 from .records import (
     CanonicalPair,
@@ -162,64 +162,32 @@ class FingerprintStore:
 
     # -- opening
     @classmethod
-    def open(
-        cls,
-        url: str | URL,
-        *,
-        spec: str,
-        max_distance: int | None = None,
-        blocks: int | None = None,
-        create: bool = True,
-        bits: int = 64,
-        durable: bool | None = None,
-        rule: MatchRule | None = None,
-        index: str | None = None,
-        write_path: str | None = None,
-        bounds: WaitBounds | None = None,
-        min_similarity: float | None = None,
-        own_similarity: bool = False,
-    ) -> FingerprintStore:
-        """Open (and with ``create`` make) the database at ``url`` for fingerprints made under
-        ``spec``, found within ``max_distance`` through a scheme of ``index`` kind (``INDEX_KINDS``;
-        None: the database's own, else ``default_index``) with ``blocks`` blocks, by ``rule``.
+    def open(cls, url: str | URL, options: StoreOptions) -> FingerprintStore:
+        """Open (and with ``options.create`` make) the database at ``url`` for fingerprints
+        made under ``options.spec``, found through the index and judged by the rule the
+        options name (:class:`~simhash_filter.store.opening.StoreOptions` says what each
+        field asks; None leaves it to the database's own, else to
+        :mod:`simhash_filter.index.defaults`, the one home of a new database's defaults).
 
-        ``max_distance=None``: the rule's reach (``rule.max_distance``), else
-        :data:`~simhash_filter.index.schemes.DEFAULT_MAX_DISTANCE`. ``rule=None``: the database's
-        own rule when it has one, else a page within ``max_distance`` is a duplicate.
-        ``index=None`` and ``blocks=None`` take the database's own when it has them
-        (they change speed, not results), else the defaults of
-        :mod:`simhash_filter.index.defaults` (the one home of a new database's defaults).
-        ``min_similarity`` (with ``rule=None``): the default rule of the index kind at
-        that threshold. A rule that asks for the stored rule's candidates with other
-        thresholds is used as it is (``MatchRule.same_candidates``: the stored sketches
-        answer it), for this store alone; the database keeps its own. ``own_similarity``:
-        an existing database judges by its own rule's thresholds, and ``min_similarity``
-        only makes a new database's rule (a crawl that did not set ``MIN_SIMILARITY``).
-
-        ``durable``: None keeps each back-end's own promise (a commit survives a killed
-        crawler); True makes SQLite's commits survive a power cut too, False lets PostgreSQL
-        lose the last fraction of a second of commits in a server crash (docs/settings.md,
-        ``DURABLE``). ``bounds``: how long a write waits for a lock and retries an outage
-        (faults.py; None: no bound, no retry).
+        A rule that asks for the stored rule's candidates with other thresholds is used as
+        it is (``MatchRule.same_candidates``: the stored sketches answer it), for this store
+        alone; the database keeps its own. ``index`` and ``blocks`` change speed, not
+        results.
 
         Raises SchemeMismatchError when the database was made with another spec, bit
         width or max_distance (or an explicitly other index, blocks or rule),
         DatabaseNotFoundError when ``create`` is False and there is no database,
-        StoreError for anything else.
+        ValueError for a write path the URL's back-end cannot run, StoreError for
+        anything else.
         """
-        if not isinstance(spec, str) or not spec:
-            raise ValueError(f"spec must be a non-empty string, got {spec!r}")
-        if rule is not None and not isinstance(rule, MatchRule):
-            raise ValueError(f"rule must be a MatchRule, got {rule!r}")
-        choice = IndexChoice(index, max_distance, blocks, min_similarity)
         sa_url = parse_url(url)
-        validate_write_path(write_path, sa_url)
-        bounds = bounds or WaitBounds()
-        engine = make_engine(sa_url, create=create, durable=bool(durable), bounds=bounds)
+        validate_write_path(options.write_path, sa_url)
+        bounds = options.bounds or WaitBounds()
+        durable = options.durable
+        engine = make_engine(sa_url, create=options.create, durable=bool(durable), bounds=bounds)
         queue = _writer_queue(sa_url, bounds)
         try:
-            request = OpenRequest(spec, choice, rule, bits, own_similarity)
-            settled = settle(engine, sa_url, request, create=create, queue=queue)
+            settled = settle(engine, sa_url, options, queue=queue)
             return cls(
                 engine,
                 url=sa_url,
@@ -229,7 +197,7 @@ class FingerprintStore:
                 database_rule=settled.stored.rule,
                 writer_queue=queue,
                 durable=durable,
-                write_path=write_path,
+                write_path=options.write_path,
                 bounds=bounds,
             )
         except BaseException:

@@ -1,12 +1,13 @@
-"""How a store is opened: the database made (or found), what the caller asks for resolved
-against what is stored, and the match rule the store judges by."""
+"""How a store is opened: what the caller asks for (``StoreOptions``), the database made
+(or found), that request resolved against what is stored, and the match rule the store
+judges by."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -16,6 +17,7 @@ from simhash_filter.index.defaults import IndexChoice, index_settings
 from simhash_filter.index.schemes import MinHashLshScheme
 
 from .engine import WriterQueue, display_url, new_sqlite_file, remove_if_empty
+from .faults import WaitBounds
 from .meta import Settings, compare, init_schema
 from .templates import ensure_template_tables
 from .texts import ensure_text_tables
@@ -26,23 +28,55 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class OpenRequest:
-    """What a caller of ``FingerprintStore.open`` asks for: the spec, the index choices,
-    a whole rule (or None) and the bit width."""
+class StoreOptions:
+    """What a caller of ``FingerprintStore.open`` asks for, in one record: the spec
+    (required), what it names of the index and rule (None leaves each to the database's
+    own, else :mod:`simhash_filter.index.defaults`), and how the store runs. Checked when
+    made (ValueError naming the value); the write path against the URL at open."""
 
     spec: str
-    choice: IndexChoice
-    rule: MatchRule | None
-    bits: int
+    """The fingerprinter's spec: a database refuses fingerprints made under another."""
+    _: KW_ONLY
+    max_distance: int | None = None
+    """k1 (None: ``rule.max_distance``, else the index kind's default)."""
+    blocks: int | None = None
+    """Blocks of a simhash index, bands of the minhash-lsh index."""
+    create: bool = True
+    """Make the database when it is not there (False: DatabaseNotFoundError)."""
+    bits: int = 64
+    durable: bool | None = None
+    """None: each back-end's own promise; True: SQLite's commits survive a power cut;
+    False: PostgreSQL may lose the last fraction of a second in a server crash."""
+    rule: MatchRule | None = None
+    """A whole rule (None: the database's own, else ``min_similarity``'s or the distance's)."""
+    index: str | None = None
+    """The index kind (``INDEX_KINDS``)."""
+    write_path: str | None = None
+    """How check-and-add reaches the database (write_path.py; None: the best available)."""
+    bounds: WaitBounds | None = None
+    """How long a write waits for a lock and retries an outage (None: no bound, no retry)."""
+    min_similarity: float | None = None
+    """With ``rule=None``: the index kind's default rule at this threshold."""
     own_similarity: bool = False
-    """An existing database judges by its own thresholds: the choice's similarity only
-    makes a new database's rule."""
+    """An existing database judges by its own thresholds: ``min_similarity`` only makes a
+    new database's rule."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, str) or not self.spec:
+            raise ValueError(f"spec must be a non-empty string, got {self.spec!r}")
+        if self.rule is not None and not isinstance(self.rule, MatchRule):
+            raise ValueError(f"rule must be a MatchRule, got {self.rule!r}")
+
+    @property
+    def choice(self) -> IndexChoice:
+        """What these options name of the index and rule."""
+        return IndexChoice(self.index, self.max_distance, self.blocks, self.min_similarity)
 
     @property
     def sketches(self) -> bool:
         """Whether a rule that confirms with sketches is asked for (a whole one, or a
         similarity)."""
-        return self.rule is not None or self.choice.min_similarity is not None
+        return self.rule is not None or self.min_similarity is not None
 
     def settings(self, choice: IndexChoice | None = None) -> Settings:
         made = index_settings(
@@ -61,25 +95,25 @@ class Settled:
 
 
 def settle(
-    engine: Engine, url: URL, request: OpenRequest, *, create: bool, queue: WriterQueue | None
+    engine: Engine, url: URL, options: StoreOptions, *, queue: WriterQueue | None
 ) -> Settled:
-    """The stored settings of the database (made with ``request``'s when it is new) and
-    the rule the store judges by; SchemeMismatchError (saying how to move) when the
-    database cannot answer what is asked."""
-    requested = request.settings()
-    stored = init_database(engine, url, requested, create=create, queue=queue)
-    choice = request.choice
+    """The stored settings of the database (made from ``options`` when it is new and
+    ``options.create``) and the rule the store judges by; SchemeMismatchError (saying how
+    to move) when the database cannot answer what is asked."""
+    requested = options.settings()
+    stored = init_database(engine, url, requested, create=options.create, queue=queue)
+    choice = options.choice
     if stored is not requested and choice.index is None:  # the defaults of the stored kind
-        requested = as_stored_kind(requested, stored, request)
+        requested = as_stored_kind(requested, stored, options)
     compare(
         url,
         stored,
         requested,
         blocks_given=choice.blocks is not None,
         index_given=choice.index is not None,
-        rule_given=request.sketches,
+        rule_given=options.sketches,
     )
-    asks_rule = request.sketches and not request.own_similarity
+    asks_rule = options.sketches and not options.own_similarity
     return Settled(stored, rule_in_effect(url, stored, requested.rule if asks_rule else None))
 
 
@@ -111,11 +145,11 @@ def init_database(
     return stored
 
 
-def as_stored_kind(requested: Settings, stored: Settings, request: OpenRequest) -> Settings:
+def as_stored_kind(requested: Settings, stored: Settings, options: StoreOptions) -> Settings:
     """What a caller who named no index kind asks of a database of ``stored``'s kind: the
     defaults of that kind (its k1 and blocks), when they can be made."""
     try:
-        return request.settings(dataclasses.replace(request.choice, index=stored.scheme.kind))
+        return options.settings(dataclasses.replace(options.choice, index=stored.scheme.kind))
     except ValueError:
         return requested
 

@@ -45,7 +45,7 @@ SQLALCHEMY = "sqlalchemy"
 PG_FUNCTION = "pg-function"
 PG_PIPELINE = "pg-pipeline"
 WRITE_PATHS = (SQLALCHEMY, PG_FUNCTION, PG_PIPELINE)
-"""The values of ``FingerprintStore.open(write_path=...)``."""
+"""The values of ``StoreOptions(write_path=...)``."""
 
 
 class WritePath(Protocol):

@@ -39,7 +39,7 @@ from support.cli_corpus import (
 )
 
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.engine import display_url
 from simhash_filter.store.reports import database_size
 from simhash_filter.store.schema import SCHEMA_VERSION
@@ -181,7 +181,9 @@ def test_stats_shows_the_stored_match_rule_and_index_kind(
         min_page_similarity=0.75,
         max_text_share=0.2,
     )
-    FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=rule, index="multi-index").close()
+    FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec, rule=rule, index="multi-index")
+    ).close()
     code, out, err = run(capsys, "stats", "--db", db_url)
     assert (code, err) == (0, "")
     assert "\nscheme              f=64 k=7 blocks=3 tables=3\n" in out
@@ -715,7 +717,7 @@ def test_other_spec_cannot_compare_texts(
 ) -> None:
     other = FINGERPRINTER.spec.replace("shingle=1", "shingle=2")
     assert other != FINGERPRINTER.spec
-    with FingerprintStore.open(sqlite_url, spec=other) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=other)) as store:
         store.check_and_add(URL_A, 0x0123456789ABCDEF)
     code, out, err = run(capsys, "near", "--text", ARTICLE_A, "--db", sqlite_url)
     assert (code, out) == (1, "")

@@ -26,12 +26,14 @@ from simhash_filter.cli.audit import finding_keys, found_in
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.index.schemes import MINHASH_LSH, PERMUTED, make_scheme
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 
 def fill_with_texts(url: str) -> None:
     """The CLI corpus checked and added as a crawl with STORE_TEXT does."""
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         for page_url, text in PAGES:
             store.check_and_add(
                 page_url,

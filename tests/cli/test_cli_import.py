@@ -42,7 +42,7 @@ from support.cli_corpus import (
 from simhash_filter.cli.importing import _Progress
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.filter import PageFilter
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.engine import display_url
 
 
@@ -301,7 +301,7 @@ def test_import_errors(sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFi
     )
     other = FINGERPRINTER.spec.replace("shingle=1", "shingle=2")
     foreign = f"sqlite:///{tmp_path / 'other.db'}"
-    FingerprintStore.open(foreign, spec=other).close()
+    FingerprintStore.open(foreign, StoreOptions(spec=other)).close()
     code, out, err = run(capsys, "import", str(write_jsonl(tmp_path / "i.jsonl")), "--db", foreign)
     assert (code, out) == (1, "")
     assert err.startswith(

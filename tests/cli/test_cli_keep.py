@@ -12,7 +12,7 @@ from crawler.articles import ENGLISH_ARTICLES
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 
 SITE = "https://site.example"
 TEXT = "\n\n".join(ENGLISH_ARTICLES[0].paragraphs)
@@ -22,7 +22,9 @@ TEXT = "\n\n".join(ENGLISH_ARTICLES[0].paragraphs)
 def superseded_db(sqlite_url: str) -> str:
     """A variant kept first, then superseded by its canonical; a second variant dropped."""
     fingerprinter = Fingerprinter()
-    with FingerprintStore.open(sqlite_url, spec=fingerprinter.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        sqlite_url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())
+    ) as store:
         canonical = f"{SITE}/story"
         for url, edit in ((f"{SITE}/story?utm_source=rss", ""), (f"{SITE}/amp/story", " AMP.")):
             sig = fingerprinter.sign(TEXT + edit)

@@ -6,7 +6,7 @@ import pytest
 from support.cli_corpus import ARTICLE_A, ARTICLE_B, FINGERPRINTER
 
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 from simhash_filter.store.reports import Cluster, clusters
 
 SPEC = "simhash-test;reports"
@@ -20,7 +20,7 @@ E = ~A & (2**64 - 1)  # far from everything
 def _store(url: str) -> FingerprintStore:
     """Five kept pages admitted under k=1 (so A, B and C are all kept), then reindexed to
     k=3, where D is dropped as a copy of A."""
-    with FingerprintStore.open(url, spec=SPEC, max_distance=1) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=SPEC, max_distance=1)) as store:
         for name, fingerprint in (("a", A), ("b", B), ("c", C), ("e", E)):
             verdict = store.check_and_add(f"https://example.com/{name}", fingerprint)
             assert verdict.kind is VerdictKind.NEW
@@ -81,7 +81,9 @@ RULE = MatchRule(candidate_distance=9, min_similarity=0.7, fallback_distance=3)
 def _multi_index_store(url: str, rule: MatchRule | None) -> FingerprintStore:
     """M, M1 (both ARTICLE_A's sketch), M2 (ARTICLE_B's), M3 and M4 (no sketch) all kept
     under k=2, then reindexed to k=9 (3 blocks probed within radius 3) under ``rule``."""
-    with FingerprintStore.open(url, spec=SPEC, index="multi-index", blocks=3, max_distance=2) as s:
+    with FingerprintStore.open(
+        url, StoreOptions(spec=SPEC, index="multi-index", blocks=3, max_distance=2)
+    ) as s:
         for name, fingerprint, sketch in (
             ("m", M, SKETCH_A),
             ("m1", M1, SKETCH_A),
@@ -120,7 +122,9 @@ def test_multi_index_clusters_follow_the_rule(db_url: str) -> None:
 @pytest.mark.parametrize("index", ["permuted", "multi-index"])
 def test_clusters_do_not_join_kept_pages_the_rule_rejected(sqlite_url: str, index: str) -> None:
     rule = MatchRule(candidate_distance=3, min_similarity=0.7, fallback_distance=1)
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=rule, index=index) as store:
+    with FingerprintStore.open(
+        sqlite_url, StoreOptions(spec=SPEC, rule=rule, index=index)
+    ) as store:
         assert store.scheme.kind == index
         assert store.check_and_add("https://example.com/a", A, sketch=SKETCH_A).kind is (
             VerdictKind.NEW

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simhash_filter.cli import main
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.url_rules import RuleDelta, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
 
@@ -22,7 +22,7 @@ def db(tmp_path: Path) -> str:
     views dropped as copies of their articles, and `?p=` pages that are different pages."""
     url = f"sqlite:///{tmp_path / 'rules.db'}"
     rng = random.Random(3)
-    with FingerprintStore.open(url, spec="test") as store:
+    with FingerprintStore.open(url, StoreOptions(spec="test")) as store:
         for k in range(4):
             fingerprint = rng.getrandbits(64)
             assert store.check_and_add(f"http://{H}/news/{k}", fingerprint).admitted

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from support import SiteServer, build_site, run_scrapy
 from support.cli_corpus import run
 
-from simhash_filter.store import FingerprintStore, StoreError, engine
+from simhash_filter.store import FingerprintStore, StoreError, StoreOptions, engine
 from simhash_filter.store.urls import display_url, redact, url_secrets
 
 SECRETS = ("Pw-userinfo-7f3a", "Pw-query-91c2", "Ssl-pass-44d1")
@@ -114,7 +114,7 @@ def test_a_working_database_is_shown_without_its_secrets(
     pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = secret_url(pg_url)  # trust authentication: any password is accepted
-    FingerprintStore.open(url, spec="simhash-test;secrets").close()
+    FingerprintStore.open(url, StoreOptions(spec="simhash-test;secrets")).close()
     code, out, err = run(capsys, "stats", "--db", url)
     assert code == 0
     assert f"database            {display_url(url)}" in out.splitlines()

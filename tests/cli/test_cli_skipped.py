@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.cli_corpus import run
 
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, RuleState, UrlRule
 
@@ -29,7 +29,7 @@ PRINT_RULE = UrlRule(H, PREFIX, "/print/ -> /")
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'skips.db'}"
     rng = random.Random(5)
-    with FingerprintStore.open(url, spec="test") as store:
+    with FingerprintStore.open(url, StoreOptions(spec="test")) as store:
         fingerprint = rng.getrandbits(64)
         assert store.check_and_add(KEPT, fingerprint).admitted
         assert not store.check_and_add(COPY, fingerprint).admitted
@@ -144,7 +144,7 @@ def test_the_report_of_a_crawl_without_rules_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'plain.db'}"
-    with FingerprintStore.open(url, spec="test") as store:
+    with FingerprintStore.open(url, StoreOptions(spec="test")) as store:
         store.check_and_add(KEPT, 1)
     report = tmp_path / "report.html"
     assert run(capsys, "report", "--out", str(report), "--db", url)[0] == 0

@@ -20,7 +20,7 @@ from support.cli_corpus import (
 
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, passage_index
+from simhash_filter.store import FingerprintStore, StoreOptions, passage_index
 
 PASSAGE = ARTICLE_A[len(ARTICLE_A) // 3 : 2 * len(ARTICLE_A) // 3]
 """A third of article A, from its middle: far less alike the whole page than a copy is."""
@@ -29,7 +29,9 @@ PASSAGE = ARTICLE_A[len(ARTICLE_A) // 3 : 2 * len(ARTICLE_A) // 3]
 def fill(url: str, *, store_text: bool) -> None:
     """The corpus as a default crawl stores it (the minhash-lsh index, sketches), with its
     texts when ``store_text``."""
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         assert store.scheme.kind == "minhash-lsh"
         for page_url, text in PAGES:
             store.check_and_add(

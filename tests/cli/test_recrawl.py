@@ -22,14 +22,14 @@ from support.cli_corpus import (
 )
 
 from simhash_filter.cli import main as cli
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 
 CRAWL = [(URL_A, ARTICLE_A), (URL_B, ARTICLE_B), (URL_A1, ARTICLE_A1)]
 """One site's crawl: two pages of their own and a copy of the first."""
 
 
 def crawl(url: str, pages: list[tuple[str, str]]) -> list[VerdictKind]:
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         return [
             store.check_and_add(u, FINGERPRINTER.fingerprint(t), text_length=len(t)).kind  # type: ignore[arg-type]
             for u, t in pages
@@ -139,7 +139,7 @@ def test_dupes_and_the_report_count_pages_not_events(
     code, out, _ = run(capsys, "--json", "dupes", "--events", "--db", db_url)
     assert code == 0
     assert [row["url"] for row in json.loads(out)] == [URL_A1] * 3
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         sampled, total = audit.sample_drops(store, 10)
         assert (len(sampled), total) == (1, 1)
         histogram = audit.similarity_histogram(store)

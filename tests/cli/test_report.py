@@ -18,7 +18,7 @@ from simhash_filter.cli.report_html import distance_ticks
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, reports, texts
+from simhash_filter.store import FingerprintStore, StoreOptions, reports, texts
 from simhash_filter.store.audit import sample_drops, similarity_histogram
 
 FINGERPRINTER = Fingerprinter()
@@ -64,7 +64,9 @@ def add(store: FingerprintStore, url: str, text: str, *, keep_text: bool = True)
 def fill_crawl(url: str) -> None:
     """Three domains of originals and their copies; some pages stored without text."""
     rng = random.Random(7)
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         for n in range(12):
             original = article(rng)
             add(store, f"https://news.example/a{n}", original, keep_text=n % 4 != 0)
@@ -175,7 +177,9 @@ def test_hostile_texts_neither_run_nor_break_the_layout(
     rng = random.Random(11)
     base = article(rng, sentences=60)
     one_line = "x" * 10_000_000  # 10 MB of one line (the store keeps 64 KiB of it)
-    with FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        sqlite_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         add(store, "https://evil.example/kept", base)
         # the hostile lines are what the copies add: the report shows them as changes
         add(
@@ -250,7 +254,8 @@ def test_the_report_speaks_of_the_index_in_use(
     """Issue 31 item 10: the header in words, distance labels that do not overlap, and the
     'reach' line only where the simhash distance bounds the candidates."""
     rng = random.Random(3)
-    with FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, **options) as store:  # type: ignore[arg-type]
+    opening = StoreOptions(spec=FINGERPRINTER.spec, **options)  # type: ignore[arg-type]
+    with FingerprintStore.open(sqlite_url, opening) as store:
         for n in range(10):
             original = article(rng)
             add(store, f"https://news.example/a{n}", original)

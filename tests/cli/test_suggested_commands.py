@@ -21,7 +21,7 @@ from simhash_filter import Fingerprinter
 from simhash_filter.cli import main
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.crawl.config import Config
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.records import SchemeMismatchError, StoreError, VerdictKind
 
 FINGERPRINTER = Fingerprinter()
@@ -96,7 +96,7 @@ def test_a_database_without_a_rule_is_given_one_by_the_suggested_reindex(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # a library caller's database: the simhash distance alone, the paper's k=3 tables
-    FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, max_distance=3).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=FINGERPRINTER.spec, max_distance=3)).close()
     crawl = config(sqlite_url)
     with pytest.raises(SchemeMismatchError) as refused:
         crawl.open_store(FINGERPRINTER.spec)
@@ -111,7 +111,7 @@ def test_a_database_without_a_rule_is_given_one_by_the_suggested_reindex(
 def test_the_suggested_reindex_of_k_beyond_the_index_works(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, max_distance=3).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=FINGERPRINTER.spec, max_distance=3)).close()
     code, _, err = run(capsys, "near", "0123456789abcdef", "-k", "5", "--db", sqlite_url)
     assert code == 1
     for argv in suggested(err):
@@ -122,7 +122,9 @@ def test_the_suggested_reindex_of_k_beyond_the_index_works(
 def test_the_suggested_conversion_of_an_older_schema_works(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec, rule=MatchRule()).close()
+    FingerprintStore.open(
+        sqlite_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ).close()
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with pytest.raises(StoreError) as refused:

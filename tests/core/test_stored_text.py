@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from simhash_filter.core.stored_text import MAX_TEXT_BYTES, cap_text, pack_text, unpack_text
-from simhash_filter.store import FingerprintStore, PageRow, VerdictKind, reports, texts
+from simhash_filter.store import (
+    FingerprintStore,
+    PageRow,
+    StoreOptions,
+    VerdictKind,
+    reports,
+    texts,
+)
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
 BASE = 0x0123_4567_89AB_CDEF
@@ -47,7 +54,7 @@ def _texts_of_drops(store: FingerprintStore, url: str) -> list[str | None]:
 
 
 def test_texts_go_with_kept_pages_and_drops(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=SPEC) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
         kept = store.check_and_add("https://a.example/1", BASE, text=pack_text("the original"))
         dropped = store.check_and_add("https://b.example/1", BASE ^ 1, text=pack_text("the copy"))
         plain = store.check_and_add("https://c.example/1", BASE ^ (0xFFFF << 20))  # no text
@@ -80,7 +87,7 @@ def test_bulk_batches_store_texts_in_order(db_url: str) -> None:
         PageRow("https://b.example/x", BASE ^ 5, 10, None, pack_text("drop two")),
         PageRow("https://c.example/x", BASE ^ (0xFFFF << 30), 10, None, None),
     ]
-    with FingerprintStore.open(db_url, spec=SPEC) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
         kinds = [v.kind for v in store.add_many(rows)]
         assert kinds == [
             VerdictKind.NEW,
@@ -95,7 +102,7 @@ def test_bulk_batches_store_texts_in_order(db_url: str) -> None:
 
 def test_store_rejects_a_text_that_is_not_bytes(sqlite_url: str) -> None:
     with (
-        FingerprintStore.open(sqlite_url, spec=SPEC) as store,
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC)) as store,
         pytest.raises(ValueError, match="text must be bytes"),
     ):
         store.check_and_add("https://a.example/", BASE, text="plain str")  # type: ignore[arg-type]
@@ -103,7 +110,7 @@ def test_store_rejects_a_text_that_is_not_bytes(sqlite_url: str) -> None:
 
 def test_old_database_gains_the_text_tables(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    with FingerprintStore.open(url, spec=SPEC) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=SPEC)) as store:
         store.check_and_add("https://a.example/", BASE)
     with sqlite3.connect(tmp_path / "old.db") as conn:  # as a database made before them
         conn.execute("DROP TABLE page_texts")
@@ -111,7 +118,7 @@ def test_old_database_gains_the_text_tables(tmp_path: Path) -> None:
     with FingerprintStore.open_existing(url) as reader:  # a reader: no text, no error
         assert texts.text_counts(reader) == (0, 0)
         assert texts.page_texts(reader, [1]) == {}
-    with FingerprintStore.open(url, spec=SPEC) as store:  # a writer makes them
+    with FingerprintStore.open(url, StoreOptions(spec=SPEC)) as store:  # a writer makes them
         store.check_and_add("https://b.example/", BASE ^ 1, text=pack_text("copy"))
         assert texts.text_counts(store) == (0, 1)
 

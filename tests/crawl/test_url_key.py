@@ -30,7 +30,9 @@ def test_a_page_url_is_put_in_canonical_form_once(
     crawler = get_crawler()
     assert crawler.stats is not None
     config = Config(workers=0)
-    store = FingerprintStore.open(sqlite_url, spec=config.make_fingerprinter().spec)
+    store = FingerprintStore.open(
+        sqlite_url, config.store_options(config.make_fingerprinter().spec)
+    )
     page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
     book = RuleBook(config)
     request_filter = RequestFilter(crawler, book, page_filter)

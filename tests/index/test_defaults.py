@@ -25,7 +25,7 @@ from simhash_filter.index.schemes import (
     MinHashLshScheme,
     make_scheme,
 )
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 
 def test_the_defaults_of_a_new_database() -> None:
@@ -140,7 +140,9 @@ def test_the_log_names_a_new_index_in_words(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'dedup.db'}"
     with caplog.at_level(logging.INFO, logger="simhash_filter"):
-        FingerprintStore.open(url, spec="spec", rule=MatchRule.for_distance(64)).close()
+        FingerprintStore.open(
+            url, StoreOptions(spec="spec", rule=MatchRule.for_distance(64))
+        ).close()
     created = [
         r.getMessage() for r in caplog.records if "created fingerprint index" in r.getMessage()
     ]

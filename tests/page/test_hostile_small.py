@@ -25,7 +25,7 @@ from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.crawl.config import Config
 from simhash_filter.crawl.pages.filter import WORKER_STATS, PageFilter
 from simhash_filter.page.extract import DEFAULT_MAX_BYTES, MAX_ELEMENTS
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 ARTICLE = "<html><body><article><p>" + "the bridge opened in march after years " * 20
 
@@ -66,7 +66,7 @@ def test_an_unreadable_subfolder_is_named(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_export_with_stdout_closed_says_so(sqlite_url: str) -> None:
-    FingerprintStore.open(sqlite_url, spec=Fingerprinter().spec).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=Fingerprinter().spec)).close()
     command = [sys.executable, "-m", "simhash_filter", "export", "--db", sqlite_url]
     proc = subprocess.run(
         ["sh", "-c", 'exec "$@" >&-', "sh", *command],
@@ -88,7 +88,7 @@ def test_near_on_huge_hostile_html_is_bounded(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    FingerprintStore.open(sqlite_url, spec=Fingerprinter().spec).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=Fingerprinter().spec)).close()
     page = tmp_path / "hostile.html"
     page.write_bytes(hostile_page("headings", 10 * 1024 * 1024))
     bodies: list[int] = []

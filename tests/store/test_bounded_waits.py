@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from simhash_filter.crawl.pages.group_commit import GroupCommit
-from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, VerdictKind
+from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, StoreOptions, VerdictKind
 from simhash_filter.store.faults import WaitBounds
 
 SPEC = "bounded-waits-test"
@@ -49,7 +49,7 @@ def state(pid: int) -> str:
 PEER = """
 import os, signal, sys
 import simhash_filter.store.{module} as module
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 original = module.{hook}
 
@@ -59,7 +59,9 @@ def stop_here(*args, **kwargs):
     return original(*args, **kwargs)
 
 module.{hook} = stop_here
-store = FingerprintStore.open(sys.argv[1], spec={spec!r}, write_path=sys.argv[2] or None)
+store = FingerprintStore.open(
+    sys.argv[1], StoreOptions(spec={spec!r}, write_path=sys.argv[2] or None)
+)
 verdict = store.check_and_add("https://peer.example/a", {fingerprint})
 print(verdict.kind.value, flush=True)
 """
@@ -145,7 +147,9 @@ def in_thread(call: Any, bound: float) -> Any:
 def test_a_table_lock_times_out_within_the_bound_naming_its_holder(
     pg_url: str, write_path: str
 ) -> None:
-    store = FingerprintStore.open(pg_url, spec=SPEC, write_path=write_path, bounds=WaitBounds(0.5))
+    store = FingerprintStore.open(
+        pg_url, StoreOptions(spec=SPEC, write_path=write_path, bounds=WaitBounds(0.5))
+    )
     try:
         assert store.check_and_add("https://x.example/b", B).kind is VerdictKind.NEW
         with psycopg.connect(psycopg_url(pg_url), application_name="table-locker") as locker:
@@ -180,11 +184,11 @@ def test_a_peer_stopped_in_its_transaction_holds_only_its_own_keys_for_the_bound
 ) -> None:
     """pg-pipeline: a peer stopped between its two round trips holds its advisory locks;
     a copy of its page times out naming it, every other page is checked meanwhile."""
-    FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-pipeline").close()
+    FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, write_path="pg-pipeline")).close()
     peer = StoppedPeer(pg_url, "pg-pipeline", "pg_pipeline", "decide_batch")
     peers.append(peer)
     store = FingerprintStore.open(
-        pg_url, spec=SPEC, write_path="pg-pipeline", bounds=WaitBounds(0.5)
+        pg_url, StoreOptions(spec=SPEC, write_path="pg-pipeline", bounds=WaitBounds(0.5))
     )
     try:
         busy = in_thread(lambda: store.check_and_add("https://x.example/a-copy", A_COPY), 30)
@@ -217,11 +221,11 @@ def test_a_peer_stopped_on_the_one_round_trip_path_holds_nothing(
 ) -> None:
     """pg-function: the check is one statement in autocommit, so a peer stopped as its
     verdict comes back holds no lock: a copy of its page is dropped at once."""
-    FingerprintStore.open(pg_url, spec=SPEC, write_path="pg-function").close()
+    FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, write_path="pg-function")).close()
     peer = StoppedPeer(pg_url, "pg-function", "pg_function", "_verdict")
     peers.append(peer)
     store = FingerprintStore.open(
-        pg_url, spec=SPEC, write_path="pg-function", bounds=WaitBounds(0.5)
+        pg_url, StoreOptions(spec=SPEC, write_path="pg-function", bounds=WaitBounds(0.5))
     )
     try:
         verdict = in_thread(lambda: store.check_and_add("https://x.example/a-copy", A_COPY), 30)
@@ -242,7 +246,9 @@ def test_sqlite_a_stopped_peer_costs_one_bound_not_two_and_not_one_a_page(
     group does not wait for the writer lock file again while its holder is stuck."""
     url = f"sqlite:///{tmp_path / 'dedup.db'}"
     bound = 2.0
-    store = FingerprintStore.open(url, spec=SPEC, bounds=WaitBounds(bound))  # before the stop
+    store = FingerprintStore.open(
+        url, StoreOptions(spec=SPEC, bounds=WaitBounds(bound))
+    )  # before the stop
     peer = StoppedPeer(url, "", "sqlalchemy_path", "decide_batch")
     peers.append(peer)
     calls: list[str] = []
@@ -332,7 +338,7 @@ import os, signal, sys
 from crawler.articles import ENGLISH_ARTICLES
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 from simhash_filter.store.supersede import Superseder
 
 original = Superseder._retire
@@ -352,8 +358,8 @@ def row(url, edit):
     return PageRow(url, signature.fingerprint, signature.text_length, signature.sketch,
                    None, canonical)
 
-store = FingerprintStore.open(sys.argv[1], spec=fingerprinter.spec, rule=MatchRule(),
-                              write_path="pg-function")
+store = FingerprintStore.open(sys.argv[1], StoreOptions(
+    spec=fingerprinter.spec, rule=MatchRule(), write_path="pg-function"))
 first, page = row(canonical + "?utm_source=rss", ""), row(canonical, " Share.")
 store.check_and_add(first.url, first.fingerprint, text_length=first.text_length,
                     sketch=first.sketch, declared=canonical)
@@ -377,11 +383,11 @@ def test_a_peer_stopped_in_the_keep_policy_swap_delays_a_copy_one_bound(
     from simhash_filter.core.signature import MatchRule
 
     fingerprinter = Fingerprinter()
-    FingerprintStore.open(pg_url, spec=fingerprinter.spec, rule=MatchRule()).close()
+    FingerprintStore.open(pg_url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())).close()
     peer = StoppedPeer.running(SWAPPING_PEER, pg_url)
     peers.append(peer)
     store = FingerprintStore.open(
-        pg_url, spec=fingerprinter.spec, rule=MatchRule(), bounds=WaitBounds(0.5)
+        pg_url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule(), bounds=WaitBounds(0.5))
     )
     body = "\n\n".join(ENGLISH_ARTICLES[0].paragraphs)
     copy = fingerprinter.sign(body + " Print.")

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import text
 
 from simhash_filter import Fingerprinter
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 from simhash_filter.store.checkpointer import BACKSTOP_FRAMES, WalCheckpointer
 from simhash_filter.store.engine import make_engine, parse_url
 
@@ -113,7 +113,7 @@ def test_a_database_that_cannot_be_opened_does_not_stop_the_thread(tmp_path: Pat
 
 def test_store_checkpoint_copies_all_unless_a_reader_holds_frames(sqlite_url: str) -> None:
     rng = random.Random(21)
-    store = FingerprintStore.open(sqlite_url, spec=SPEC)
+    store = FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC))
     store.add_many([PageRow(f"https://a.example/{i}", rng.getrandbits(64)) for i in range(50)])
     assert store.checkpoint()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.blocked_modules import blocking_path
 
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.engine import POSTGRESQL_EXTRA, parse_url
 from simhash_filter.store.records import StoreError
 
@@ -24,7 +24,7 @@ def test_postgres_is_an_alias_of_postgresql() -> None:
 
 def test_a_postgres_url_opens(pg_url: str) -> None:
     alias = "postgres" + pg_url[len("postgresql") :].replace("+psycopg", "", 1)
-    with FingerprintStore.open(alias, spec=SPEC) as store:
+    with FingerprintStore.open(alias, StoreOptions(spec=SPEC)) as store:
         assert store.dialect == "postgresql"
 
 
@@ -33,7 +33,7 @@ def test_a_postgres_url_opens(pg_url: str) -> None:
 )
 def test_an_unsupported_backend_is_named(url: str) -> None:
     with pytest.raises(StoreError, match=r"databases are not supported: .* SQLite .* PostgreSQL"):
-        FingerprintStore.open(url, spec=SPEC)
+        FingerprintStore.open(url, StoreOptions(spec=SPEC))
 
 
 def _cli(args: list[str], pythonpath: Path) -> subprocess.CompletedProcess[str]:

@@ -111,9 +111,9 @@ def test_the_last_writer_out_removes_the_lock_file(tmp_path: Path) -> None:
 
 
 def test_a_store_leaves_no_lock_file(tmp_path: Path) -> None:
-    from simhash_filter.store import FingerprintStore
+    from simhash_filter.store import FingerprintStore, StoreOptions
 
     database = tmp_path / "dedup.db"
-    with FingerprintStore.open(f"sqlite:///{database}", spec="test") as store:
+    with FingerprintStore.open(f"sqlite:///{database}", StoreOptions(spec="test")) as store:
         store.check_and_add("https://example.com/a", 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dedup.db"]

@@ -8,7 +8,7 @@ import pytest
 
 from simhash_filter.core.content_key import content_key, exact_signature
 from simhash_filter.core.signature import MatchRule, PageSignature
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 
 SPEC = "test;exact-content"
 PAGE = b"<html><body><h1>Gallery</h1><p>Twelve photos of the harbour.</p></body></html>"
@@ -30,7 +30,7 @@ def test_an_exact_copy_is_a_duplicate_on_every_write_path(
     page = exact_signature(content_key(PAGE))
     other = exact_signature(content_key(PAGE.replace(b"Twelve", b"Eleven")))
     with FingerprintStore.open(
-        url, spec=SPEC, rule=MatchRule.for_distance(64), write_path=write_path
+        url, StoreOptions(spec=SPEC, rule=MatchRule.for_distance(64), write_path=write_path)
     ) as store:
 
         def check(page_url: str, signature: PageSignature) -> VerdictKind:
@@ -54,8 +54,8 @@ def test_a_database_of_the_previous_extraction_says_what_differs(sqlite_url: str
 
     spec = Fingerprinter().spec
     previous = ";".join(part for part in spec.split(";") if not part.startswith("extract="))
-    FingerprintStore.open(sqlite_url, spec=previous).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=previous)).close()
     with pytest.raises(SchemeMismatchError) as info:
-        FingerprintStore.open(sqlite_url, spec=spec)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=spec))
     assert "extract=trafilatura-precision-fast" in str(info.value)
     assert "simhash-filter import" in str(info.value)

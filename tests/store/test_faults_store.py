@@ -23,7 +23,7 @@ from support.helpers import make_pipeline, run, stat
 
 from crawler.articles import HARBOUR_BRIDGE, LIBRARY, NIGHT_TRAINS, URBAN_BEES
 from simhash_filter.crawl.pages.pipeline import FilterUnavailable
-from simhash_filter.store import FingerprintStore, SchemeMismatchError, StoreError
+from simhash_filter.store import FingerprintStore, SchemeMismatchError, StoreError, StoreOptions
 
 TEXTS = ["\n\n".join(a.paragraphs) for a in (HARBOUR_BRIDGE, URBAN_BEES, NIGHT_TRAINS, LIBRARY)]
 PASSWORD = "s3cr3t-Pa55"
@@ -109,7 +109,7 @@ def test_sqlite_locked_past_the_busy_timeout_fail_closed(tmp_path: Path, locker:
 
 
 def test_sqlite_locked_when_the_crawl_starts(tmp_path: Path, locker: Any) -> None:
-    FingerprintStore.open(f"sqlite:///{tmp_path / 'dedup.db'}", spec="x").close()
+    FingerprintStore.open(f"sqlite:///{tmp_path / 'dedup.db'}", StoreOptions(spec="x")).close()
     (tmp_path / "dedup.db").unlink()  # a fresh file, locked before the index exists
     (tmp_path / "dedup.db").touch()
     locker()
@@ -121,7 +121,7 @@ def test_sqlite_locked_when_the_crawl_starts(tmp_path: Path, locker: Any) -> Non
 
 def test_sqlite_busy_timeout_must_be_a_number(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="timeout in a SQLite URL must be a number"):
-        FingerprintStore.open(f"sqlite:///{tmp_path / 'd.db'}?timeout=soon", spec="x")
+        FingerprintStore.open(f"sqlite:///{tmp_path / 'd.db'}?timeout=soon", StoreOptions(spec="x"))
 
 
 # -- read-only database ---------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_read_only_database_file(tmp_path: Path, caplog: pytest.LogCaptureFixtur
 
 def test_other_spec_database_refused_at_start_saying_what_differs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'dedup.db'}"
-    FingerprintStore.open(url, spec="simhash-filter/0;f=64;weight=binary").close()
+    FingerprintStore.open(url, StoreOptions(spec="simhash-filter/0;f=64;weight=binary")).close()
     pipeline = make_pipeline(url, open_=False)
     with pytest.raises(SchemeMismatchError) as refused:
         run(pipeline.open_spider())
@@ -186,7 +186,7 @@ def test_other_spec_database_refused_at_start_saying_what_differs(tmp_path: Path
 @pytest.mark.slow
 def test_other_spec_database_stops_a_real_crawl_before_any_page(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'dedup.db'}"
-    FingerprintStore.open(url, spec="simhash-filter/0;f=64;weight=binary").close()
+    FingerprintStore.open(url, StoreOptions(spec="simhash-filter/0;f=64;weight=binary")).close()
     with SiteServer(build_site(huge_page_bytes=1000)) as site:
         result = run_scrapy(
             ["crawl", "site", "-a", f"start_url={site.base_url}/"],

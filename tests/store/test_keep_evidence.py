@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.keep_evidence import _host_rules, rule_forms
 from simhash_filter.store.url_rules import RuleDelta, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
@@ -14,7 +14,7 @@ H = "site.example"
 
 
 def test_only_the_rules_that_may_apply_to_the_two_urls_are_read(tmp_path: Path) -> None:
-    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'keep.db'}", spec="test")
+    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'keep.db'}", StoreOptions(spec="test"))
     rules = UrlRuleStore(store)
     ref = UrlRule(H, PARAM, "/a/?ref")
     mirror = UrlRule(H, PREFIX, "/print/ -> /")

@@ -15,7 +15,7 @@ from crawler.articles import ENGLISH_ARTICLES
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text, unpack_text
-from simhash_filter.store import FingerprintStore, PageRow, VerdictKind
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, VerdictKind
 from simhash_filter.store.schema import SCHEMA_VERSION, duplicates_table, pages_table
 from simhash_filter.store.texts import drop_texts, page_texts
 from simhash_filter.store.upgrade import missing_columns
@@ -64,7 +64,9 @@ def store(request: pytest.FixtureRequest, sqlite_url: str) -> Iterator[Fingerpri
     else:
         url, path = request.getfixturevalue("pg_url"), request.param.removeprefix("pg-")
         path = "sqlalchemy" if path == "sqlalchemy" else f"pg-{path}"
-    opened = FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=MatchRule(), write_path=path)
+    opened = FingerprintStore.open(
+        url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule(), write_path=path)
+    )
     with opened:
         yield opened
 
@@ -327,7 +329,9 @@ def test_rules_that_do_not_hold_break_no_tie(store: FingerprintStore) -> None:
 
 
 def test_a_schema_4_database_opens_and_is_upgraded(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         add(store, row(f"{SITE}/old", 0))
         add(store, row(f"{SITE}/old-copy", 0, edit=" Copy."))
     engine = create_engine(db_url)
@@ -350,7 +354,9 @@ def test_a_schema_4_database_opens_and_is_upgraded(db_url: str) -> None:
         assert conn.execute(select(pages_table.c.id)).all()  # the pages are still there
         assert conn.execute(select(duplicates_table.c.id)).all()
     engine.dispose()
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         page = row(f"{SITE}/old", 0, canonical=f"{SITE}/old")
         assert add(store, page).kind is VerdictKind.UNCHANGED
         found = store.lookup(f"{SITE}/old")
@@ -363,11 +369,11 @@ import json, sys
 from crawler.articles import ENGLISH_ARTICLES
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore, PageRow
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions
 
 db_url, who, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fingerprinter = Fingerprinter()
-store = FingerprintStore.open(db_url, spec=fingerprinter.spec, rule=MatchRule())
+store = FingerprintStore.open(db_url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule()))
 pages = []
 for n in range(rounds):
     body = "\n\n".join(ENGLISH_ARTICLES[n].paragraphs) + f" Edition {who}."
@@ -398,7 +404,9 @@ print("done", flush=True)
 @pytest.mark.slow
 def test_racing_supersedes_keep_one_page_a_cluster(db_url: str) -> None:
     rounds = 6
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         for n in range(rounds):  # the first copy of each article, a variant
             assert (
                 add(store, row(f"{SITE}/{n}/first", n, canonical=f"{SITE}/{n}/elsewhere")).kind
@@ -411,7 +419,9 @@ def test_racing_supersedes_keep_one_page_a_cluster(db_url: str) -> None:
         assert len(won) == 1, (n, results)  # exactly one of the two canonicals replaced it
         (plain,) = [r for r in results if r["n"] == n and r["who"] == "plain"]
         assert plain["kind"] == "duplicate"  # a third copy is never kept beside them
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec, rule=MatchRule()) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec, rule=MatchRule())
+    ) as store:
         kept = {n: [] for n in range(rounds)}
         engine = store.engine
         with engine.connect() as conn:

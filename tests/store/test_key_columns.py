@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, inspect, text
 from simhash_filter.cli import main
 from simhash_filter.core.signature import MatchRule, encode_sketch
 from simhash_filter.index.schemes import MINHASH_LSH, MinHashLshScheme
-from simhash_filter.store import FingerprintStore, StoreError, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreError, StoreOptions, VerdictKind
 from simhash_filter.store.batch import KeyRow, PageUpdate
 from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.key_columns import (
@@ -78,7 +78,7 @@ def test_a_pages_new_keys_go_with_its_update() -> None:
 
 @pytest.mark.postgres
 def test_a_postgresql_database_keeps_the_keys_in_the_page_rows(pg_url: str) -> None:
-    with FingerprintStore.open(pg_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         assert store.scheme.kind == MINHASH_LSH
         store.check_and_add("http://a.example/", 1, sketch=sketch(1))
         store.check_and_add("http://b.example/", 2)  # no sketch: the fallback tables
@@ -112,7 +112,7 @@ def test_a_postgresql_database_keeps_the_keys_in_the_page_rows(pg_url: str) -> N
 def test_a_probe_looks_each_key_up_in_its_own_tables_index_only(pg_url: str) -> None:
     """near()'s statement over 22 tables: an index scan runs once a probe key (the other
     tables' branches are cut by their one-time filter), and finds the page."""
-    with FingerprintStore.open(pg_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         store.add_many(
             [(f"http://p.example/{i}", i, 0, sketch(i)) for i in range(200)], batch_size=100
         )
@@ -153,13 +153,13 @@ def test_a_probe_looks_each_key_up_in_its_own_tables_index_only(pg_url: str) -> 
 
 
 def test_a_sqlite_database_of_schema_3_opens_as_it_is(sqlite_url: str) -> None:
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         store.check_and_add("http://a.example/", 1, sketch=sketch(1))
     engine = create_engine(sqlite_url)
     with engine.begin() as conn:
         conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
     engine.dispose()
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         copy = store.check_and_add("http://b.example/", 2**64 - 1, sketch=sketch(1))
         assert copy.kind is VerdictKind.DUPLICATE
 
@@ -192,13 +192,13 @@ def test_reindex_converts_a_schema_3_postgresql_database_in_place(
     pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sketches = [sketch(s) for s in range(20)]
-    with FingerprintStore.open(pg_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         for i, sk in enumerate(sketches):
             store.check_and_add(f"http://old.example/{i}", i << 40, sketch=sk)
         store.check_and_add("http://bare.example/", 0xF0F0)  # sketchless: fallback keys
     _downgrade_to_schema_3(pg_url, len(sketches) + 1)
     with pytest.raises(StoreError, match=r"schema version 3.*columns.*reindex --index"):
-        FingerprintStore.open(pg_url, spec=SPEC, rule=RULE)
+        FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, rule=RULE))
     assert main(["--db", pg_url, "reindex", "--index", MINHASH_LSH]) == 0
     capsys.readouterr()
     engine = create_engine(pg_url)
@@ -218,7 +218,7 @@ def test_reindex_converts_a_schema_3_postgresql_database_in_place(
     assert [tuple(row) for row in counts] == bands + [
         (t, 1) for t in range(SCHEME.n_blocks, SCHEME.n_tables)
     ]
-    with FingerprintStore.open(pg_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         assert store.stats().pages == len(sketches) + 1
         copy = store.check_and_add(
             "http://new.example/7", (7 << 40) ^ (2**64 - 1), sketch=sketches[7]

@@ -15,7 +15,7 @@ import pytest
 from support.pgserver import PrivateServer
 
 from crawler.services import create_pg_database
-from simhash_filter.store import FingerprintStore, StoreUnavailable, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, StoreUnavailable, VerdictKind
 from simhash_filter.store.faults import WaitBounds
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -75,7 +75,9 @@ def test_a_restart_the_retry_covers_passes_no_page_unchecked(
     private_pg: PrivateServer, retrying: Retrying, write_path: str
 ) -> None:
     url = create_pg_database("sf_test", private_pg.url())
-    store = FingerprintStore.open(url, spec=SPEC, write_path=write_path, bounds=WaitBounds(5, 60))
+    store = FingerprintStore.open(
+        url, StoreOptions(spec=SPEC, write_path=write_path, bounds=WaitBounds(5, 60))
+    )
     try:
         assert store.check_and_add("https://x.example/before", 0x1234).kind is VerdictKind.NEW
         private_pg.stop()  # every session ends; new ones are refused
@@ -100,7 +102,7 @@ def test_past_the_retry_a_write_fails_and_the_next_ones_fail_fast(
     private_pg: PrivateServer, retrying: Retrying
 ) -> None:
     url = create_pg_database("sf_test", private_pg.url())
-    store = FingerprintStore.open(url, spec=SPEC, bounds=WaitBounds(5, 0.5))
+    store = FingerprintStore.open(url, StoreOptions(spec=SPEC, bounds=WaitBounds(5, 0.5)))
     try:
         store.check_and_add("https://x.example/before", 0x1234)
         private_pg.stop()

@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.passage import query_groups, terms
 from simhash_filter.core.stored_text import pack_text
-from simhash_filter.store import FingerprintStore, VerdictKind, passage_index, texts
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind, passage_index, texts
 from simhash_filter.store.schema import SCHEMA_VERSION
 
 FINGERPRINTER = Fingerprinter()
@@ -70,7 +70,7 @@ def _stored_ids(url: str) -> set[int]:
 
 
 def test_every_write_keeps_the_index_to_the_stored_texts(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         for url, body in PAGES.items():
             assert _add(store, url, body) is VerdictKind.NEW
         _add(store, "https://site.example/zh", CHINESE)
@@ -88,7 +88,7 @@ def test_every_write_keeps_the_index_to_the_stored_texts(db_url: str) -> None:
 
 def test_an_unchanged_page_fills_in_its_missing_text_and_entry(db_url: str) -> None:
     url, body = next(iter(PAGES.items()))
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         fingerprint = FINGERPRINTER.fingerprint(body)
         assert fingerprint is not None
         store.check_and_add(url, fingerprint, sketch=FINGERPRINTER.sketch(body))  # no text
@@ -100,7 +100,7 @@ def test_an_unchanged_page_fills_in_its_missing_text_and_entry(db_url: str) -> N
 
 
 def test_a_rolled_back_write_leaves_neither_text_nor_entry(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         _add(store, "https://site.example/kept", PAGES["https://site.example/1"])
         page_id = _urls(store)["https://site.example/kept"]
 
@@ -129,7 +129,7 @@ def _as_schema_5(url: str) -> None:
 def test_a_schema_5_database_gets_its_index_when_it_opens(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         for url, body in PAGES.items():
             _add(store, url, body)
         _add(store, "https://site.example/zh", CHINESE)
@@ -145,7 +145,7 @@ def test_a_schema_5_database_gets_its_index_when_it_opens(
 
 
 def test_an_interrupted_fill_resumes(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         for url, body in PAGES.items():
             _add(store, url, body)
     _as_schema_5(db_url)
@@ -193,7 +193,7 @@ def test_an_sqlite_without_fts5_opens_and_reads_every_text(
         return run(self, statement, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Connection, "exec_driver_sql", without_fts5)
-    with FingerprintStore.open(sqlite_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         for url, body in PAGES.items():
             _add(store, url, body)
         assert not passage_index.is_complete(store)  # (near: the scan)

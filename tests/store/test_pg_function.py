@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from simhash_filter.core.signature import MatchRule, encode_sketch
 from simhash_filter.index.schemes import MinHashLshScheme, MultiIndexScheme, PermutedScheme
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.batch import Judge
 from simhash_filter.store.encoding import to_sql_int
 from simhash_filter.store.pg_function import (
@@ -59,7 +59,7 @@ def conn() -> Iterator[Any]:
 
         _unavailable("PostgreSQL", exc)
     try:
-        with FingerprintStore.open(url, spec="test;fn", index="minhash-lsh") as store:
+        with FingerprintStore.open(url, StoreOptions(spec="test;fn", index="minhash-lsh")) as store:
             assert store.write_path == "pg-function"
             assert store.scheme.n_tables == TABLES
             store.check_and_add("http://install.example/", 1)

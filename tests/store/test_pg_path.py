@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 
 from crawler.services import create_pg_database, drop_pg_database
 from simhash_filter.crawl.config import Config
-from simhash_filter.store import FingerprintStore, PageRow, Verdict
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, Verdict
 from simhash_filter.store.key_columns import key_rows_source, present_columns
 from simhash_filter.store.locks import write_locks
 from simhash_filter.store.pg_function import decide_function
@@ -43,16 +43,16 @@ def open_on(path: str, url: str, **options: Any) -> FingerprintStore:
     """A store on ``url`` writing through ``path``: the default on this server for
     "function" (asserted), "pg-pipeline" for the others."""
     if path == "function":
-        store = FingerprintStore.open(url, spec=SPEC, **options)
+        store = FingerprintStore.open(url, StoreOptions(spec=SPEC, **options))
         assert store.write_path == "pg-function"
         return store
-    return FingerprintStore.open(url, spec=SPEC, write_path="pg-pipeline", **options)
+    return FingerprintStore.open(url, StoreOptions(spec=SPEC, write_path="pg-pipeline", **options))
 
 
 def open_generic(url: str, **options: Any) -> FingerprintStore:
     """A store on ``url`` writing through SQLAlchemy (statements.SqlBatchIO), as on any
     other driver."""
-    store = FingerprintStore.open(url, spec=SPEC, write_path="sqlalchemy", **options)
+    store = FingerprintStore.open(url, StoreOptions(spec=SPEC, write_path="sqlalchemy", **options))
     assert store.write_path == "sqlalchemy"
     return store
 
@@ -226,7 +226,7 @@ def test_rows_of_a_batch_that_probe_one_key(
 
     monkeypatch.setattr(pg_pipeline, "_PipelinedIO", SpyIO)
     rng = random.Random(13)
-    with FingerprintStore.open(pg_url, spec=SPEC) as opened:
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC)) as opened:
         k = opened.scheme.max_distance
     a, c_far, d, e = (rng.getrandbits(64) for _ in range(4))
     r1 = _flip_low(a, 0)  # 1 from a
@@ -551,7 +551,9 @@ def test_a_role_that_may_not_create_the_function_writes_through_the_pipeline(pg_
 
     from sqlalchemy.engine import make_url
 
-    FingerprintStore.open(pg_url, spec=SPEC).close()  # the tables; no write, no function
+    FingerprintStore.open(
+        pg_url, StoreOptions(spec=SPEC)
+    ).close()  # the tables; no write, no function
     role = f"sf_test_no_create_{os.getpid()}"
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:

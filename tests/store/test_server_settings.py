@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.key_columns import index_name
 from simhash_filter.store.server_settings import (
     WAL_PER_INDEX,
@@ -39,14 +39,14 @@ def test_advice_names_each_setting_below_the_index() -> None:
 
 
 def test_sqlite_has_no_server_settings(sqlite_url: str) -> None:
-    with FingerprintStore.open(sqlite_url, spec="test") as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec="test")) as store:
         assert server_settings(store) is None
 
 
 def test_server_settings_read_the_server_and_the_store_indexes(pg_url: str) -> None:
     import psycopg
 
-    with FingerprintStore.open(pg_url, spec="test") as store:
+    with FingerprintStore.open(pg_url, StoreOptions(spec="test")) as store:
         store.check_and_add("http://a.example/", 0x1234, text_length=100)
         found = server_settings(store)
         band_indexes = [index_name(t) for t in range(store.scheme.n_tables)]

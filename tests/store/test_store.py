@@ -21,6 +21,7 @@ from simhash_filter.store import (
     FingerprintStore,
     SchemeMismatchError,
     StoreError,
+    StoreOptions,
     VerdictKind,
     canonical_url,
 )
@@ -39,7 +40,7 @@ def brute_near(stored: dict[str, int], query: int, k: int) -> list[tuple[int, st
 
 @pytest.fixture
 def store(db_url: str) -> Iterator[FingerprintStore]:
-    s = FingerprintStore.open(db_url, spec=SPEC)
+    s = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
     yield s
     s.close()
 
@@ -148,7 +149,7 @@ def test_unsigned_values_above_2_63_round_trip(store: FingerprintStore) -> None:
 def test_near_with_whole_fingerprint_keys(db_url: str) -> None:
     """k=0 keys each page by its whole fingerprint: keys of 2**63 and more go to the
     database as signed BIGINTs (the other schemes' keys are narrower and pass as they are)."""
-    store = FingerprintStore.open(db_url, spec=SPEC, max_distance=0)
+    store = FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=0))
     try:
         assert store.scheme.n_tables == 1
         assert store.scheme.min_key_bits() == 64
@@ -163,8 +164,8 @@ def test_near_with_whole_fingerprint_keys(db_url: str) -> None:
 
 def test_near_sees_what_another_store_wrote_since_its_last_call(db_url: str) -> None:
     """near() keeps its SQLite connections between calls; they must hold no snapshot."""
-    reader = FingerprintStore.open(db_url, spec=SPEC)
-    writer = FingerprintStore.open(db_url, spec=SPEC)
+    reader = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
+    writer = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
     try:
         fp = 0x0123_4567_89AB_CDEF
         for _ in range(3):
@@ -180,7 +181,7 @@ def test_near_sees_what_another_store_wrote_since_its_last_call(db_url: str) -> 
 
 def test_a_failing_probe_is_a_store_error_and_the_next_one_works(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'probe.db'}"
-    store = FingerprintStore.open(url, spec=SPEC)
+    store = FingerprintStore.open(url, StoreOptions(spec=SPEC))
     try:
         store.check_and_add("http://p.example/", 42)
         assert [m.url for m in store.near(42)] == ["http://p.example/"]
@@ -199,10 +200,10 @@ def test_a_failing_probe_is_a_store_error_and_the_next_one_works(tmp_path: Path)
 def test_near_agrees_with_brute_force(db_url: str, k: int | None) -> None:
     rng = random.Random(7)
     if k is None:
-        store = FingerprintStore.open(db_url, spec=SPEC)
+        store = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
         k = K
     else:
-        store = FingerprintStore.open(db_url, spec=SPEC, max_distance=k)
+        store = FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=k))
     assert store.scheme.max_distance == k
     rows: list[tuple[str, int, int]] = []
     for i in range(2500):
@@ -237,7 +238,7 @@ def test_near_agrees_with_brute_force(db_url: str, k: int | None) -> None:
 @pytest.fixture(scope="module")
 def loaded_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FingerprintStore]:
     path = tmp_path_factory.mktemp("hyp") / "dedup.db"
-    store = FingerprintStore.open(f"sqlite:///{path}", spec=SPEC)
+    store = FingerprintStore.open(f"sqlite:///{path}", StoreOptions(spec=SPEC))
     rng = random.Random(3)
     store.add_many((f"http://bg.example/{i}", rng.getrandbits(64), 0) for i in range(2000))
     yield store
@@ -294,8 +295,8 @@ def _stream(seed: int, n: int = 600) -> list[tuple[str, int, int]]:
 @pytest.mark.parametrize("batch_size", [1, 7, 1000])
 def test_add_many_gives_the_verdicts_of_single_calls(tmp_path: Path, batch_size: int) -> None:
     rows = _stream(11)
-    single = FingerprintStore.open(f"sqlite:///{tmp_path / 'single.db'}", spec=SPEC)
-    bulk = FingerprintStore.open(f"sqlite:///{tmp_path / 'bulk.db'}", spec=SPEC)
+    single = FingerprintStore.open(f"sqlite:///{tmp_path / 'single.db'}", StoreOptions(spec=SPEC))
+    bulk = FingerprintStore.open(f"sqlite:///{tmp_path / 'bulk.db'}", StoreOptions(spec=SPEC))
     expected = [single.check_and_add(u, fp, text_length=n) for u, fp, n in rows]
     got = bulk.add_many(rows, batch_size=batch_size)
     assert [v.kind for v in got] == [v.kind for v in expected]
@@ -361,9 +362,9 @@ def test_duplicates_newest_first_with_filters(store: FingerprintStore) -> None:
 
 
 def test_spec_mismatch_says_what_differs(db_url: str) -> None:
-    FingerprintStore.open(db_url, spec=SPEC).close()
+    FingerprintStore.open(db_url, StoreOptions(spec=SPEC)).close()
     with pytest.raises(SchemeMismatchError) as info:
-        FingerprintStore.open(db_url, spec="simhash-test;f=64;tok=jieba;w=tf")
+        FingerprintStore.open(db_url, StoreOptions(spec="simhash-test;f=64;tok=jieba;w=tf"))
     message = str(info.value)
     assert "tok=words" in message
     assert "tok=jieba" in message
@@ -372,21 +373,23 @@ def test_spec_mismatch_says_what_differs(db_url: str) -> None:
 
 def test_scheme_mismatch_and_reindex(db_url: str) -> None:
     rng = random.Random(1)
-    store = FingerprintStore.open(db_url, spec=SPEC, max_distance=3)  # the paper's: b=4
+    store = FingerprintStore.open(
+        db_url, StoreOptions(spec=SPEC, max_distance=3)
+    )  # the paper's: b=4
     rows = [(f"http://x.example/{i}", rng.getrandbits(64), 0) for i in range(500)]
     store.add_many(rows)
     store.close()
 
     # a k=3 database opened with the default k=4 (e.g. made before k=4 was the default)
     with pytest.raises(SchemeMismatchError) as info:
-        FingerprintStore.open(db_url, spec=SPEC)
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
     assert "max_distance: stored 3, requested 4" in str(info.value)
     assert "simhash-filter reindex --blocks 6 --max-distance 4" in str(info.value)
     with pytest.raises(SchemeMismatchError) as info:
-        FingerprintStore.open(db_url, spec=SPEC, max_distance=4, blocks=5)
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=4, blocks=5))
     assert "simhash-filter reindex --blocks 5 --max-distance 4" in str(info.value)
     with pytest.raises(SchemeMismatchError, match="blocks: stored 4, requested 6"):
-        FingerprintStore.open(db_url, spec=SPEC, max_distance=3, blocks=6)
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=3, blocks=6))
 
     store = FingerprintStore.open_existing(db_url)
     store.reindex(blocks=6, max_distance=3)
@@ -398,13 +401,13 @@ def test_scheme_mismatch_and_reindex(db_url: str) -> None:
     store.close()
 
     # the new scheme is recorded: blocks=None takes it, an explicit 6 matches it
-    reopened = FingerprintStore.open(db_url, spec=SPEC, max_distance=3)
+    reopened = FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=3))
     assert reopened.scheme.n_blocks == 6
     assert reopened.stats().tables == 20
     reopened.close()
-    FingerprintStore.open(db_url, spec=SPEC, max_distance=3, blocks=6).close()
+    FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=3, blocks=6)).close()
     with pytest.raises(SchemeMismatchError, match="blocks: stored 6, requested 4"):
-        FingerprintStore.open(db_url, spec=SPEC, max_distance=3, blocks=4)
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=3, blocks=4))
 
     # a larger k after reindexing finds pages at distance 4
     store = FingerprintStore.open_existing(db_url)
@@ -418,7 +421,7 @@ def test_scheme_mismatch_and_reindex(db_url: str) -> None:
     store = FingerprintStore.open_existing(db_url)
     store.reindex(blocks=6, max_distance=4)
     store.close()
-    store = FingerprintStore.open(db_url, spec=SPEC)
+    store = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
     assert (store.scheme.max_distance, store.scheme.n_blocks, store.scheme.n_tables) == (4, 6, 15)
     for _url, fp in rng.sample(sorted(stored.items()), 20):
         q = flip_n(rng, fp, 4)
@@ -427,7 +430,7 @@ def test_scheme_mismatch_and_reindex(db_url: str) -> None:
 
 
 def test_open_existing_reads_the_stored_settings(db_url: str) -> None:
-    FingerprintStore.open(db_url, spec=SPEC, max_distance=2, blocks=5).close()
+    FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=2, blocks=5)).close()
     store = FingerprintStore.open_existing(db_url)
     assert store.spec == SPEC
     assert (store.scheme.max_distance, store.scheme.n_blocks, store.scheme.n_tables) == (2, 5, 10)
@@ -441,21 +444,23 @@ def test_write_path_is_chosen_at_open_and_shown(db_url: str) -> None:
     """None takes the best the back-end supports; "sqlalchemy" runs anywhere; a name that
     cannot run here, or is no name, is a ValueError that names it."""
     best = "sqlalchemy" if db_url.startswith("sqlite") else "pg-function"
-    with FingerprintStore.open(db_url, spec=SPEC) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
         assert store.write_path == best
     with FingerprintStore.open_existing(db_url, write_path="sqlalchemy") as store:
         assert store.write_path == "sqlalchemy"
         assert store.check_and_add("http://w.example/", 5).kind is VerdictKind.NEW
     with pytest.raises(ValueError, match="'pg-two'"):
-        FingerprintStore.open(db_url, spec=SPEC, write_path="pg-two")
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC, write_path="pg-two"))
     if db_url.startswith("sqlite"):
         for name in ("pg-function", "pg-pipeline"):
             with pytest.raises(ValueError, match=f"write_path='{name}' needs PostgreSQL"):
-                FingerprintStore.open(db_url, spec=SPEC, write_path=name)
+                FingerprintStore.open(db_url, StoreOptions(spec=SPEC, write_path=name))
             with pytest.raises(ValueError, match=f"'{name}'"):
                 FingerprintStore.open_existing(db_url, write_path=name)
     else:
-        with FingerprintStore.open(db_url, spec=SPEC, write_path="pg-pipeline") as store:
+        with FingerprintStore.open(
+            db_url, StoreOptions(spec=SPEC, write_path="pg-pipeline")
+        ) as store:
             assert store.write_path == "pg-pipeline"
 
 
@@ -465,7 +470,7 @@ def test_write_path_is_chosen_at_open_and_shown(db_url: str) -> None:
 def test_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
     path = tmp_path / "nothing.db"
     with pytest.raises(DatabaseNotFoundError, match="does not exist"):
-        FingerprintStore.open(f"sqlite:///{path}", spec=SPEC, create=False)
+        FingerprintStore.open(f"sqlite:///{path}", StoreOptions(spec=SPEC, create=False))
     with pytest.raises(DatabaseNotFoundError):
         FingerprintStore.open_existing(f"sqlite:///{path}")
     assert not path.exists()
@@ -483,7 +488,7 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE pages (x)")
     with pytest.raises(StoreError, match="not a simhash-filter database"):
-        FingerprintStore.open(f"sqlite:///{path}", spec=SPEC)
+        FingerprintStore.open(f"sqlite:///{path}", StoreOptions(spec=SPEC))
 
 
 @pytest.mark.parametrize("create", [True, False])
@@ -491,7 +496,7 @@ def test_text_file_is_a_clear_store_error(tmp_path: Path, create: bool) -> None:
     path = tmp_path / "notes.db"
     path.write_text("this is not a database, just some notes\n" * 100)
     with pytest.raises(StoreError, match="not a usable SQLite database") as info:
-        FingerprintStore.open(f"sqlite:///{path}", spec=SPEC, create=create)
+        FingerprintStore.open(f"sqlite:///{path}", StoreOptions(spec=SPEC, create=create))
     assert "Traceback" not in str(info.value)
     with pytest.raises(StoreError, match="not a usable SQLite database"):
         FingerprintStore.open_existing(f"sqlite:///{path}")
@@ -499,7 +504,7 @@ def test_text_file_is_a_clear_store_error(tmp_path: Path, create: bool) -> None:
 
 def test_missing_folder_is_a_clear_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
-        FingerprintStore.open(f"sqlite:///{tmp_path / 'no' / 'such.db'}", spec=SPEC)
+        FingerprintStore.open(f"sqlite:///{tmp_path / 'no' / 'such.db'}", StoreOptions(spec=SPEC))
 
 
 @pytest.mark.postgres
@@ -508,12 +513,14 @@ def test_password_never_appears_in_messages(pg_url: str) -> None:
 
     url = make_url(pg_url).set(password="hunter2-secret", database="sf_no_such_database")
     with pytest.raises(DatabaseNotFoundError) as info:
-        FingerprintStore.open(url.render_as_string(hide_password=False), spec=SPEC, create=False)
+        FingerprintStore.open(
+            url.render_as_string(hide_password=False), StoreOptions(spec=SPEC, create=False)
+        )
     assert "hunter2-secret" not in str(info.value)
     assert "***" in str(info.value)
     good = FingerprintStore.open(
         make_url(pg_url).set(password="hunter2-secret").render_as_string(hide_password=False),
-        spec=SPEC,
+        StoreOptions(spec=SPEC),
     )
     assert "hunter2-secret" not in repr(good)
     assert "hunter2-secret" not in good.display_url
@@ -521,7 +528,7 @@ def test_password_never_appears_in_messages(pg_url: str) -> None:
 
 
 def test_in_memory_sqlite_works_in_one_thread() -> None:
-    store = FingerprintStore.open("sqlite://", spec=SPEC)
+    store = FingerprintStore.open("sqlite://", StoreOptions(spec=SPEC))
     assert store.check_and_add("http://m.example/", 5).kind is VerdictKind.NEW
     assert store.check_and_add("http://m.example/2", 4).kind is VerdictKind.DUPLICATE
     store.close()
@@ -561,7 +568,7 @@ def test_lost_postgresql_connections_are_replaced(
     """Pooled connections the server closed while they were idle are replaced at checkout:
     no statement meets a dead connection (no retry, and nothing logged by psycopg, which
     would say "error ignored terminating <Pipeline>: the connection is lost")."""
-    store = FingerprintStore.open(pg_url, spec=SPEC)
+    store = FingerprintStore.open(pg_url, StoreOptions(spec=SPEC))
     try:
         assert store.check_and_add("http://pg.example/1", 0x0F0F_0F0F_0F0F_0F0F).kind is (
             VerdictKind.NEW
@@ -591,7 +598,7 @@ def test_a_postgresql_connection_lost_in_use_is_retried(
     fails its transaction, which the store runs again on a fresh connection."""
     from simhash_filter.store import engine
 
-    store = FingerprintStore.open(pg_url, spec=SPEC)
+    store = FingerprintStore.open(pg_url, StoreOptions(spec=SPEC))
     try:
         assert store.check_and_add("http://pg.example/1", 0x0F0F_0F0F_0F0F_0F0F).kind is (
             VerdictKind.NEW

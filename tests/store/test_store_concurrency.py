@@ -23,7 +23,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from simhash_filter.index.schemes import DEFAULT_MAX_DISTANCE
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 from tests.support.racers import race, spawn
 
 SPEC = "simhash-test;f=64;tok=words;w=tf"
@@ -31,7 +31,7 @@ K = DEFAULT_MAX_DISTANCE  # the workers open their stores with the default schem
 
 WORKER = r"""
 import json, random, sys
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 def flip_n(rng, fp, n):
     for bit in rng.sample(range(64), n):
@@ -62,7 +62,7 @@ if mode == "stream":
     print("ready", flush=True)
     sys.stdin.readline()
     # concurrent creation, too
-    store = FingerprintStore.open(db_url, spec=spec, max_distance=k, index=index)
+    store = FingerprintStore.open(db_url, StoreOptions(spec=spec, max_distance=k, index=index))
     for i, (url, fp) in enumerate(rows):
         if i % 50 < 40:
             emit(store.check_and_add(url, fp, text_length=i))
@@ -71,7 +71,7 @@ if mode == "stream":
                 emit(verdict)
     print("done", flush=True)
 elif mode == "burst":
-    store = FingerprintStore.open(db_url, spec=spec)
+    store = FingerprintStore.open(db_url, StoreOptions(spec=spec))
     rng = random.Random(int(sys.argv[4]))
     print("ready", flush=True)
     i = 0
@@ -204,7 +204,7 @@ def test_many_openers_create_one_sqlite_file_without_a_locked_error(tmp_path: Pa
         url = f"sqlite:///{tmp_path}/race{round_no}.db"
 
         def open_and_add(t: int, url: str = url) -> None:
-            store = FingerprintStore.open(url, spec=SPEC)
+            store = FingerprintStore.open(url, StoreOptions(spec=SPEC))
             try:
                 store.check_and_add(f"http://race.example/{t}", random.getrandbits(64))
             finally:
@@ -219,7 +219,7 @@ def test_many_openers_create_one_sqlite_file_without_a_locked_error(tmp_path: Pa
 @pytest.mark.slow
 def test_threads_never_admit_two_near_duplicates(db_url: str) -> None:
     n_threads, n_centers, n_unique = 8, 120, 20
-    store = FingerprintStore.open(db_url, spec=SPEC)
+    store = FingerprintStore.open(db_url, StoreOptions(spec=SPEC))
     streams = [_stream(t, 9, n_centers, n_unique) for t in range(n_threads)]
     results: list[list[Any]] = [[] for _ in range(n_threads)]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, create_engine, text
 
-from simhash_filter.store import FingerprintStore, PageRow, VerdictKind
+from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, VerdictKind
 from simhash_filter.store.locks import GLOBAL_LOCK as _GLOBAL_LOCK
 from simhash_filter.store.locks import KEY_LOCKED_BATCH as _KEY_LOCKED_BATCH
 from simhash_filter.store.locks import (
@@ -32,7 +32,7 @@ SPEC = "simhash-test;locks"
 
 @pytest.fixture
 def pg_store(pg_url: str) -> Iterator[FingerprintStore]:
-    store = FingerprintStore.open(pg_url, spec=SPEC)
+    store = FingerprintStore.open(pg_url, StoreOptions(spec=SPEC))
     try:
         yield store
     finally:
@@ -164,7 +164,7 @@ def test_group_commits_under_the_simhash_rule_lock_in_parts(pg_url: str) -> None
     assert len(lock_parts(lsh_pages)) == 1
     simhash = Config(index="multi-index")
     with FingerprintStore.open(
-        pg_url, spec=SPEC, rule=simhash.match_rule(), index="multi-index"
+        pg_url, StoreOptions(spec=SPEC, rule=simhash.match_rule(), index="multi-index")
     ) as store:
         keyed = [store._row(PageRow(url, fp, n))[0] for url, fp, n in rows]
         pages = [(row.url, row.index_items(), row.probe_keys) for row in keyed]
@@ -231,7 +231,7 @@ def test_a_stuck_sqlite_writer_queue_is_waited_for_only_the_busy_timeout(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     database = tmp_path / "dedup.db"
-    store = FingerprintStore.open(f"sqlite:///{database}?timeout=0.3", spec=SPEC)
+    store = FingerprintStore.open(f"sqlite:///{database}?timeout=0.3", StoreOptions(spec=SPEC))
     holder = os.open(f"{database}-lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)  # a peer stopped while holding the queue

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from simhash_filter.cli import main
 from simhash_filter.core.signature import MatchRule, encode_sketch
 from simhash_filter.index.schemes import DEFAULT_LSH_BANDS, MINHASH_LSH, MinHashLshScheme
-from simhash_filter.store import FingerprintStore, StoreError, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreError, StoreOptions, VerdictKind
 from simhash_filter.store.key_columns import key_rows_source
 from tests.support.racers import race, spawn
 
@@ -37,7 +37,7 @@ def variant(slots: np.ndarray[Any, np.dtype[np.uint16]], band: int, who: int) ->
 
 
 def test_a_copy_sharing_one_band_is_found_for_every_band(sqlite_url: str) -> None:
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         assert store.scheme.kind == MINHASH_LSH
         for band in range(DEFAULT_LSH_BANDS):
             slots = base_slots(band)
@@ -70,7 +70,7 @@ def test_sketchless_pages_live_in_the_fallback_tables_until_a_sketch_fills_in(
     db_url: str,
 ) -> None:
     sketch = encode_sketch(base_slots(99))
-    with FingerprintStore.open(db_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         assert store.check_and_add("http://x.example/a", 0xF0F0).kind is VerdictKind.NEW
         fallback = list(range(SCHEME.n_blocks, SCHEME.n_tables))
         assert _band_rows(db_url) == [(t, 1) for t in fallback]
@@ -97,7 +97,7 @@ WORKER = r"""
 import json, sys
 import numpy as np
 from simhash_filter.core.signature import MatchRule, encode_sketch
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 
 db_url, spec, proc, n_centres, n_unique = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
 bands = 18
@@ -116,7 +116,7 @@ for u in range(n_unique):
 order = np.random.default_rng(proc).permutation(len(rows))
 print("ready", flush=True)
 sys.stdin.readline()
-store = FingerprintStore.open(db_url, spec=spec, rule=MatchRule.for_distance(64))
+store = FingerprintStore.open(db_url, StoreOptions(spec=spec, rule=MatchRule.for_distance(64)))
 for i in order:
     url, fp, sketch = rows[int(i)]
     v = store.check_and_add(url, fp, sketch=sketch)
@@ -161,16 +161,16 @@ def test_reindex_converts_a_schema_2_database_in_place(
 ) -> None:
     sketches = [encode_sketch(base_slots(s)) for s in range(20)]
     with FingerprintStore.open(
-        sqlite_url, spec=SPEC, rule=MatchRule(), index="multi-index"
+        sqlite_url, StoreOptions(spec=SPEC, rule=MatchRule(), index="multi-index")
     ) as store:
         for i, sketch in enumerate(sketches):
             store.check_and_add(f"http://old.example/{i}", i << 40, sketch=sketch)
     _downgrade_to_schema_2(sqlite_url)
     with pytest.raises(StoreError, match=r"schema version 2.*reindex --index minhash-lsh"):
-        FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE))
     assert main(["--db", sqlite_url, "reindex", "--index", MINHASH_LSH]) == 0
     capsys.readouterr()
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         assert store.scheme.kind == MINHASH_LSH
         assert store.rule == RULE
         assert store.stats().pages == len(sketches)
@@ -190,7 +190,7 @@ def test_near_of_a_bare_fingerprint_scans_every_page(sqlite_url: str) -> None:
     n = 6_000
     rng = np.random.default_rng(5)
     fps = [int(x) for x in rng.integers(0, 2**63, n, dtype=np.int64)]
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE)) as store:
         store.add_many((f"http://scan.example/{i}", fp, 0) for i, fp in enumerate(fps))
         everything = store.near(0, 64)
         assert len(everything) == n
@@ -204,7 +204,9 @@ def test_the_one_key_probe_reads_the_rows_the_key_list_probe_reads(db_url: str) 
     runs the key-list statement: both must read the same band rows."""
     from simhash_filter.store.statements import Probe, connection_execute
 
-    with FingerprintStore.open(db_url, spec=SPEC, rule=RULE, index=MINHASH_LSH) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=SPEC, rule=RULE, index=MINHASH_LSH)
+    ) as store:
         for i in range(40):
             sketch = variant(base_slots(7), band=i % SCHEME.n_blocks, who=i % 3)
             store.check_and_add(f"http://probe.example/{i}", i * 977, sketch=sketch)

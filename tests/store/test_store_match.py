@@ -30,6 +30,7 @@ from simhash_filter.store import (
     PageRow,
     SchemeMismatchError,
     StoreError,
+    StoreOptions,
     VerdictKind,
 )
 
@@ -62,7 +63,7 @@ def sketch_of(fingerprinter: Fingerprinter, text: str, page: str | None = None) 
 
 @pytest.fixture
 def store(db_url: str) -> Iterator[FingerprintStore]:
-    s = FingerprintStore.open(db_url, spec=SPEC, rule=RULE, index=MULTI_INDEX)
+    s = FingerprintStore.open(db_url, StoreOptions(spec=SPEC, rule=RULE, index=MULTI_INDEX))
     yield s
     s.close()
 
@@ -123,7 +124,7 @@ def test_near_finds_every_stored_fingerprint_within_k(
     url = f"sqlite:///{tmp_path / f'{index}-{seed}-{k}.db'}"
     base = [rng.getrandbits(64) for _ in range(4)]
     stored = {}
-    with FingerprintStore.open(url, spec=SPEC, max_distance=7, index=index) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=SPEC, max_distance=7, index=index)) as store:
         rows = []
         for i in range(150):  # clusters around the bases at every distance, and noise
             if i % 3:
@@ -269,7 +270,7 @@ def test_add_many_gives_the_verdicts_of_single_calls_with_sketches(
         for i in range(120)
     ]
     opened = [
-        FingerprintStore.open(f"sqlite:///{tmp_path / n}.db", spec=SPEC, rule=RULE)
+        FingerprintStore.open(f"sqlite:///{tmp_path / n}.db", StoreOptions(spec=SPEC, rule=RULE))
         for n in ("single", "bulk")
     ]
     single, bulk = opened
@@ -296,36 +297,38 @@ def test_a_bad_sketch_is_a_value_error(store: FingerprintStore) -> None:
 
 
 def test_the_rule_and_index_are_stored_and_checked(sqlite_url: str) -> None:
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE, index=MULTI_INDEX) as store:
+    with FingerprintStore.open(
+        sqlite_url, StoreOptions(spec=SPEC, rule=RULE, index=MULTI_INDEX)
+    ) as store:
         assert store.scheme.kind == MULTI_INDEX
         assert store.scheme.max_distance == RULE.max_distance
         stats = store.stats()
         assert stats.extra["rule"] == RULE.describe()
         assert stats.extra["index"] == MULTI_INDEX
-    with FingerprintStore.open(sqlite_url, spec=SPEC, max_distance=7) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, max_distance=7)) as store:
         assert store.rule == RULE  # not named: the database's own
         assert store.scheme.kind == MULTI_INDEX
     with FingerprintStore.open_existing(sqlite_url) as store:
         assert (store.rule, store.scheme.kind) == (RULE, MULTI_INDEX)
     # another threshold for the same candidates: the stored sketches answer it (issue 31.1)
     other = MatchRule(candidate_distance=7, min_similarity=0.5, fallback_distance=3)
-    with FingerprintStore.open(sqlite_url, spec=SPEC, rule=other) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=other)) as store:
         assert (store.rule, store.database_rule) == (other, RULE)
     with FingerprintStore.open_existing(sqlite_url) as store:
         assert store.rule == RULE  # the database keeps its own
     wider = MatchRule(candidate_distance=7, min_similarity=0.7, fallback_distance=2)
     with pytest.raises(SchemeMismatchError, match="rule: stored"):
-        FingerprintStore.open(sqlite_url, spec=SPEC, rule=wider)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=wider))
     with pytest.raises(SchemeMismatchError, match="index: stored multi-index"):
-        FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE, index=PERMUTED)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE, index=PERMUTED))
     with pytest.raises(ValueError, match="below the rule's reach"):
-        FingerprintStore.open(sqlite_url, spec=SPEC, rule=RULE, max_distance=4)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC, rule=RULE, max_distance=4))
 
 
 def test_reindex_converts_between_schemes_and_rules(db_url: str) -> None:
     rng = random.Random(5)
     base = [rng.getrandbits(64) for _ in range(5)]
-    with FingerprintStore.open(db_url, spec=SPEC, max_distance=4) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=4)) as store:
         store.add_many(
             (f"http://a.example/{i}", flip(rng.choice(base), rng.sample(range(64), 8)), 0)
             for i in range(300)
@@ -335,29 +338,33 @@ def test_reindex_converts_between_schemes_and_rules(db_url: str) -> None:
         assert (store.scheme.kind, store.scheme.max_distance, store.rule) == (MULTI_INDEX, 7, RULE)
         wider = {q: store.near(q, 4) for q in base}
         assert wider == before  # the same pages within 4 through the new index
-    with FingerprintStore.open(db_url, spec=SPEC, rule=RULE) as reopened:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC, rule=RULE)) as reopened:
         assert reopened.scheme.kind == MULTI_INDEX
     with pytest.raises(SchemeMismatchError):
-        FingerprintStore.open(db_url, spec=SPEC, max_distance=4)
+        FingerprintStore.open(db_url, StoreOptions(spec=SPEC, max_distance=4))
 
 
 def test_a_schema_1_database_is_refused_with_how_to_move(sqlite_url: str) -> None:
-    FingerprintStore.open(sqlite_url, spec=SPEC).close()
+    FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC)).close()
     path = sqlite_url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match=r"schema version 1.*re-crawl"):
-        FingerprintStore.open(sqlite_url, spec=SPEC)
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC))
 
 
 def test_new_databases_take_the_default_index_of_their_k(tmp_path: Path) -> None:
-    with FingerprintStore.open(f"sqlite:///{tmp_path / 'k4.db'}", spec=SPEC) as store:
+    with FingerprintStore.open(f"sqlite:///{tmp_path / 'k4.db'}", StoreOptions(spec=SPEC)) as store:
         assert (store.scheme.kind, store.scheme.n_tables) == (PERMUTED, 15)
-    with FingerprintStore.open(f"sqlite:///{tmp_path / 'k9.db'}", spec=SPEC, rule=MatchRule()) as s:
+    with FingerprintStore.open(
+        f"sqlite:///{tmp_path / 'k9.db'}", StoreOptions(spec=SPEC, rule=MatchRule())
+    ) as s:
         # a rule that confirms with sketches: bands over the sketch, whatever its k1
         assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MINHASH_LSH, 18, 9)
     mi = f"sqlite:///{tmp_path / 'mi.db'}"
-    with FingerprintStore.open(mi, spec=SPEC, rule=MatchRule(), index=MULTI_INDEX) as s:
+    with FingerprintStore.open(
+        mi, StoreOptions(spec=SPEC, rule=MatchRule(), index=MULTI_INDEX)
+    ) as s:
         # 4 blocks: 3 would probe 2,258 keys a query (bands.MAX_DEFAULT_PROBES)
         assert (s.scheme.kind, s.scheme.n_blocks, s.scheme.max_distance) == (MULTI_INDEX, 4, 9)
 
@@ -369,7 +376,9 @@ def test_threads_never_admit_two_multi_index_near_duplicates(db_url: str) -> Non
     n_threads, n_centers = 6, 30
     rng = random.Random(17)
     centers = [rng.getrandbits(64) for _ in range(n_centers)]
-    with FingerprintStore.open(db_url, spec=SPEC, max_distance=7, index=MULTI_INDEX) as store:
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=SPEC, max_distance=7, index=MULTI_INDEX)
+    ) as store:
         assert store.scheme.block_widths == (22, 21, 21)
         shifts = (42, 21, 0)  # the blocks' lowest bits
 

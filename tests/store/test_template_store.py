@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.templates import RECOUNT_EVERY, TemplateStore
 
 SPEC = Fingerprinter().spec
@@ -13,7 +13,7 @@ MENU = (11, 12, 13)
 
 
 def test_a_block_is_template_once_it_is_on_enough_pages(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=SPEC) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
         templates = TemplateStore(store)
         assert templates.template("a.example", 3).blocks == frozenset()
         templates.learn([("a.example", (*MENU, 100)), ("a.example", (*MENU, 101))])
@@ -27,7 +27,7 @@ def test_a_block_is_template_once_it_is_on_enough_pages(db_url: str) -> None:
 
 
 def test_a_host_keeps_a_bounded_number_of_blocks(sqlite_url: str) -> None:
-    with FingerprintStore.open(sqlite_url, spec=SPEC) as store:
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC)) as store:
         templates = TemplateStore(store, max_host_blocks=50)
         for n in range(300):  # every page: the menu and 5 blocks of its own
             templates.learn([("a.example", (*MENU, *range(1000 + 5 * n, 1005 + 5 * n)))])
@@ -41,7 +41,7 @@ def test_a_host_keeps_a_bounded_number_of_blocks(sqlite_url: str) -> None:
 def test_crawlers_sharing_a_database_count_into_one_template(pg_url: str) -> None:
     """Two stores (two crawlers) on one PostgreSQL database learn one host at once: every
     page counts once, and either reads the template both taught."""
-    stores = [FingerprintStore.open(pg_url, spec=SPEC) for _ in range(2)]
+    stores = [FingerprintStore.open(pg_url, StoreOptions(spec=SPEC)) for _ in range(2)]
     try:
         barrier = threading.Barrier(2)
 

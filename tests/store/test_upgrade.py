@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import create_engine, inspect, text
 
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.store import FingerprintStore, VerdictKind
+from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 from simhash_filter.store.schema import SCHEMA_VERSION
 from simhash_filter.store.upgrade import ADDED_COLUMNS
 
@@ -46,7 +46,7 @@ def _columns_and_version(url: str) -> tuple[set[str], str, list[Any]]:
 
 
 def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
         for url, words in TEXTS.items():
             store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
     _as_schema_4(db_url)
@@ -59,7 +59,9 @@ def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
     columns, version, after = _columns_and_version(db_url)
     assert "dropped_at" in columns
     assert (version, after) == (str(SCHEMA_VERSION), pages)
-    with FingerprintStore.open(db_url, spec=FINGERPRINTER.spec) as store:  # (the crawl's)
+    with FingerprintStore.open(
+        db_url, StoreOptions(spec=FINGERPRINTER.spec)
+    ) as store:  # (the crawl's)
         url, words = next(iter(TEXTS.items()))
         verdict = store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
         assert verdict.kind is VerdictKind.UNCHANGED  # its band keys found it as they were

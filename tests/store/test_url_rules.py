@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from simhash_filter.cli import main
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.records import StoreError
 from simhash_filter.store.schema import SCHEMA_VERSION
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, UrlRuleStore
@@ -23,7 +23,7 @@ RULE = UrlRule("site.example", PARAM, "/news/?replytocom")
 
 
 def _open(url: str) -> FingerprintStore:
-    return FingerprintStore.open(url, spec=SPEC)
+    return FingerprintStore.open(url, StoreOptions(spec=SPEC))
 
 
 def test_evidence_adds_up_and_a_counterexample_retires(db_url: str) -> None:
@@ -147,7 +147,7 @@ def test_the_committed_schema_4_database_is_upgraded_by_a_writer(
     with FingerprintStore.open_existing(url) as reader:
         spec, rule, pages = reader.spec, reader.rule, reader.stats().pages
         assert UrlRuleStore(reader).rules() == []
-    with FingerprintStore.open(url, spec=spec, rule=rule) as writer:
+    with FingerprintStore.open(url, StoreOptions(spec=spec, rule=rule)) as writer:
         assert writer.stats().pages == pages
         assert UrlRuleStore(writer).has_tables()
         with writer.engine.connect() as conn:

@@ -21,7 +21,7 @@ from warcio.warcwriter import WARCWriter
 from simhash_filter import Fingerprinter, hamming_distance
 from simhash_filter.cli import main
 from simhash_filter.core.signature import MatchRule
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.schema import duplicates_table, meta_table, pages_table
 
 ARTICLE_A = (
@@ -139,7 +139,7 @@ def pin_times(store: FingerprintStore) -> None:
 
 def fill(url: str, pages: list[tuple[str, str]] = PAGES, **options: int) -> None:
     """A database at ``url`` with ``pages`` checked and added in order, times pinned."""
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, **options) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=FINGERPRINTER.spec, **options)) as store:
         for page_url, text in pages:
             store.check_and_add(page_url, fp(text), text_length=len(text))
         pin_times(store)
@@ -149,7 +149,7 @@ def fill_with_sketches(url: str) -> MatchRule:
     """The corpus checked and added as a crawl does under the default match rule: with
     each page's sketch (candidates within the rule's reach, confirmed by the sketches)."""
     rule = MatchRule()
-    with FingerprintStore.open(url, spec=FINGERPRINTER.spec, rule=rule) as store:
+    with FingerprintStore.open(url, StoreOptions(spec=FINGERPRINTER.spec, rule=rule)) as store:
         for page_url, text in PAGES:
             store.check_and_add(
                 page_url, fp(text), text_length=len(text), sketch=FINGERPRINTER.sketch(text)

@@ -34,7 +34,6 @@ from simhash_filter.crawl.pages.group_commit import (
     MAX_BATCH,
     GroupCommit,
     StoreFactory,
-    StoreLike,
 )
 from simhash_filter.crawl.pages.handoff import Handoff
 from simhash_filter.crawl.pages.journal import CatchUpCount, UncheckedJournal
@@ -44,6 +43,7 @@ from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
 from simhash_filter.page.pool import PageJob, PagePool, PageResult, PoolNotStarted
 from simhash_filter.page.work import PageWork, has_text, work_page
+from simhash_filter.store.page_store import PageStore
 from simhash_filter.store.records import (
     Match,
     PageRow,
@@ -116,7 +116,7 @@ class PageFilter:
         self.fingerprinter = fingerprinter or config.make_fingerprinter()
         self.handoff = Handoff()
         self._store_factory = store_factory or self._open_store
-        self._store: StoreLike | None = None
+        self._store: PageStore | None = None
         self._users = 0
         self._lock = threading.Lock()
         self._in_work = 0  # pages in the page work: their check-and-add comes next
@@ -164,10 +164,10 @@ class PageFilter:
             )
         return cls(config, crawler.stats)
 
-    def _open_store(self) -> StoreLike:
+    def _open_store(self) -> PageStore:
         return self.config.open_store(self.fingerprinter.spec)
 
-    def _open_store_or_raise(self) -> StoreLike:
+    def _open_store_or_raise(self) -> PageStore:
         store = self._store
         if store is None:
             raise RuntimeError("the fingerprint store is not open")
@@ -250,7 +250,7 @@ class PageFilter:
         )
 
     @property
-    def store(self) -> StoreLike | None:
+    def store(self) -> PageStore | None:
         """The open store, or None (not open yet, or closed)."""
         return self._store
 

@@ -25,23 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable
 
 from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 
 from simhash_filter.store.faults import WaitBounds
+from simhash_filter.store.page_store import PageStore
 from simhash_filter.store.records import (
-    Match,
-    PageRecord,
     PageRow,
     StoreBusy,
     StoreUnavailable,
-    Supersession,
     Verdict,
 )
 
-__all__ = ["LINGER", "MAX_BATCH", "GroupCommit", "StoreFactory", "StoreLike"]
+__all__ = ["LINGER", "MAX_BATCH", "GroupCommit", "StoreFactory"]
 
 MAX_BATCH = 64
 """Pages in one check-and-add transaction at most."""
@@ -50,24 +47,7 @@ LINGER = 0.05
 their way (bench/history/cost.md: the group commit's linger)."""
 
 
-class StoreLike(Protocol):
-    """What the filter needs of a :class:`~simhash_filter.store.FingerprintStore`: pages go
-    in as :class:`PageRow` records, in groups or one at a time."""
-
-    def add_many(self, rows: Iterable[PageRow], *, wait: float | None = None) -> list[Verdict]: ...
-
-    def supersede(self, page: PageRow, kept: Match) -> Supersession | None: ...
-
-    def mark_canonical(self, page: PageRow, kept: Match) -> bool: ...
-
-    def was_seen(self, url: str) -> bool: ...
-
-    def lookup(self, url: str) -> PageRecord | None: ...
-
-    def close(self) -> None: ...
-
-
-StoreFactory = Callable[[], StoreLike]
+StoreFactory = Callable[[], PageStore]
 
 
 class GroupCommit:
@@ -77,7 +57,7 @@ class GroupCommit:
 
     def __init__(
         self,
-        store: Callable[[], StoreLike],
+        store: Callable[[], PageStore],
         *,
         linger: float = 0.0,
         more_coming: Callable[[], bool] = lambda: False,
@@ -183,7 +163,7 @@ class GroupCommit:
         return self._one_by_one(store, rows, bounds, failed)
 
     def _one_by_one(
-        self, store: StoreLike, rows: list[PageRow], bounds: WaitBounds, busy: Exception | None
+        self, store: PageStore, rows: list[PageRow], bounds: WaitBounds, busy: Exception | None
     ) -> list[Verdict | BaseException]:
         """Each row alone; once one timed out on a lock (``busy``), the others wait only
         briefly, and for one lock timeout in all; once one met an outage, none is tried."""

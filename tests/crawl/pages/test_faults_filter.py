@@ -22,7 +22,14 @@ from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.group_commit import GroupCommit
 from simhash_filter.crawl.pages.pipeline import NearDuplicatePipeline
-from simhash_filter.store import FingerprintStore, PageRow, StoreBusy, StoreUnavailable, Verdict
+from simhash_filter.store import (
+    FingerprintStore,
+    PageRow,
+    StoreBusy,
+    StoreOptions,
+    StoreUnavailable,
+    Verdict,
+)
 from simhash_filter.store.faults import WaitBounds
 
 TEXTS = ["\n\n".join(a.paragraphs) for a in (HARBOUR_BRIDGE, URBAN_BEES, NIGHT_TRAINS)]
@@ -54,7 +61,9 @@ class FlakyStore:
 
 @pytest.fixture
 def flaky(tmp_path: Path) -> FlakyStore:
-    return FlakyStore(FingerprintStore.open(f"sqlite:///{tmp_path / 'dedup.db'}", spec="x"))
+    return FlakyStore(
+        FingerprintStore.open(f"sqlite:///{tmp_path / 'dedup.db'}", StoreOptions(spec="x"))
+    )
 
 
 def rows(n: int) -> list[PageRow]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from simhash_filter.crawl.pages.group_commit import MAX_BATCH, GroupCommit
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.records import PageRow, Verdict
 
 FAR = 3600.0  # a bound the tests never reach
@@ -55,7 +55,9 @@ async def _steps(n: int = 20) -> None:
 
 
 def _store(tmp_path: Path, name: str) -> Recording:
-    return Recording(FingerprintStore.open(f"sqlite:///{tmp_path / name}", spec="test"))
+    return Recording(
+        FingerprintStore.open(f"sqlite:///{tmp_path / name}", StoreOptions(spec="test"))
+    )
 
 
 def test_a_transaction_waits_while_more_pages_are_coming(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from simhash_filter.crawl.pages.pipeline import (
     NearDuplicate,
     NearDuplicatePipeline,
 )
-from simhash_filter.store import FingerprintStore, StoreError
+from simhash_filter.store import FingerprintStore, StoreError, StoreOptions
 from simhash_filter.store.records import Match, PageRow, Verdict, VerdictKind
 
 BRIDGE = "\n\n".join(HARBOUR_BRIDGE.paragraphs)
@@ -494,7 +494,7 @@ class PickyStore:
 
 def test_one_failing_page_in_a_batch_does_not_fail_the_others(sqlite_url: str) -> None:
     fingerprinter = Config().make_fingerprinter()
-    real = FingerprintStore.open(sqlite_url, spec=fingerprinter.spec)
+    real = FingerprintStore.open(sqlite_url, StoreOptions(spec=fingerprinter.spec))
     store = PickyStore(real)
     commits = GroupCommit(lambda: store)
     texts = [BRIDGE, BEES, TRAINS, LIBRARY_TEXT]
@@ -519,7 +519,7 @@ def test_concurrent_pages_share_transactions(sqlite_url: str) -> None:
     crawler = get_crawler()
     assert crawler.stats is not None
     fingerprinter = Config().make_fingerprinter()
-    store = PickyStore(FingerprintStore.open(sqlite_url, spec=fingerprinter.spec))
+    store = PickyStore(FingerprintStore.open(sqlite_url, StoreOptions(spec=fingerprinter.spec)))
     pipeline = NearDuplicatePipeline(
         PageFilter(Config(), crawler.stats, store_factory=lambda: store)
     )
@@ -545,7 +545,7 @@ def test_the_sketch_reaches_the_store(sqlite_url: str, workers: int) -> None:
     assert crawler.stats is not None
     config = Config(workers=workers)
     spec = config.make_fingerprinter().spec
-    store = FingerprintStore.open(sqlite_url, spec=spec, rule=MatchRule())
+    store = FingerprintStore.open(sqlite_url, StoreOptions(spec=spec, rule=MatchRule()))
     page_filter = PageFilter(config, crawler.stats, store_factory=lambda: store)
     page_filter.open()
     try:

@@ -27,7 +27,7 @@ from simhash_filter.crawl.requests.request_filter import (
 from simhash_filter.crawl.requests.rule_book import RuleBook
 from simhash_filter.crawl.requests.rule_index import RuleIndex
 from simhash_filter.crawl.requests.rule_learner import RuleLearner
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.url_rules import RuleDelta, SkippedRequest, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, RuleState, UrlRule
 
@@ -76,7 +76,9 @@ class Crawl:
     """A learner on a real store, its evidence written every ``batch`` observations."""
 
     def __init__(self, path: Path, **learner: Any) -> None:
-        self.store = FingerprintStore.open(f"sqlite:///{path / 'rules.db'}", spec="test")
+        self.store = FingerprintStore.open(
+            f"sqlite:///{path / 'rules.db'}", StoreOptions(spec="test")
+        )
         config = Config(rule_min_support=3, rule_sample=20)
         self.rules = UrlRuleStore(self.store)
         self.learner = RuleLearner(config, RuleBook(config), self.rules, **learner)
@@ -157,7 +159,7 @@ def test_the_rule_writes_wait_in_the_stores_writer_queue(tmp_path: Path) -> None
     """On SQLite the page checks queue for the write lock in the store's writer queue; a
     rule write that took SQLite's lock outside it left page checks in the busy wait, where
     they failed (issue 45: 77 pages unchecked in a single-process crawl)."""
-    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'rules.db'}", spec="test")
+    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'rules.db'}", StoreOptions(spec="test"))
     log: list[str] = []
     store.writer_queue = _Queue(log)  # type: ignore[assignment]
     event.listen(store.engine, "begin", lambda conn: log.append("begin"))
@@ -226,7 +228,9 @@ def test_a_page_check_meeting_a_rule_write_waits_for_it_and_is_checked(tmp_path:
     transaction holds the write lock. It waits in the writer queue for the rule write and
     gets its verdict; before, it waited in SQLite's busy wait and failed (StoreBusy: the
     page passed unchecked)."""
-    store = FingerprintStore.open(f"sqlite:///{tmp_path / 'rules.db'}?timeout=0.3", spec="test")
+    store = FingerprintStore.open(
+        f"sqlite:///{tmp_path / 'rules.db'}?timeout=0.3", StoreOptions(spec="test")
+    )
     rules = UrlRuleStore(store)
     inside, release = threading.Event(), threading.Event()
 

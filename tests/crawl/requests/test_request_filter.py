@@ -21,7 +21,7 @@ from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
 from simhash_filter.crawl.requests.rule_book import RuleBook, canonical_fingerprint
 from simhash_filter.crawl.requests.rule_learner import RuleLearner
-from simhash_filter.store import FingerprintStore
+from simhash_filter.store import FingerprintStore, StoreOptions
 from simhash_filter.store.url_rules import SkippedRequest, StoredRule, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, RuleState, UrlRule
 from simhash_filter.urls.sampling import is_sampled
@@ -196,7 +196,9 @@ class Crawl:
     """A learner on a real store, fed as the crawl feeds it: pages stored, then observed."""
 
     def __init__(self, path: Path, **settings: int) -> None:
-        self.store = FingerprintStore.open(f"sqlite:///{path / 'rules.db'}", spec="test")
+        self.store = FingerprintStore.open(
+            f"sqlite:///{path / 'rules.db'}", StoreOptions(spec="test")
+        )
         config = Config(**{"rule_min_support": 3, "rule_sample": 20, **settings})  # type: ignore[arg-type]
         self.learner = RuleLearner(config, RuleBook(config), UrlRuleStore(self.store))
         self.learner.load()
@@ -398,7 +400,9 @@ def test_a_refused_connection_while_learning_is_one_line_and_its_own_stat(
     from simhash_filter.crawl.pages.filter import PageFilter
 
     with PrivateServer() as server:
-        store = FingerprintStore.open(create_pg_database("sf_test", server.url()), spec="test")
+        store = FingerprintStore.open(
+            create_pg_database("sf_test", server.url()), StoreOptions(spec="test")
+        )
         config = Config(workers=0)
         learner = RuleLearner(config, RuleBook(config), UrlRuleStore(store))
         learner.load()
