@@ -349,6 +349,7 @@ class PageFilter:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
             named = await named_canonical(self.store, url, declared)
             return FilterResult(outcome, url, capped=capped, declared=declared, canonical=named)
+        signature = await self.templates.judged(self.store, signature, self.stats)
         row = PageRow(
             url,
             signature.fingerprint,
@@ -378,9 +379,8 @@ class PageFilter:
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT
-        names = (
-            None if outcome is Outcome.DROPPED else await named_canonical(self.store, url, declared)
-        )
+        dropped = outcome is Outcome.DROPPED
+        names = None if dropped else await named_canonical(self.store, url, declared)
         return FilterResult(
             outcome, url, signature.fingerprint, verdict, capped=capped, declared=declared,
             superseded=superseded, exact=signature.exact,
