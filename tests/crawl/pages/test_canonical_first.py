@@ -111,7 +111,7 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
     pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
     run(middleware.spider_opened())
     run(pipeline.open_spider())
-    variant = page("https://news.example/mirror/bridge", None)  # no hint: kept first
+    variant = page("https://news.example/2024/bridge", None)  # no hint, no view: kept first
     assert run(middleware.process_response(variant.request, variant)) is variant
     canonical = page(CANONICAL, CANONICAL, "<p>Share.</p>")
     assert run(middleware.process_response(canonical.request, canonical)) is canonical
@@ -119,5 +119,41 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
     with pytest.raises(NearDuplicate):
         run(pipeline.process_item({"url": canonical.url, "html": canonical.text}))
     assert crawler.stats.get_value("simhash_filter/late_canonical") == 1
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_url: str) -> None:
+    """A variant-first site: the mirror is met first and declares no canonical, no rule maps
+    it yet; it waits while its URL without the view marker is fetched, so the canonical is
+    kept and the mirror's item is dropped (one row a content, the canonical's)."""
+    scheduled: list[Request] = []
+    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    mirror = page("https://news.example/mirror/bridge", None)
+    with pytest.raises(CanonicalFirst):
+        run(middleware.process_response(mirror.request, mirror))
+    (detour,) = scheduled
+    assert detour.url == CANONICAL
+    canonical = page(CANONICAL, None, "<p>Share.</p>", **detour.meta)
+    assert run(middleware.process_response(canonical.request, canonical)) is canonical
+    item = {"url": canonical.url, "html": canonical.text}
+    assert run(pipeline.process_item(item)) is item
+    replay = scheduled[-1]
+    assert replay.url == mirror.url
+    answered = middleware.process_request(replay)
+    assert answered is not None
+    assert run(middleware.process_response(replay, answered)) is answered
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+def test_a_page_without_a_view_marker_or_hint_is_not_held(sqlite_url: str) -> None:
+    scheduled: list[Request] = []
+    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    plain = page("https://news.example/news/bridge", None)
+    assert run(middleware.process_response(plain.request, plain)) is plain
+    assert scheduled == []
     run(pipeline.close_spider())
     run(middleware.spider_closed())
