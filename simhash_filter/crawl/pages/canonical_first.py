@@ -174,7 +174,8 @@ class Waiting:
     ) -> bool:
         """Hold the variant and schedule its canonical ``target`` (its strong hint), when
         that is on its own host and was never seen; a page declaring none: the URL the host's
-        rules map it onto, else its URL without a view marker (``urls/views.py``)."""
+        rules map it onto, else (``VIEWS_WAIT``) its URL without a view marker
+        (``urls/views.py``)."""
         engine = self._engine()
         if (
             engine is None
@@ -188,7 +189,9 @@ class Waiting:
             return False
         own = hint_key(response.url)
         if target is None and own is not None:  # the rules' form, else the view's (a mirror)
-            target = await self._rule_target(own) or hint_key(view_form(own) or own)
+            target = await self._rule_target(own)
+            if target is None and self.config.views_wait:
+                target = hint_key(view_form(own) or own)
         if target is None or own is None or target == own or url_domain(target) != url_domain(own):
             return False
         if self.detours.settled(target):

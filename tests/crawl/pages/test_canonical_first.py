@@ -111,7 +111,7 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
     pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
     run(middleware.spider_opened())
     run(pipeline.open_spider())
-    variant = page("https://news.example/2024/bridge", None)  # no hint, no view: kept first
+    variant = page("https://news.example/mirror/bridge", None)  # no hint: kept first
     assert run(middleware.process_response(variant.request, variant)) is variant
     canonical = page(CANONICAL, CANONICAL, "<p>Share.</p>")
     assert run(middleware.process_response(canonical.request, canonical)) is canonical
@@ -128,7 +128,8 @@ def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_ur
     it yet; it waits while its URL without the view marker is fetched, so the canonical is
     kept and the mirror's item is dropped (one row a content, the canonical's)."""
     scheduled: list[Request] = []
-    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    crawler = crawler_with(sqlite_url, scheduled, SIMHASH_FILTER_VIEWS_WAIT=True)
+    middleware, pipeline = open_pair(crawler)
     mirror = page("https://news.example/mirror/bridge", None)
     with pytest.raises(CanonicalFirst):
         run(middleware.process_response(mirror.request, mirror))
@@ -149,10 +150,18 @@ def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_ur
     run(middleware.spider_closed())
 
 
-def test_a_page_without_a_view_marker_or_hint_is_not_held(sqlite_url: str) -> None:
+@pytest.mark.parametrize(
+    ("url", "views_wait"),
+    [("https://news.example/news/bridge", True), ("https://news.example/mirror/bridge", False)],
+)
+def test_a_page_without_a_view_marker_or_hint_is_not_held(
+    sqlite_url: str, url: str, views_wait: bool
+) -> None:
+    """No hint, no rule: a URL without a view marker, or any with VIEWS_WAIT off, is checked."""
     scheduled: list[Request] = []
-    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
-    plain = page("https://news.example/news/bridge", None)
+    crawler = crawler_with(sqlite_url, scheduled, SIMHASH_FILTER_VIEWS_WAIT=views_wait)
+    middleware, pipeline = open_pair(crawler)
+    plain = page(url, None)
     assert run(middleware.process_response(plain.request, plain)) is plain
     assert scheduled == []
     run(pipeline.close_spider())
