@@ -37,11 +37,8 @@ def copy_signed_unsure(store: _NearStore, signature: PageSignature) -> Match | N
     """Blocking: the nearest stored page, in the index and signed *unsure*, that the store's
     rule calls a copy of ``signature`` (an ``unstripped`` one), or None."""
     rule = store.rule or MatchRule()
-    matches = [
-        m
-        for m in store.near(signature.fingerprint, rule.candidate_distance, sketch=signature.sketch)
-        if m.distance <= rule.candidate_distance
-    ]
+    k = min(rule.candidate_distance, store.scheme.max_distance)
+    matches = store.near(signature.fingerprint, k, sketch=signature.sketch)
     if not matches:
         return None
     p = pages_table.c

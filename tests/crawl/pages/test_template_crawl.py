@@ -113,13 +113,11 @@ def _story_beside_menu(site: str, seed: int) -> str:
     return page.replace("</ul></div>\n<footer>", "</ul></div></article>\n<footer>")
 
 
-def test_a_copy_of_a_page_kept_before_the_template_was_known_is_dropped(
-    sqlite_url: str,
-) -> None:
+def _copy_across_learning(url: str) -> None:
     """Issue 42: the page kept while its host was young was signed with the menu, its copy
     met after the template was learned without it (20 simhash bits apart on the aliasing
-    site): the copy is judged as signed then, and dropped, whatever the order of the two."""
-    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    site): the copy is judged as signed then, and dropped."""
+    pipeline = make_pipeline(url, TEMPLATE_MIN_PAGES=MIN_PAGES)
     page = _story_beside_menu("Courier", 7)
     assert "SECTIONS" in page.split("</article>")[0]
     try:
@@ -132,6 +130,16 @@ def test_a_copy_of_a_page_kept_before_the_template_was_known_is_dropped(
         assert stats["template/stripped"] >= 1
     finally:
         run(pipeline.close_spider())
+
+
+def test_a_copy_of_a_page_kept_before_the_template_was_known_is_dropped(
+    sqlite_url: str,
+) -> None:
+    _copy_across_learning(sqlite_url)
+
+
+def test_a_copy_across_the_templates_learning_on_postgresql(pg_url: str) -> None:
+    _copy_across_learning(pg_url)
 
 
 def test_a_story_beside_the_menu_is_not_a_copy_of_another(sqlite_url: str) -> None:
