@@ -341,10 +341,14 @@ def run_all(
     variants: list[Variant],
     common: dict[str, str],
     repeats: int,
+    keep_dir: Path | None = None,
 ) -> list[Run]:
-    """The baseline of each site, then every tree × variant, interleaved, ``repeats`` times."""
+    """The baseline of each site, then every tree × variant, interleaved, ``repeats`` times.
+
+    ``keep_dir``: each crawl's work folder (feed, dedup.db, log) is kept there, to diagnose a run.
+    """
     runs: list[Run] = []
-    base = Path(tempfile.mkdtemp(prefix="bench-canonical-"))
+    base = keep_dir or Path(tempfile.mkdtemp(prefix="bench-canonical-"))
     try:
         for site in sites:
             print(f"{site.name}: baseline crawl (filter off) with {trees[0].name}", file=sys.stderr)
@@ -360,7 +364,8 @@ def run_all(
                         run.metrics = measure(site, hits, result, truth.reachable, truth.aliased)
                         runs.append(run)
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        if keep_dir is None:
+            shutil.rmtree(base, ignore_errors=True)
     return runs
 
 
@@ -429,6 +434,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a setting for every run",
     )
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--keep-dir",
+        type=Path,
+        default=None,
+        help="keep each crawl's feed, dedup.db and log under this folder",
+    )
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument(
         "--articles",
@@ -463,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     common = dict(s.split("=", 1) for s in args.settings)
     sites = make_sites(args.sites.split(","), args.data, args.articles)
     try:
-        runs = run_all(sites, trees, variants, common, args.repeats)
+        runs = run_all(sites, trees, variants, common, args.repeats, args.keep_dir)
     finally:
         for site in sites:
             getattr(site, "close", lambda: None)()

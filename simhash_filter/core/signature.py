@@ -82,6 +82,9 @@ class PageSignature:
     is signed (None: no template was known for the host)."""
     template_only: bool = False
     """Nothing but the host's template was extracted: signed by its bytes (``exact``)."""
+    unstripped: PageSignature | None = None
+    """With template blocks left out: the page signed as before its host's template was known
+    (its whole main text, marked unsure), to find a copy of it stored then."""
 
 
 @dataclass(frozen=True, slots=True)

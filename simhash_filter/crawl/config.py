@@ -173,6 +173,7 @@ class Config:
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     canonical_url_field: str | None = "canonical_url"  # set on kept items: their canonical
     variants_last: bool = False  # likely variants' requests one priority step down
+    views_wait: bool = False  # a view (print/amp/mirror path) declaring nothing waits for its page
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
     template_min_pages: int = 5  # pages of a host a block recurs on to be template (0: off)
 
@@ -303,6 +304,7 @@ class Config:
                 settings, "TEMPLATE_MIN_PAGES", defaults.template_min_pages, minimum=0
             ),
             variants_last=_bool(settings, "VARIANTS_LAST", defaults.variants_last),
+            views_wait=_bool(settings, "VIEWS_WAIT", defaults.views_wait),
         )
         config.make_fingerprinter()  # validates MIN_TOKENS, WEIGHTING, TOP_N together
         return config

@@ -202,6 +202,9 @@ class ExtractedPage(NamedTuple):
     template_only: bool = False
     """With a host template: nothing but template blocks was left of either extraction pass
     (``text`` is None)."""
+    untemplated: str | None = None
+    """With a host template that left blocks out: the main text as extracted without one (a
+    copy of this page signed before its host's template was known was signed by it)."""
 
 
 def extract_page(
@@ -237,9 +240,9 @@ def extract_page(
     if tree is None:
         return ExtractedPage(None, None, tuple(capped))
     hints = page_hints(tree, url)
-    share, template_only = None, False
+    share, template_only, untemplated = None, False, None
     if main and template is not None and template.blocks:  # before the tree is stripped
-        text, share = _template_text(tree, url, template.blocks)
+        text, share, untemplated = _template_text(tree, url, template.blocks)
         template_only = text is None
     else:
         text = _main_text(tree, url) if main else None
@@ -248,7 +251,9 @@ def extract_page(
     seen = _joined(nodes) if nodes is not None else None
     wanted = main and seen and template is not None and template.blocks_wanted
     blocks = page_blocks(nodes, tree) if wanted and nodes is not None else ()
-    return ExtractedPage(text, seen, tuple(capped), hints, listing, blocks, share, template_only)
+    return ExtractedPage(
+        text, seen, tuple(capped), hints, listing, blocks, share, template_only, untemplated
+    )
 
 
 def _html_parser(**options: Any) -> HTMLParser:
@@ -430,20 +435,34 @@ def _main_text(source: Any, url: str | None) -> str | None:
 
 def _template_text(
     source: Any, url: str | None, template: frozenset[int]
-) -> tuple[str | None, float]:
-    """The main text without the host's template blocks (core/template.py), and the
-    template's share of the first pass. When what is left is under :data:`FALLBACK_BELOW`
-    characters, the other pass runs and its text without the template is kept when longer
-    (and prose, as in :func:`_main_text`): trafilatura's balanced pass returns the article
-    where the precision pass returned the site's menu. None when nothing is left."""
-    first = strip_template(_trafilatura_text(source, url, favor_precision=True), template)
+) -> tuple[str | None, float, str | None]:
+    """The main text without the host's template blocks (core/template.py), the template's
+    share of the first pass, and the main text as it is without a template (what
+    :func:`_main_text` gives; None when the template left nothing out). When what is left is
+    under :data:`FALLBACK_BELOW` characters, the other pass runs and its text without the
+    template is kept when longer (and prose, as in :func:`_main_text`): trafilatura's balanced
+    pass returns the article where the precision pass returned the site's menu. None when
+    nothing is left. The text without a template costs no pass more: the passes it needs ran."""
+    whole = _trafilatura_text(source, url, favor_precision=True)
+    first = strip_template(whole, template)
     text = first.text.strip()
+    balanced_whole = None
     if len(text) < FALLBACK_BELOW:
-        other = strip_template(_trafilatura_text(source, url, favor_precision=False), template)
-        balanced = other.text.strip()
+        balanced_whole = _trafilatura_text(source, url, favor_precision=False)
+        balanced = strip_template(balanced_whole, template).text.strip()
         if len(balanced) > len(text) and prose_share(balanced) >= MIN_PROSE_SHARE:
             text = balanced
-    return cap_text(text) or None, first.share
+    untemplated = None
+    if first.template_chars:  # the page as signed while its host's template was not known
+        if (
+            balanced_whole is not None
+            and len(whole) < FALLBACK_BELOW
+            and len(balanced_whole) > len(whole)
+            and prose_share(balanced_whole) >= MIN_PROSE_SHARE
+        ):
+            whole = balanced_whole
+        untemplated = cap_text(whole) or None
+    return cap_text(text) or None, first.share, untemplated
 
 
 def prose_share(text: str) -> float:

@@ -117,7 +117,7 @@ def work_page(
     page_text = None
     listing = doubt = only = False
     capped: tuple[str, ...] = ()
-    hints = share = None
+    hints = share = untemplated = None
     blocks: tuple[int, ...] = ()
     if isinstance(html, bytes | str) and html:  # one parse for both texts
         from .extract import extract_page  # here: the crawl process with workers never needs it
@@ -132,6 +132,7 @@ def work_page(
         listing = page.listing and extracted  # the mark is of the extracted text
         share, only = (page.template_share, page.template_only) if extracted else (None, False)
         doubt = extracted and unsure(template, blocks)
+        untemplated = page.untemplated if extracted else None
     signature = None
     if main_text:
         capped += tuple(
@@ -149,7 +150,18 @@ def work_page(
     elif keep_text and main_text:
         signature = replace(signature, stored_text=pack_text(main_text))
     if signature is not None and (blocks or share is not None):
-        signature = replace(signature, blocks=blocks, template_share=share, template_only=only)
+        whole = (
+            untemplated
+            and not signature.exact  # nothing but template (or too little): no copy by text
+            and fingerprinter.sign(untemplated, page_text=page_text, listing=listing, unsure=True)
+        )
+        signature = replace(
+            signature,
+            blocks=blocks,
+            template_share=share,
+            template_only=only,
+            unstripped=whole or None,
+        )
     return PageWork(signature, capped, hints, main_text if give_text else None)
 
 

@@ -41,6 +41,7 @@ from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.urls.key import hint_key, url_domain
 from simhash_filter.urls.ruleset import RuleSet, url_host
+from simhash_filter.urls.views import view_form
 
 if TYPE_CHECKING:
     from typing import Self
@@ -172,7 +173,8 @@ class Waiting:
     ) -> bool:
         """Hold the variant and schedule its canonical ``target`` (its strong hint), when
         that is on its own host and was never seen; a page declaring none: the URL the host's
-        rules map it onto."""
+        rules map it onto, else (``VIEWS_WAIT``) its URL without a view marker
+        (``urls/views.py``)."""
         engine = self._engine()
         if (
             engine is None
@@ -185,8 +187,10 @@ class Waiting:
         ):
             return False
         own = hint_key(response.url)
-        if target is None and own is not None:
+        if target is None and own is not None:  # the rules' form, else the view's (a mirror)
             target = await self._rule_target(own)
+            if target is None and self.config.views_wait:
+                target = hint_key(view_form(own) or own)
         if target is None or own is None or target == own or url_domain(target) != url_domain(own):
             return False
         if self.detours.settled(target):

@@ -356,6 +356,7 @@ class PageFilter:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
             named = await named_canonical(self.store, url, key)
             return FilterResult(outcome, url, capped=capped, key=key, canonical=named)
+        signature = await self.templates.judged(self.store, signature, self.stats)
         row = PageRow(
             url,
             signature.fingerprint,

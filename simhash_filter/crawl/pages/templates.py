@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from scrapy.utils.asyncio import run_in_thread
@@ -23,6 +24,7 @@ from simhash_filter.core.signature import PageSignature, marks_unsure
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
 from simhash_filter.store.templates import TemplateStore
+from simhash_filter.store.unstripped import copy_signed_unsure
 
 __all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates"]
 
@@ -41,7 +43,8 @@ REFRESH_SECONDS = 30.0
 TEMPLATE_STATS = STATS_PREFIX + "template/"
 """Prefix of the template stats: ``stripped`` (pages whose extraction held blocks of their
 host's template, signed without them) and ``only`` (pages of nothing else: signed by their
-bytes)."""
+bytes), ``unstripped`` (pages checked as signed before their host's template was known: a
+copy of them was stored then)."""
 
 
 class _Cached:
@@ -120,6 +123,28 @@ class HostTemplates:
         except Exception:  # the page is signed as without templates
             logger.debug("Could not read the template of %s", host, exc_info=True)
             return None
+
+    async def judged(self, store: object, signature: PageSignature, stats: Any) -> PageSignature:
+        """The signature a page is checked by: its own, or, when a page stored before its
+        host's template was known is its copy, the page as signed then (``unstripped``), so
+        that the store finds that copy (store/unstripped.py)."""
+        whole = signature.unstripped
+        if whole is None or not hasattr(store, "engine"):
+            return signature
+        try:
+            match = await run_in_thread(copy_signed_unsure, store, whole)  # type: ignore[arg-type]
+        except Exception:  # judged by its own signature then
+            logger.debug("Could not look for a copy signed unsure", exc_info=True)
+            return signature
+        if match is None:
+            return signature
+        stats.inc_value(TEMPLATE_STATS + "unstripped")
+        return replace(
+            whole,
+            stored_text=signature.stored_text,
+            blocks=signature.blocks,
+            template_share=signature.template_share,
+        )
 
     def admitted(self, host: str, signature: PageSignature, new: bool, stats: Any) -> None:
         """A page of ``host`` checked: admitted as ``new``, it teaches the host's template;

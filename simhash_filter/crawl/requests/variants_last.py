@@ -20,6 +20,7 @@ from scrapy.exceptions import NotConfigured
 
 from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.urls.ruleset import RuleSet
+from simhash_filter.urls.views import MARKERS, has_view_marker
 
 if TYPE_CHECKING:
     from typing import Self
@@ -31,17 +32,15 @@ __all__ = ["MARKERS", "PRIORITY", "VariantsLastMiddleware", "looks_like_a_varian
 
 PRIORITY = 950
 """In ``SPIDER_MIDDLEWARES``: after DepthMiddleware (900) has set the depth's priority."""
-MARKERS = frozenset({"print", "amp", "mirror", "mobile"})
-"""Path segments that name another view of a page."""
 _UNIVERSAL = RuleSet()
 
 
 def looks_like_a_variant(url: str) -> bool:
     """True when ``url`` has a view marker among its path segments, or a parameter the
     universal rules drop."""
-    split = urlsplit(url)
-    if any(segment.lower() in MARKERS for segment in split.path.split("/")):
+    if has_view_marker(url):
         return True
+    split = urlsplit(url)
     if not (split.query or ";" in split.path):
         return False
     form = _UNIVERSAL.form(url)

@@ -121,3 +121,48 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
     assert crawler.stats.get_value("simhash_filter/late_canonical") == 1
     run(pipeline.close_spider())
     run(middleware.spider_closed())
+
+
+def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_url: str) -> None:
+    """A variant-first site: the mirror is met first and declares no canonical, no rule maps
+    it yet; it waits while its URL without the view marker is fetched, so the canonical is
+    kept and the mirror's item is dropped (one row a content, the canonical's)."""
+    scheduled: list[Request] = []
+    crawler = crawler_with(sqlite_url, scheduled, SIMHASH_FILTER_VIEWS_WAIT=True)
+    middleware, pipeline = open_pair(crawler)
+    mirror = page("https://news.example/mirror/bridge", None)
+    with pytest.raises(CanonicalFirst):
+        run(middleware.process_response(mirror.request, mirror))
+    (detour,) = scheduled
+    assert detour.url == CANONICAL
+    canonical = page(CANONICAL, None, "<p>Share.</p>", **detour.meta)
+    assert run(middleware.process_response(canonical.request, canonical)) is canonical
+    item = {"url": canonical.url, "html": canonical.text}
+    assert run(pipeline.process_item(item)) is item
+    replay = scheduled[-1]
+    assert replay.url == mirror.url
+    answered = middleware.process_request(replay)
+    assert answered is not None
+    assert run(middleware.process_response(replay, answered)) is answered
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+@pytest.mark.parametrize(
+    ("url", "views_wait"),
+    [("https://news.example/news/bridge", True), ("https://news.example/mirror/bridge", False)],
+)
+def test_a_page_without_a_view_marker_or_hint_is_not_held(
+    sqlite_url: str, url: str, views_wait: bool
+) -> None:
+    """No hint, no rule: a URL without a view marker, or any with VIEWS_WAIT off, is checked."""
+    scheduled: list[Request] = []
+    crawler = crawler_with(sqlite_url, scheduled, SIMHASH_FILTER_VIEWS_WAIT=views_wait)
+    middleware, pipeline = open_pair(crawler)
+    plain = page(url, None)
+    assert run(middleware.process_response(plain.request, plain)) is plain
+    assert scheduled == []
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())

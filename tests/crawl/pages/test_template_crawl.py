@@ -103,3 +103,54 @@ def test_two_crawlers_on_postgresql_learn_one_template(pg_url: str) -> None:
     finally:
         run(first.close_spider())
         run(second.close_spider())
+
+
+def _story_beside_menu(site: str, seed: int) -> str:
+    """A story whose extraction is right but holds the site's SECTIONS list too (inside the
+    ``<article>``): signed with the list while the template is not known, without it after."""
+    page = filler_story(site, f"Story {seed}", seed)
+    page = page.replace('</article>\n<div class="sections">', '<div class="sections">')
+    return page.replace("</ul></div>\n<footer>", "</ul></div></article>\n<footer>")
+
+
+def _copy_across_learning(url: str) -> None:
+    """Issue 42: the page kept while its host was young was signed with the menu, its copy
+    met after the template was learned without it (20 simhash bits apart on the aliasing
+    site): the copy is judged as signed then, and dropped."""
+    pipeline = make_pipeline(url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    page = _story_beside_menu("Courier", 7)
+    assert "SECTIONS" in page.split("</article>")[0]
+    try:
+        assert _feed(pipeline, [(f"{HOST}/Courier/story-7", page)]) == ["kept"]
+        _feed(pipeline, _fillers("Courier", 0))
+        copy = [(f"{HOST}/amp/Courier/story-7", page)]
+        assert _feed(pipeline, copy) == ["dropped"]
+        stats = filter_stats(pipeline)
+        assert stats["template/unstripped"] == 1
+        assert stats["template/stripped"] >= 1
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_a_copy_of_a_page_kept_before_the_template_was_known_is_dropped(
+    sqlite_url: str,
+) -> None:
+    _copy_across_learning(sqlite_url)
+
+
+def test_a_copy_across_the_templates_learning_on_postgresql(pg_url: str) -> None:
+    _copy_across_learning(pg_url)
+
+
+def test_a_story_beside_the_menu_is_not_a_copy_of_another(sqlite_url: str) -> None:
+    """The unstripped check finds copies, not pages of one template: another story beside
+    the same menu, met after the template was learned, is kept."""
+    pipeline = make_pipeline(sqlite_url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    try:
+        assert _feed(pipeline, [(f"{HOST}/Courier/story-7", _story_beside_menu("Courier", 7))])
+        _feed(pipeline, _fillers("Courier", 0))
+        other = [(f"{HOST}/Courier/story-8", _story_beside_menu("Courier", 8))]
+        assert _feed(pipeline, other) == ["kept"]
+        assert "template/unstripped" not in filter_stats(pipeline)
+    finally:
+        run(pipeline.close_spider())
