@@ -32,6 +32,7 @@ from simhash_filter.cli.output import (
     hex64,
     iso_time,
 )
+from simhash_filter.cli.templates import template_share
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.simhash import hamming_distance
 from simhash_filter.store import FingerprintStore, reports, texts
@@ -287,7 +288,9 @@ def dupes(args: argparse.Namespace, out: Output) -> int:
 # --- lookup ----------------------------------------------------------------------------
 
 
-def _kept_sections(page: PageRecord, document: dict[str, Any]) -> list[Section]:
+def _kept_sections(
+    page: PageRecord, document: dict[str, Any], template: list[tuple[str, object]]
+) -> list[Section]:
     return [
         Fields(
             [
@@ -298,6 +301,7 @@ def _kept_sections(page: PageRecord, document: dict[str, Any]) -> list[Section]:
                 ("first seen", iso_time(page.first_seen)),
                 ("last seen", iso_time(page.last_seen)),
                 ("duplicates dropped", len(document["duplicates"])),
+                *template,
             ]
         ),
         Table(
@@ -326,10 +330,12 @@ def _kept_page(
     own = reports.page_sketches(store, [page.page_id]).get(page.page_id)
     neighbours = [m for m in store.near(page.fingerprint, sketch=own) if m.page_id != page.page_id]
     sketches = reports.page_sketches(store, [m.page_id for m in neighbours])
+    template, template_lines = template_share(store, page.url, own, page.page_id)
     document: dict[str, Any] = {
         "query": query,
         "status": "kept",
         **page_fields(page),
+        **template,
         "duplicates": [duplicate_row(d) for d in drops],
         "near": [
             {
@@ -341,11 +347,14 @@ def _kept_page(
             for m in neighbours
         ],
     }
-    return document, _kept_sections(page, document)
+    return document, _kept_sections(page, document, template_lines)
 
 
 def _dropped_page(
-    query: str, drops: list[DuplicateRecord], left: PageRecord | None = None
+    query: str,
+    drops: list[DuplicateRecord],
+    left: PageRecord | None = None,
+    template: tuple[dict[str, Any], list[tuple[str, object]]] = ({}, []),
 ) -> tuple[dict[str, Any], list[Section]]:
     """``lookup`` of a dropped URL: each time it was dropped, and as a copy of what;
     ``left``: its page row when it was kept before and left the index (its re-crawl was
@@ -358,6 +367,7 @@ def _dropped_page(
         "url": drops[0].url,
         "fingerprint": hex64(drops[0].fingerprint),
         "drops": [duplicate_row(d) for d in drops],
+        **template[0],
     }
     when_left: list[tuple[str, object]] = []
     if left is not None and left.dropped_at is not None:
@@ -378,6 +388,7 @@ def _dropped_page(
                 ("fingerprint", hex64(drops[0].fingerprint)),
                 ("times dropped", len(drops)),
                 *when_left,
+                *template[1],
             ]
         ),
         Table(
@@ -424,7 +435,7 @@ def _look_up(
     if page is not None and page.dropped_at is None:
         return _kept_page(store, query, page)
     if drops := reports.drops_of_url(store, url):
-        return _dropped_page(query, drops, page)
+        return _dropped_page(query, drops, page, template_share(store, drops[0].url))
     if skip := skips.find_skip(store, url):
         return skips.skip_document(query, skip)
     return None

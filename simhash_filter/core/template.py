@@ -20,10 +20,12 @@ import mmh3
 
 __all__ = [
     "BLOCK_SEED",
+    "DEFAULT_MIN_PAGES",
     "MAX_BLOCKS",
     "HostTemplate",
     "Stripped",
     "block_hash",
+    "block_text",
     "main_blocks",
     "strip_template",
 ]
@@ -31,6 +33,9 @@ __all__ = [
 BLOCK_SEED = 0x7E4D1A7E
 """The seed of :func:`block_hash` (the hashes are stored: changing it forgets every host's
 template)."""
+DEFAULT_MIN_PAGES = 5
+"""Distinct pages of a host a block recurs on to be template, by default
+(``TEMPLATE_MIN_PAGES``; the command line's ``--min-pages``)."""
 MAX_BLOCKS = 1000
 """Distinct blocks of a page counted at most (a page of 10,000 table cells teaches no more)."""
 MAX_BLOCK_CHARS = 1000
@@ -47,6 +52,12 @@ def block_key(text: str) -> str:
     its ends ('' for a block of none). String methods only: a page has hundreds of
     blocks, hashed in the page work."""
     return " ".join(text.casefold().split()).strip(_MARKS)
+
+
+def block_text(text: str) -> str:
+    """A block as shown (``templates``): white space collapsed, bullets and separators off
+    its ends, its case kept."""
+    return " ".join(text.split()).strip(_MARKS)
 
 
 def block_hash(text: str) -> int | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.keep import KEEP_CANONICAL, KEEP_POLICIES
 from simhash_filter.core.signature import MatchRule
+from simhash_filter.core.template import DEFAULT_MIN_PAGES
 from simhash_filter.index.defaults import (
     IndexChoice,
     IndexSettings,
@@ -175,7 +176,7 @@ class Config:
     variants_last: bool = False  # likely variants' requests one priority step down
     views_wait: bool = False  # a view (print/amp/mirror path) declaring nothing waits for its page
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
-    template_min_pages: int = 5  # pages of a host a block recurs on to be template (0: off)
+    template_min_pages: int = DEFAULT_MIN_PAGES  # pages of a host a template block is on (0: off)
 
     def __post_init__(self) -> None:
         if self.max_distance is not None and not 0 <= self.max_distance <= _BITS:

@@ -35,7 +35,7 @@ from sqlalchemy import (
 
 from .encoding import from_sql_int, to_sql_int
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: the first release. 2: pages.sketch, duplicates.similarity, meta index and rule.
 3: the minhash-lsh index (table keys from the sketch; meta rows); ``reindex`` converts 2.
 4: on PostgreSQL the table keys are columns of the page row (key_columns.py), not
@@ -55,7 +55,9 @@ text index (SQLite FTS5, PostgreSQL tsvector + GIN) that ``near --text`` finds a
 by, made and filled from the stored texts on open (passage_index.py).
 7 (additive: a 6 is upgraded when it opens, upgrade.upgrade_6_to_7): the hosts' templates,
 ``template_blocks`` (a host's block hashes with the pages they were seen on) and
-``template_hosts`` (a host's pages learned from), store/templates.py."""
+``template_hosts`` (a host's pages learned from), store/templates.py.
+8 (additive: a 7 is upgraded when it opens, upgrade.upgrade_7_to_8): ``template_pages``, a
+page's template share as its last check found it (what ``lookup`` shows), store/templates.py."""
 
 ADDITIVE_SINCE = 4
 """The oldest schema version a database is upgraded from when it opens: every table and

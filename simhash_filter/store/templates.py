@@ -3,25 +3,30 @@
 
 ``template_blocks`` has a row per (host, block hash) with the pages of the host it was seen
 on and the host's page count when it was last seen; ``template_hosts`` a row per host with
-its pages learned from and its block rows. Counts are added in SQL (``pages = pages + 1``),
-so every crawler's pages count. A host keeps about :data:`MAX_HOST_BLOCKS` block rows at
+its pages learned from and its block rows; ``template_pages`` (schema 8) a row per page
+checked with its host's template known: the template's share of its extracted text (what
+``lookup`` shows; a signature does not keep it). Counts are added in SQL (``pages = pages +
+1``), so every crawler's pages count. A host keeps about :data:`MAX_HOST_BLOCKS` block rows at
 most (counted every :data:`RECOUNT_EVERY` of its pages): past it, the blocks seen once and not
 for :data:`PRUNE_AFTER` of the host's pages are forgotten (an article's own paragraphs), and a
 new block of a host still full is not counted. A page's blocks are one ``INSERT … ON
-CONFLICT DO UPDATE``. The tables are schema 7 and additive: a writer's open makes them where missing
-(:func:`ensure_template_tables`); a reader of a database without them sees no template.
+CONFLICT DO UPDATE``. The tables (schemas 7 and 8) are additive: a writer's open makes them
+where missing (:func:`ensure_template_tables`); a reader of a database without them sees no
+template.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
+    Boolean,
     Column,
     Connection,
     Engine,
+    Float,
     Integer,
     PrimaryKeyConstraint,
     Table,
@@ -38,18 +43,22 @@ from sqlalchemy.types import BigInteger
 from simhash_filter.core.template import HostTemplate
 
 from .reading import ReadableStore
-from .schema import metadata
+from .schema import metadata, page_texts_table, pages_table
 from .side_tables import ensure_tables, side_connection
 
 __all__ = [
     "MAX_HOST_BLOCKS",
+    "PAGE_TABLES",
     "PRUNE_AFTER",
     "RECOUNT_EVERY",
     "TEMPLATE_TABLES",
+    "HostBlock",
+    "PageShare",
     "TemplateStore",
     "ensure_template_tables",
     "template_blocks_table",
     "template_hosts_table",
+    "template_pages_table",
 ]
 
 MAX_HOST_BLOCKS = 20_000
@@ -81,13 +90,49 @@ template_hosts_table = Table(
 )
 """A host a row: its pages learned from, its block rows."""
 
-TEMPLATE_TABLES = (template_hosts_table, template_blocks_table)
+template_pages_table = Table(
+    "template_pages",
+    metadata,
+    Column("url", Text, primary_key=True),
+    Column("share", Float, nullable=False),
+    Column("template_only", Boolean, nullable=False),
+)
+"""A page checked with its host's template known a row (schema 8), by its canonical URL (kept
+or dropped): the share of its extracted main text in template blocks, left out of what was
+signed, and whether nothing else was left (signed by its bytes). The last check's."""
+
+HOST_TABLES = (template_hosts_table, template_blocks_table)
+"""Schema 7's tables."""
+PAGE_TABLES = (template_pages_table,)
+"""Schema 8's table."""
+TEMPLATE_TABLES = HOST_TABLES + PAGE_TABLES
 _CHUNK = 500
 
 
-def ensure_template_tables(engine: Engine) -> None:
-    """Make the template tables where they are missing (a writer's open: side_tables.py)."""
-    ensure_tables(engine, TEMPLATE_TABLES)
+class PageShare(NamedTuple):
+    """A page's template share as the crawl records it (``template_pages``)."""
+
+    url: str
+    """The page's canonical URL (as ``pages.url`` or ``duplicates.url`` holds it)."""
+    share: float
+    """The host's template blocks' share of the characters of its extracted main text."""
+    template_only: bool = False
+    """Nothing but the template was extracted: the page was signed by its bytes."""
+
+
+class HostBlock(NamedTuple):
+    """A block of a host's template as the store counts it."""
+
+    block: int
+    """Its 32-bit hash (core/template.py)."""
+    pages: int
+    """Distinct pages of the host it was seen on."""
+
+
+def ensure_template_tables(engine: Engine, tables: Sequence[Table] = TEMPLATE_TABLES) -> None:
+    """Make the template tables (or ``tables`` of them) where they are missing (a writer's
+    open: side_tables.py)."""
+    ensure_tables(engine, tables)
 
 
 class TemplateStore:
@@ -102,19 +147,35 @@ class TemplateStore:
         return side_connection(self._engine, self._where, write=write)
 
     def has_tables(self) -> bool:
-        """Whether the database has the template tables (one made before schema 7 may not)."""
+        """Whether the database has the template tables (one made before schema 8 may not)."""
         with self._connection(write=False) as conn:
             inspector = inspect(conn)
             return all(inspector.has_table(t.name) for t in TEMPLATE_TABLES)
 
     # -- learning
 
-    def learn(self, pages: Iterable[tuple[str, Sequence[int]]]) -> None:
+    def learn(
+        self, pages: Iterable[tuple[str, Sequence[int]]], shares: Sequence[PageShare] = ()
+    ) -> None:
         """Count each (host, block hashes of one page) once: the host's page count and each
-        distinct block's, in one transaction."""
+        distinct block's; record the ``shares`` of pages checked (the last one of a URL
+        stays); in one transaction."""
         with self._connection(write=True) as conn:
             for domain, blocks in pages:
                 self._learn_page(conn, domain, sorted(set(blocks)))
+            if shares:
+                last = {share.url: share for share in shares}  # one row a URL a statement
+                statement = _insert(conn)(template_pages_table)
+                conn.execute(
+                    statement.on_conflict_do_update(
+                        index_elements=["url"],
+                        set_={
+                            "share": statement.excluded.share,
+                            "template_only": statement.excluded.template_only,
+                        },
+                    ),
+                    [share._asdict() for share in last.values()],
+                )
 
     def _learn_page(self, conn: Connection, domain: str, blocks: list[int]) -> None:
         b = template_blocks_table.c
@@ -179,6 +240,56 @@ class TemplateStore:
                 select(b.block).where(b.domain == domain, b.pages >= min_pages)
             ).scalars()
             return HostTemplate(frozenset(int(x) for x in blocks), int(pages), pages >= min_pages)
+
+    def page_share(self, url: str) -> PageShare | None:
+        """The template share recorded for the page of canonical ``url``, or None (its host's
+        template was not known when it was checked, or the database predates schema 8)."""
+        p = template_pages_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_pages_table.name):
+                return None
+            row = conn.execute(select(p.share, p.template_only).where(p.url == url)).first()
+        return None if row is None else PageShare(url, float(row[0]), bool(row[1]))
+
+    def page_template(self, url: str, min_pages: int) -> HostTemplate:
+        """The template of the host of the kept page of canonical ``url`` (empty when the
+        page is not kept)."""
+        p = pages_table.c
+        with self._connection(write=False) as conn:
+            domain = conn.execute(select(p.domain).where(p.url == url)).scalar()
+        return HostTemplate(frozenset()) if domain is None else self.template(domain, min_pages)
+
+    def blocks(self, domain: str, min_pages: int, limit: int | None = None) -> list[HostBlock]:
+        """The host's template blocks (on ``min_pages`` of its pages or more), the most
+        seen first (``limit``: at most so many)."""
+        b = template_blocks_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(template_blocks_table.name):
+                return []
+            query = (
+                select(b.block, b.pages)
+                .where(b.domain == domain, b.pages >= min_pages)
+                .order_by(b.pages.desc(), b.block)
+                .limit(limit)
+            )
+            return [HostBlock(int(x), int(n)) for x, n in conn.execute(query)]
+
+    def host_texts(self, domain: str, limit: int) -> list[bytes]:
+        """The stored texts (core/stored_text.py's bytes) of the host's first ``limit`` kept
+        pages: a page signed before its template was known keeps the template's lines in
+        its text, so they show what the blocks say (the store keeps only their hashes)."""
+        p, t = pages_table.c, page_texts_table.c
+        with self._connection(write=False) as conn:
+            if not inspect(conn).has_table(page_texts_table.name):
+                return []
+            query = (
+                select(t.text)
+                .join(pages_table, p.id == t.page_id)
+                .where(p.domain == domain)
+                .order_by(p.id)
+                .limit(limit)
+            )
+            return [bytes(x) for x in conn.execute(query).scalars()]
 
     def hosts(self, min_pages: int) -> list[tuple[str, int, int]]:
         """Every host learned from: (host, pages, template blocks), by host."""

@@ -24,9 +24,9 @@ from .schema import (
     meta_table,
     pages_table,
 )
-from .templates import ensure_template_tables
+from .templates import HOST_TABLES, PAGE_TABLES, ensure_template_tables
 
-__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_6_to_7"]
+__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_6_to_7", "upgrade_7_to_8"]
 
 ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
     (pages_table, "dropped_at"),
@@ -71,8 +71,14 @@ def _upgradable(version: int | None, dialect: str) -> bool:
 
 def upgrade_6_to_7(engine: Engine) -> None:
     """Schema 6 to 7: the template tables (store/templates.py), made where missing; new
-    tables only, so nothing else of a 5 changes."""
-    ensure_template_tables(engine)
+    tables only, so nothing else of a 6 changes."""
+    ensure_template_tables(engine, HOST_TABLES)
+
+
+def upgrade_7_to_8(engine: Engine) -> None:
+    """Schema 7 to 8: the pages' template shares (``template_pages``, store/templates.py),
+    made where missing; a new table only, so nothing else of a 7 changes."""
+    ensure_template_tables(engine, PAGE_TABLES)
 
 
 def upgrade(engine: Engine) -> None:
@@ -85,6 +91,7 @@ def upgrade(engine: Engine) -> None:
         version = _stored_version(conn)
     if version is not None and version < SCHEMA_VERSION:
         upgrade_6_to_7(engine)
+        upgrade_7_to_8(engine)
     with engine.connect() as conn:
         with conn.begin():
             if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):

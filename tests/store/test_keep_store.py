@@ -342,7 +342,7 @@ def test_a_schema_4_database_opens_and_is_upgraded(db_url: str) -> None:
         conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
         assert len(missing_columns(conn)) == 3
     with FingerprintStore.open_existing(db_url) as store:  # the command line's open
-        assert store.stats().schema_version == SCHEMA_VERSION == 7
+        assert store.stats().schema_version == SCHEMA_VERSION == 8
         old = store.lookup(f"{SITE}/old")
         assert old is not None
         assert old.canonical_url is None

@@ -136,7 +136,7 @@ def test_a_schema_5_database_gets_its_index_when_it_opens(
     _as_schema_5(db_url)
     monkeypatch.setattr(passage_index, "FILL_CHUNK", 2)  # several chunks, resumed each
     with FingerprintStore.open_existing(db_url) as store:  # (the command line's open)
-        assert store.stats().schema_version == SCHEMA_VERSION == 7
+        assert store.stats().schema_version == SCHEMA_VERSION == 8
         assert passage_index.is_complete(store)
         assert _found(store, CHINESE[5:70]) == {"https://site.example/zh"}
         for url, body in PAGES.items():

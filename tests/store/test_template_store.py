@@ -6,7 +6,7 @@ import threading
 
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, StoreOptions
-from simhash_filter.store.templates import RECOUNT_EVERY, TemplateStore
+from simhash_filter.store.templates import RECOUNT_EVERY, HostBlock, PageShare, TemplateStore
 
 SPEC = Fingerprinter().spec
 MENU = (11, 12, 13)
@@ -62,3 +62,30 @@ def test_crawlers_sharing_a_database_count_into_one_template(pg_url: str) -> Non
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_pages_template_share_is_recorded_and_read_back(db_url: str) -> None:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
+        templates = TemplateStore(store)
+        assert templates.page_share("https://a.example/1") is None
+        templates.learn(
+            [("a.example", MENU)],
+            [PageShare("https://a.example/1", 0.25), PageShare("https://a.example/2", 0.9, True)],
+        )
+        templates.learn([], [PageShare("https://a.example/1", 0.5)])  # checked again: the last
+        assert templates.page_share("https://a.example/1") == PageShare(
+            "https://a.example/1", 0.5, False
+        )
+        assert templates.page_share("https://a.example/2") == PageShare(
+            "https://a.example/2", 0.9, True
+        )
+
+
+def test_a_hosts_blocks_are_listed_most_seen_first(db_url: str) -> None:
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
+        templates = TemplateStore(store)
+        templates.learn([("a.example", (*MENU[:2], n)) for n in range(100, 103)])
+        templates.learn([("a.example", MENU[:1])])
+        assert templates.blocks("a.example", 3) == [HostBlock(11, 4), HostBlock(12, 3)]
+        assert templates.blocks("a.example", 1, 1) == [HostBlock(11, 4)]
+        assert templates.blocks("b.example", 1) == []

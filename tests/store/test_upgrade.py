@@ -1,5 +1,6 @@
 """A schema-4 database opens under schema 5 and is upgraded in place: the new nullable
-column added, the schema version raised, every page and band key as it was (no reindex)."""
+column added, the schema version raised, every page and band key as it was (no reindex); a
+schema-7 database gains schema 8's table."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy import create_engine, inspect, text
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
 from simhash_filter.store.schema import SCHEMA_VERSION
+from simhash_filter.store.templates import PageShare, TemplateStore
 from simhash_filter.store.upgrade import ADDED_COLUMNS
 
 FINGERPRINTER = Fingerprinter()
@@ -54,7 +56,7 @@ def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
     assert "dropped_at" not in columns
     assert version == "4"
     with FingerprintStore.open_existing(db_url) as store:  # (the command line's open)
-        assert store.stats().schema_version == SCHEMA_VERSION == 7
+        assert store.stats().schema_version == SCHEMA_VERSION == 8
         assert store.stats().pages == len(TEXTS)
     columns, version, after = _columns_and_version(db_url)
     assert "dropped_at" in columns
@@ -65,3 +67,30 @@ def test_a_schema_4_database_is_upgraded_when_it_opens(db_url: str) -> None:
         url, words = next(iter(TEXTS.items()))
         verdict = store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
         assert verdict.kind is VerdictKind.UNCHANGED  # its band keys found it as they were
+
+
+def test_a_schema_7_database_gains_the_pages_template_shares(db_url: str) -> None:
+    """Schema 8 adds ``template_pages`` alone: a 7 opens, gains it, and keeps its pages and
+    the template it learned."""
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
+        for url, words in TEXTS.items():
+            store.check_and_add(url, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
+        TemplateStore(store).learn([("site.example", (1, 2))] * 3)
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE template_pages"))
+        conn.execute(text("UPDATE meta SET value = '7' WHERE key = 'schema_version'"))
+    engine.dispose()
+    _, version, pages = _columns_and_version(db_url)
+    assert version == "7"
+    with FingerprintStore.open_existing(db_url) as store:
+        assert store.stats().schema_version == SCHEMA_VERSION == 8
+        templates = TemplateStore(store)
+        assert templates.has_tables()
+        assert templates.template("site.example", 3).blocks == frozenset({1, 2})
+        templates.learn([], [PageShare("https://site.example/0", 0.4)])
+        assert templates.page_share("https://site.example/0") == PageShare(
+            "https://site.example/0", 0.4, False
+        )
+    _, version, after = _columns_and_version(db_url)
+    assert (version, after) == ("8", pages)

@@ -385,7 +385,7 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         self._catch_up_soon()
-        self.templates.admitted(key.domain, signature, verdict.kind is VerdictKind.NEW, self.stats)
+        self.templates.admitted(key.domain, signature, verdict, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT

@@ -5,7 +5,8 @@ knows it (cached; read again while the host is young, after every :data:`REFRESH
 pages this process learned from, and every :data:`REFRESH_SECONDS`, so that the pages
 other crawlers of one database learned from count). After a page is admitted as new, its
 block hashes wait in :meth:`HostTemplates.learn` and go to the store in one transaction
-(:meth:`HostTemplates.flush`, one at a time in a worker thread; the rest at close).
+(:meth:`HostTemplates.flush`, one at a time in a worker thread; the rest at close), with the
+template shares of the pages checked against a known template (``lookup`` shows them).
 Learning is evidence, not state: a flush that fails is logged and the crawl goes on with what
 the store knew.
 """
@@ -23,7 +24,8 @@ from scrapy.utils.asyncio import run_in_thread
 from simhash_filter.core.signature import PageSignature, marks_unsure
 from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
-from simhash_filter.store.templates import TemplateStore
+from simhash_filter.store.records import Verdict, VerdictKind
+from simhash_filter.store.templates import PageShare, TemplateStore
 from simhash_filter.store.unstripped import copy_signed_unsure
 
 __all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates"]
@@ -38,6 +40,9 @@ SAMPLE_EVERY = 4
 DOUBT_REFRESH = 5
 """Pages learned from, after one that did not fit the known template, before the host's
 template is read again."""
+SHARES_FLUSH = 50
+"""Pages' template shares queued before they are written by themselves; fewer go with the next
+pages' blocks learned (one transaction), or at close."""
 REFRESH_SECONDS = 30.0
 """Seconds a host's template is used before it is read again (other crawlers learn too)."""
 TEMPLATE_STATS = STATS_PREFIX + "template/"
@@ -68,6 +73,7 @@ class HostTemplates:
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
         self._pending: list[tuple[str, tuple[int, ...]]] = []
+        self._shares: list[PageShare] = []
         self._flushing = False
         self._thread: threading.Thread | None = None
 
@@ -146,10 +152,17 @@ class HostTemplates:
             template_share=signature.template_share,
         )
 
-    def admitted(self, host: str, signature: PageSignature, new: bool, stats: Any) -> None:
-        """A page of ``host`` checked: admitted as ``new``, it teaches the host's template;
-        counted."""
-        if new and signature.blocks and self.enabled:
+    def admitted(self, host: str, signature: PageSignature, verdict: Verdict, stats: Any) -> None:
+        """A page of ``host`` checked: admitted as new, it teaches the host's template; its
+        template share recorded (under the verdict's canonical URL) and counted."""
+        if signature.template_share is not None and self.enabled:
+            share = PageShare(verdict.url, signature.template_share, signature.template_only)
+            with self._lock:
+                self._shares.append(share)
+                due = len(self._shares) >= SHARES_FLUSH
+            if due:
+                self._start_flush()
+        if verdict.kind is VerdictKind.NEW and signature.blocks and self.enabled:
             if marks_unsure(signature.sketch):  # the template it was judged by did not fit
                 with self._lock:
                     if (entry := self._cache.get(host)) is not None:
@@ -166,6 +179,11 @@ class HostTemplates:
             return
         with self._lock:
             self._pending.append((host, blocks))
+        self._start_flush()
+
+    def _start_flush(self) -> None:
+        """A flush thread, unless one runs (it takes what is queued meanwhile)."""
+        with self._lock:
             if self._flushing:
                 return
             self._flushing = True
@@ -195,17 +213,21 @@ class HostTemplates:
         while True:
             with self._lock:
                 pending, self._pending = self._pending, []
-                if not pending:
+                shares, self._shares = self._shares, []
+                if not pending and not shares:
                     self._flushing = False
                     return written
             store = self._store
             if store is None:
                 continue
             try:
-                store.learn(pending)
+                store.learn(pending, shares)
             except Exception:  # evidence lost, never a page: logged, the crawl goes on
                 logger.warning(
-                    "Could not record %d pages' template blocks", len(pending), exc_info=True
+                    "Could not record %d pages' template blocks and %d template shares",
+                    len(pending),
+                    len(shares),
+                    exc_info=True,
                 )
                 continue
             written += len(pending)
