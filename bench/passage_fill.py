@@ -101,7 +101,12 @@ def make_texts(en: Chain, zh: Chain, count: int, chars: int, seed: int) -> list[
 
 Made = list[tuple[str, str, bytes, list[str], str]]
 _CHAINS: tuple[Chain, Chain] | None = None
-"""The chains, set before the fill's worker processes fork (they inherit them)."""
+"""A fill worker's chains (set in the worker process only: :func:`_worker`)."""
+
+
+def _worker(chains_: tuple[Chain, Chain]) -> None:
+    global _CHAINS
+    _CHAINS = chains_
 
 
 def _made(first: int, count: int, chars: int) -> Made:
@@ -255,15 +260,13 @@ def fill(targets: list[Target], chains_: tuple[Chain, Chain], size: int, chars: 
     """Fill every target up to ``size`` stored texts, the same batches to each (made by two
     worker processes, written by a thread a database); a sample of the texts to query (the
     first 20 of every batch)."""
-    global _CHAINS
-    _CHAINS = chains_
     have = min(t.pages for t in targets)
     for t in targets:
         t.begin()
     sample: list[str] = []
     starts = list(range(have, size, BATCH))
     writers = [(t, ThreadPoolExecutor(1)) for t in targets]  # a thread a database, its own
-    with multiprocessing.get_context("fork").Pool(2) as pool:
+    with multiprocessing.get_context("fork").Pool(2, _worker, (chains_,)) as pool:
         pending: deque[tuple[int, AsyncResult[Made]]] = deque()
         for first in [*starts, None]:  # at most 3 batches made ahead of the writes
             if first is not None:
