@@ -6,9 +6,16 @@ a word chain over ``pages_en``'s article bodies, ``neardup_peps_en``'s newest PE
 ``haystack_multilingual``'s English; Chinese: a character chain over ``pages_zh``'s cleaned
 texts and ``haystack_multilingual``'s Chinese pages): each text is its own (no two share a
 paragraph, as real pages mostly do not) while its words and their frequencies are real ones.
-Two thirds English, one third Chinese, ``--chars`` characters each (default 2,000). They go
-in by direct bulk inserts (``pages``, ``page_texts``, and the index through
-``passage_index.index_texts``, the write path's own call), 5,000 a transaction.
+Two thirds English, one third Chinese, ``--chars`` characters each (default 2,000), made
+5,000 a batch by two worker processes, each blob and its terms cut as the write path cuts
+them (``pack_text``, ``text_terms``). Every back-end of ``--backend`` (both by default) gets
+the same batches, one transaction each: SQLite by bulk inserts (``pages``, ``page_texts``,
+the index through the write path's ``passage_index.index_terms``); PostgreSQL by ``COPY``
+into the three tables (the terms as ``tsvector`` text, checked equal to the write path's
+``array_to_tsvector`` on the first rows), its GIN index dropped while an empty table fills
+and built once after (``maintenance_work_mem`` 1 GB), kept while a filled one grows. The
+sizes of ``--sizes`` are one fill grown size by size, queried at each; ``--sqlite-url`` and
+``--pg-url`` grow existing databases (a fill stopped: resumed), ``--keep`` keeps those made.
 
 Queries: ``--queries`` paragraphs of 200–600 characters cut at a random offset of a random
 stored text (half English, half Chinese; cut mid-word as a copy-paste may be), each run as
@@ -17,151 +24,33 @@ included). Found: the source page among the rows holding the most of the paragra
 the same command with the index marked incomplete (what ``near`` did before), ``--scan-queries``
 of the same paragraphs, interleaved with the index's.
 
-Run: ``python -m bench.bench_passage_index --backend sqlite --sizes 10000,100000``.
+Run: ``python -m bench.bench_passage_index --sizes 100000,1000000 --chars 1000``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import io
-import itertools
 import json
+import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 from sqlalchemy import create_engine, text
 
-from bench._common import DATA_DIR, create_pg_database, drop_pg_database, machine, write_results
+from bench._common import create_pg_database, drop_pg_database, machine, write_results
+from bench.passage_fill import BATCH, Chain, Target, chains, fill, make_texts
 from simhash_filter.cli import main as cli
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.core.signature import MatchRule
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.store import FingerprintStore, PageRow, StoreOptions, passage_index
-from simhash_filter.store.schema import page_texts_table, pages_table
-
-BATCH = 5000
-
-
-class Chain:
-    """A first-order Markov chain over tokens (words or characters), sampled with numpy."""
-
-    def __init__(self, sequences: list[list[str]], joiner: str) -> None:
-        vocab: dict[str, int] = {}
-        follows: dict[int, list[int]] = defaultdict(list)
-        for seq in sequences:
-            ids = [vocab.setdefault(t, len(vocab)) for t in seq]
-            for a, b in itertools.pairwise(ids):
-                follows[a].append(b)
-        self.tokens = np.array(list(vocab), dtype=object)
-        self.joiner = joiner
-        n = len(vocab)
-        counts = np.array([len(follows.get(i, [])) for i in range(n)], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self.counts = counts
-        self.next = np.array([b for i in range(n) for b in follows.get(i, [])], dtype=np.int64)
-        self.starts = np.flatnonzero(counts > 0)
-
-    def texts(self, count: int, length: int, rng: np.random.Generator) -> list[str]:
-        cur = rng.choice(self.starts, size=count)
-        out = np.empty((count, length), dtype=np.int64)
-        for step in range(length):
-            out[:, step] = cur
-            dead = self.counts[cur] == 0
-            cur = np.where(dead, rng.choice(self.starts, size=count), cur)
-            pick = (rng.random(count) * self.counts[cur]).astype(np.int64)
-            cur = self.next[self.offsets[cur] + pick]
-        return [self.joiner.join(row) for row in self.tokens[out]]
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, object]]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            yield json.loads(line)
-
-
-def chains() -> tuple[Chain, Chain]:
-    truth = json.loads((DATA_DIR / "pages_en" / "ground-truth.json").read_text())
-    english = [str(page["articleBody"]) for page in truth.values()]
-    newest: dict[str, tuple[int, str]] = {}
-    for doc in _jsonl(DATA_DIR / "neardup_peps_en" / "docs.jsonl.gz"):
-        key, version = str(doc["doc_key"]), int(doc["version_index"])  # type: ignore[call-overload]
-        if key not in newest or version > newest[key][0]:
-            newest[key] = (version, str(doc["text"]))
-    english += [t for _, t in newest.values()]
-    chinese = [p.read_text(errors="replace") for p in (DATA_DIR / "pages_zh" / "cleaned").iterdir()]
-    for doc in _jsonl(DATA_DIR / "haystack_multilingual" / "docs.jsonl.gz"):
-        if doc["lang"] == "en":
-            english.append(str(doc["text"]))
-        elif str(doc["lang"]).startswith("zh"):
-            chinese.append(str(doc["text"]))
-    en = Chain([t.split() for t in english], " ")
-    zh = Chain([list(" ".join(t.split())) for t in chinese], "")
-    return en, zh
-
-
-def make_texts(en: Chain, zh: Chain, count: int, chars: int, seed: int) -> list[tuple[str, str]]:
-    """(language, text) pairs."""
-    rng = np.random.default_rng(seed)
-    n_zh = count // 3
-    english = en.texts(count - n_zh, chars // 6, rng)  # ~6 characters a word with its space
-    chinese = zh.texts(n_zh, chars, rng)
-    mixed = [("en", t) for t in english] + [("zh", t) for t in chinese]
-    order = rng.permutation(count)
-    return [mixed[i] for i in order]
-
-
-def fill(url: str, en: Chain, zh: Chain, size: int, chars: int) -> tuple[float, list[str]]:
-    """Seconds the bulk fill took (texts made apart), and a sample of the texts to query."""
-    with FingerprintStore.open(url, StoreOptions(spec=Fingerprinter().spec)):
-        pass
-    engine = create_engine(url)
-    now = datetime.now(UTC)
-    sample: list[str] = []
-    seconds = 0.0
-    rng = random.Random(size)
-    for first in range(0, size, BATCH):
-        n = min(BATCH, size - first)
-        batch = make_texts(en, zh, n, chars, seed=first + 7)
-        start = time.perf_counter()
-        with engine.begin() as conn:
-            conn.execute(
-                pages_table.insert(),
-                [
-                    {
-                        "id": first + i + 1,
-                        "url": f"https://bench.example/{first + i + 1}",
-                        "domain": "bench.example",
-                        "fingerprint": rng.getrandbits(64),
-                        "text_length": len(t),
-                        "first_seen": now,
-                        "last_seen": now,
-                    }
-                    for i, (_, t) in enumerate(batch)
-                ],
-            )
-            blobs = {first + i + 1: pack_text(t) for i, (_, t) in enumerate(batch)}
-            passage_index.index_texts(conn, blobs)
-            conn.execute(
-                page_texts_table.insert(), [{"page_id": k, "text": b} for k, b in blobs.items()]
-            )
-        seconds += time.perf_counter() - start
-        sample += [f"{first + i + 1}\t{lang}\t{t}" for i, (lang, t) in enumerate(batch[:20])]
-    if engine.dialect.name == "postgresql":
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            start = time.perf_counter()
-            conn.execute(text("VACUUM ANALYZE"))
-            seconds += time.perf_counter() - start
-    engine.dispose()
-    return seconds, sample
 
 
 def paragraphs(sample: list[str], count: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -221,38 +110,48 @@ def database_bytes(url: str) -> dict[str, int]:
 
 
 def run_size(
-    url: str, en: Chain, zh: Chain, size: int, args: argparse.Namespace
-) -> dict[str, object]:
-    fill_s, sample = fill(url, en, zh, size, args.chars)
+    targets: list[Target], sample: list[str], size: int, args: argparse.Namespace
+) -> list[dict[str, object]]:
+    """Query every target with the same paragraphs, interleaved (a paragraph on each in
+    turn); a result row a target."""
     queries = paragraphs(sample, args.queries, random.Random(size + 1))
-    index_s: list[float] = []
-    scan_s: list[float] = []
-    hits = {"en": 0, "zh": 0}
-    scan_hits = 0
+    index_s: dict[str, list[float]] = {t.url: [] for t in targets}
+    scan_s: dict[str, list[float]] = {t.url: [] for t in targets}
+    hits = {t.url: {"en": 0, "zh": 0} for t in targets}
+    scan_hits = dict.fromkeys(index_s, 0)
     for n, (source, paragraph) in enumerate(queries):
-        seconds, rows = timed_near(url, paragraph)
-        index_s.append(seconds)
-        hits["en" if n % 2 == 0 else "zh"] += found(rows, source)
-        if n < args.scan_queries:  # interleaved: the scan of the same paragraph next
-            with scanning():
-                seconds, rows = timed_near(url, paragraph)
-            scan_s.append(seconds)
-            scan_hits += found(rows, source)
-    sizes = database_bytes(url)
-    result: dict[str, object] = {
-        "size": size,
-        "fill_s": round(fill_s, 1),
-        "index_p50_s": round(statistics.median(index_s), 3),
-        "index_p90_s": round(sorted(index_s)[int(0.9 * (len(index_s) - 1))], 3),
-        "found_en": f"{hits['en']}/{(len(queries) + 1) // 2}",
-        "found_zh": f"{hits['zh']}/{len(queries) // 2}",
-        "scan_p50_s": round(statistics.median(scan_s), 2) if scan_s else None,
-        "scan_found": f"{scan_hits}/{len(scan_s)}" if scan_s else None,
-        "texts_mib": round(sizes["texts"] / 2**20, 1),
-        "index_mib": round(sizes["index"] / 2**20, 1),
-    }
-    print(json.dumps(result), flush=True)
-    return result
+        for t in targets:
+            seconds, rows = timed_near(t.url, paragraph)
+            index_s[t.url].append(seconds)
+            hits[t.url]["en" if n % 2 == 0 else "zh"] += found(rows, source)
+            if n < args.scan_queries:  # interleaved: the scan of the same paragraph next
+                with scanning():
+                    seconds, rows = timed_near(t.url, paragraph)
+                scan_s[t.url].append(seconds)
+                scan_hits[t.url] += found(rows, source)
+    results = []
+    for t in targets:
+        times, scans = sorted(index_s[t.url]), scan_s[t.url]
+        sizes = database_bytes(t.url)
+        result: dict[str, object] = {
+            "size": size,
+            "backend": t.dialect,
+            "chars": args.chars,
+            "fill_s": round(t.seconds, 1),
+            "index_p50_s": round(statistics.median(times), 3),
+            "index_p90_s": round(times[int(0.9 * (len(times) - 1))], 3),
+            "index_p95_s": round(times[int(0.95 * (len(times) - 1))], 3),
+            "found_en": f"{hits[t.url]['en']}/{(len(queries) + 1) // 2}",
+            "found_zh": f"{hits[t.url]['zh']}/{len(queries) // 2}",
+            "scan_p50_s": round(statistics.median(scans), 2) if scans else None,
+            "scan_found": f"{scan_hits[t.url]}/{len(scans)}" if scans else None,
+            "texts_mib": round(sizes["texts"] / 2**20, 1),
+            "index_mib": round(sizes["index"] / 2**20, 1),
+            "load": os.getloadavg()[0],
+        }
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    return results
 
 
 def _like_escaped(value: str) -> str:
@@ -265,7 +164,9 @@ def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None
     index's trigrams, then the heap's recheck), against ``page_passages``' terms (tsvector)."""
     url = create_pg_database("sf_bench_trgm")
     try:
-        fill_s, sample = fill(url, en, zh, size, args.chars)
+        target = Target(url)
+        sample = fill([target], (en, zh), size, args.chars)
+        fill_s = target.seconds
         engine = create_engine(url)
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
@@ -314,10 +215,25 @@ def trgm_part(en: Chain, zh: Chain, size: int, args: argparse.Namespace) -> None
         drop_pg_database(url)
 
 
+@contextlib.contextmanager
+def _write_database(backend: str) -> Iterator[str]:
+    """A new, empty database of the back-end for one write run (dropped after)."""
+    if backend == "postgresql":
+        url = create_pg_database("sf_bench_write")
+        try:
+            yield url
+        finally:
+            drop_pg_database(url)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{Path(tmp) / 'write.db'}"
+
+
 def write_part(en: Chain, zh: Chain, args: argparse.Namespace) -> None:
     """What the index costs the write path: ``add_many`` of real-size stored texts in the
     crawl's batches (64), with the index and with it left out (``has_index`` patched to
-    False), on a new SQLite file each, interleaved; seconds a run, and their ratio."""
+    False), on a new database each (an SQLite file; PostgreSQL: ``--backend postgresql``),
+    interleaved; seconds a run, and their ratio."""
     count = int(args.sizes.split(",")[0])
     fingerprinter = Fingerprinter()
     made = make_texts(en, zh, count, args.chars, seed=3)
@@ -341,14 +257,15 @@ def write_part(en: Chain, zh: Chain, args: argparse.Namespace) -> None:
             if name == "without":
                 passage_index.has_index = lambda conn: False  # type: ignore[assignment]
             try:
-                with tempfile.TemporaryDirectory() as tmp:
-                    url = f"sqlite:///{Path(tmp) / 'write.db'}"
-                    with FingerprintStore.open(
+                with (
+                    _write_database(args.backend) as url,
+                    FingerprintStore.open(
                         url, StoreOptions(spec=fingerprinter.spec, rule=MatchRule())
-                    ) as store:
-                        start = time.perf_counter()
-                        store.add_many(rows, batch_size=64)
-                        runs[name].append(time.perf_counter() - start)
+                    ) as store,
+                ):
+                    start = time.perf_counter()
+                    store.add_many(rows, batch_size=64)
+                    runs[name].append(time.perf_counter() - start)
             finally:
                 passage_index.has_index = has_index  # type: ignore[assignment]
     a, b = (statistics.median(runs[n]) for n in runs)
@@ -364,13 +281,16 @@ def write_part(en: Chain, zh: Chain, args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--scan-queries", type=int, default=3)
     parser.add_argument("--chars", type=int, default=2000)
     parser.add_argument("--part", choices=["index", "trgm", "write"], default="index")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sqlite-url", help="an existing database to grow (not removed)")
+    parser.add_argument("--pg-url", help="an existing database to grow (not dropped)")
+    parser.add_argument("--keep", action="store_true", help="keep the databases made")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     start = time.perf_counter()
@@ -382,28 +302,39 @@ def main() -> None:
     if args.part == "trgm":
         trgm_part(en, zh, int(args.sizes.split(",")[0]), args)
         return
-    results = []
-    for size in map(int, args.sizes.split(",")):
-        with tempfile.TemporaryDirectory(
-            dir="/work/tmp" if Path("/work/tmp").is_dir() else None
-        ) as tmp:
-            if args.backend == "sqlite":
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    given = {"sqlite": args.sqlite_url, "postgresql": args.pg_url}
+    results: list[dict[str, object]] = []
+    made_pg: str | None = None
+    tmp = tempfile.mkdtemp(dir="/work/tmp" if Path("/work/tmp").is_dir() else None)
+    targets: list[Target] = []
+    try:
+        for backend in backends:
+            url = given[backend]
+            if url is None and backend == "sqlite":
                 url = f"sqlite:///{Path(tmp) / 'passages.db'}"
-                results.append(run_size(url, en, zh, size, args))
-            else:
-                url = create_pg_database("sf_bench_passages")
-                try:
-                    results.append(run_size(url, en, zh, size, args))
-                finally:
-                    drop_pg_database(url)
+            elif url is None:
+                url = made_pg = create_pg_database("sf_bench_passages")
+            targets.append(Target(url))
+        sample = targets[0].sample()
+        for size in map(int, args.sizes.split(",")):  # one fill, grown size by size
+            sample += fill(targets, (en, zh), size, args.chars)
+            results += run_size(targets, sample, size, args)
+    finally:
+        if args.keep:
+            print(f"kept: {' '.join(t.url for t in targets)}")
+        else:
+            if made_pg is not None:
+                drop_pg_database(made_pg)
+            shutil.rmtree(tmp)
     print(
-        "| stored texts | back-end | near --text p50 (index) | p90 | found en | found zh "
+        "| stored texts | back-end | near --text p50 (index) | p95 | found en | found zh "
         "| scan p50 | fill s | index MiB | texts MiB |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(
-            f"| {r['size']:,} | {args.backend} | {r['index_p50_s']} s | {r['index_p90_s']} s "
+            f"| {r['size']:,} | {r['backend']} | {r['index_p50_s']} s | {r['index_p95_s']} s "
             f"| {r['found_en']} | {r['found_zh']} | {r['scan_p50_s']} s ({r['scan_found']}) "
             f"| {r['fill_s']} | {r['index_mib']} | {r['texts_mib']} |"
         )

@@ -19,7 +19,7 @@ fill resumes and a crawl writing meanwhile waits one chunk at most.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import OperationalError
@@ -144,9 +144,18 @@ def index_texts(conn: Connection, new: Mapping[int, bytes]) -> None:
     without the index table (a database the upgrade has not reached)."""
     if not new or not has_index(conn):
         return
+    index_terms(conn, {i: _terms(blob) for i, blob in new.items()})
+
+
+def index_terms(conn: Connection, new: Mapping[int, Sequence[str]]) -> None:
+    """:func:`index_texts` with the texts' terms already cut (``core.passage.text_terms``
+    of the texts the transaction writes: SQLite removes an entry by the stored text's
+    terms), for a caller that cut them elsewhere (a bulk fill's workers)."""
+    if not new or not has_index(conn):
+        return
     if conn.dialect.name == "sqlite":
         _sqlite_delete(conn, new.keys())
-        rows = [(i, " ".join(_terms(blob))) for i, blob in sorted(new.items())]
+        rows = [(i, " ".join(terms)) for i, terms in sorted(new.items())]
         sql = f"INSERT INTO {TABLE}(rowid, terms) VALUES (?, ?)"
         conn.exec_driver_sql(sql, rows)
         return
@@ -156,7 +165,7 @@ def index_texts(conn: Connection, new: Mapping[int, bytes]) -> None:
             "VALUES (:i, array_to_tsvector(CAST(:t AS text[]))) "
             "ON CONFLICT (page_id) DO UPDATE SET terms = excluded.terms"
         ),
-        [{"i": i, "t": _terms(blob)} for i, blob in sorted(new.items())],
+        [{"i": i, "t": list(terms)} for i, terms in sorted(new.items())],
     )
 
 

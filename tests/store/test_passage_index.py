@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.core.passage import query_groups, terms
+from simhash_filter.core.passage import query_groups, terms, text_terms
 from simhash_filter.core.stored_text import pack_text
 from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind, passage_index, texts
 from simhash_filter.store.schema import SCHEMA_VERSION
@@ -113,6 +113,23 @@ def test_a_rolled_back_write_leaves_neither_text_nor_entry(db_url: str) -> None:
         with pytest.raises(RuntimeError):
             failing_write()
         assert _found(store, CHINESE[10:60]) == set()
+    assert _entries(db_url) == _stored_ids(db_url)
+
+
+def test_terms_cut_by_the_caller_make_the_write_paths_entry(db_url: str) -> None:
+    """``index_terms`` (a bulk fill's: terms cut in its workers) leaves the entry
+    ``index_texts`` leaves: an entry replaced through it is found as before, by the same
+    passages, and the stored texts' entries stay one a text."""
+    url, body = "https://site.example/2", PAGES["https://site.example/2"]
+    with FingerprintStore.open(db_url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
+        for page_url, page_body in PAGES.items():
+            _add(store, page_url, page_body)
+        page_id = _urls(store)[url]
+        before = {n: _found(store, body[n : n + 300]) for n in (0, 250, 500)}
+        with store.engine.begin() as conn:
+            passage_index.index_terms(conn, {page_id: text_terms(body)})
+        assert {n: _found(store, body[n : n + 300]) for n in (0, 250, 500)} == before
+        assert before[250] == {url}
     assert _entries(db_url) == _stored_ids(db_url)
 
 
