@@ -9,7 +9,8 @@ rel="canonical">`` in its head, the ``Link`` header) without checking the page, 
 response, and releases its variants once the canonical's item was checked by the pipeline
 (any other outcome: at once). Holding is bounded: :data:`~.detours.MAX_HELD` responses,
 :data:`MAX_WAIT` seconds a canonical, and an idle spider releases them all; a held response
-is an ignored request, so Scrapy's back-pressure never waits on it. A crawl whose frontier
+is an ignored request, so Scrapy's back-pressure never waits on it. A close that is not idle
+hands what is still held straight to the spider (:mod:`.closing`). A crawl whose frontier
 is shared (scrapy-redis) holds nothing: another process could pop the replay.
 """
 
@@ -257,9 +258,9 @@ class Waiting:
         return len(replays)
 
     async def _check_unreleased(self) -> None:
-        """Variants still waiting when the spider closes (a close that was not idle:
-        ``CLOSESPIDER_*``, a shutdown) are checked now, so one that is no copy is in the index
-        rather than lost; their items never reach the spider, so they are counted and logged."""
+        """Variants still waiting when the spider closes (only when the close could not be
+        seen in time: :mod:`.closing`) are checked now, so one that is no copy is in the index;
+        their items never reach the spider, so they are counted and logged."""
         held = self.detours.drain()
         for variant in held:
             response, header = variant.response, link_canonical(variant.response)
