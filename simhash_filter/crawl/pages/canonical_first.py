@@ -9,7 +9,8 @@ rel="canonical">`` in its head, the ``Link`` header) without checking the page, 
 response, and releases its variants once the canonical's item was checked by the pipeline
 (any other outcome: at once). Holding is bounded: :data:`~.detours.MAX_HELD` responses,
 :data:`MAX_WAIT` seconds a canonical, and an idle spider releases them all; a held response
-is an ignored request, so Scrapy's back-pressure never waits on it. A crawl whose frontier
+is an ignored request, so Scrapy's back-pressure never waits on it. A close that is not idle
+hands what is still held straight to the spider (:mod:`.closing`). A crawl whose frontier
 is shared (scrapy-redis) holds nothing: another process could pop the replay.
 """
 
@@ -20,13 +21,14 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
+from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.misc import load_object
 
 from simhash_filter.core.canonical import PageHints, one_hint, resolve_hint
 from simhash_filter.core.keep import KEEP_FIRST
+from simhash_filter.crawl.pages.closing import CloseWatch
 from simhash_filter.crawl.pages.declared_canonical import link_canonical, strong_hint
 from simhash_filter.crawl.pages.detours import (
     DETOUR_META_KEY,
@@ -101,6 +103,8 @@ class Waiting:
         self.detours = Detours()
         self.shared_frontier = shared_frontier(crawler)
         self._rulesets: dict[str, tuple[float, RuleSet]] = {}  # by host, read at (monotonic)
+        self._close_watch: CloseWatch | None = None
+        self._closing = False  # the crawl is closing: nothing is held any more
 
     async def _rule_target(self, own: str) -> str | None:
         """The URL the host's rules (the keep policy's: candidates too) map ``own`` (in the
@@ -132,10 +136,39 @@ class Waiting:
             await run_in_thread(self.filter.open)
         except Exception as exc:  # logged by the filter; a signal handler cannot fail the crawl
             raise CloseSpider("simhash_filter_store_unavailable") from exc
+        engine = self._engine()
+        if engine is not None and not self.shared_frontier and self.config.keep != KEEP_FIRST:
+            self._close_watch = CloseWatch(engine, self._release_at_close)
 
     async def spider_closed(self) -> None:
+        if self._close_watch is not None:
+            self._close_watch.stop()
         await self._check_unreleased()
         await run_in_thread(self.filter.close)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        raise NotImplementedError  # each middleware's own
+
+    async def _release_at_close(self) -> None:
+        """The crawl is closing (not idle): the scheduler is dequeued no more, so every
+        variant still held or released goes through this middleware's check and straight to
+        the spider, before the scraper closes; nothing is held from now on."""
+        self._closing = True
+        engine = self._engine()
+        self.detours.release(None)
+        released = 0
+        for replay in self.detours.pending():
+            response = self.process_request(replay)
+            if response is None or engine is None:  # a replay in flight: it is on its way
+                continue
+            try:
+                response = await self.process_response(replay, response)
+            except IgnoreRequest:  # a copy, dropped
+                continue
+            engine.scraper.enqueue_scrape(response, replay)
+            released += 1
+        if released:
+            self.filter.stats.inc_value(STATS_PREFIX + "released_at_close", released)
 
     def spider_idle(self) -> None:
         """Release every variant still waiting (its canonical never answered): the crawl
@@ -150,7 +183,7 @@ class Waiting:
     def process_request(self, request: Request) -> Response | None:
         """Answer a held variant's replay from memory (no second download)."""
         token = request.meta.get(REPLAY_META_KEY)
-        held = self.detours.peek(token) if isinstance(token, str) else None
+        held = self.detours.answer(token) if isinstance(token, str) else None
         return None if held is None else held.response.replace(request=request)
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
@@ -178,6 +211,8 @@ class Waiting:
         engine = self._engine()
         if (
             engine is None
+            or self._closing
+            or (self._close_watch is not None and self._close_watch.closing)
             or self.shared_frontier
             or self.config.keep == KEEP_FIRST
             or request.method != "GET"
@@ -226,9 +261,9 @@ class Waiting:
         return len(replays)
 
     async def _check_unreleased(self) -> None:
-        """Variants still waiting when the spider closes (a close that was not idle:
-        ``CLOSESPIDER_*``, a shutdown) are checked now, so one that is no copy is in the index
-        rather than lost; their items never reach the spider, so they are counted and logged."""
+        """Variants still waiting when the spider closes (only when the close could not be
+        seen in time: :mod:`.closing`) are checked now, so one that is no copy is in the index;
+        their items never reach the spider, so they are counted and logged."""
         held = self.detours.drain()
         for variant in held:
             response, header = variant.response, link_canonical(variant.response)

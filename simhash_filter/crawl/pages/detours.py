@@ -67,6 +67,7 @@ class Detours:
         self._limit = limit
         self._waiting: dict[str, list[Held]] = {}  # canonical key -> variants
         self._replays: dict[str, Held] = {}  # replay token -> released variant
+        self._answering: dict[str, Held] = {}  # replay token -> variant answered, in flight
         self._since: dict[str, float] = {}  # canonical key -> when its first variant waited
         self._settled: dict[str, None] = {}  # canonical keys whose outcome is known
         self._tokens = itertools.count()
@@ -126,9 +127,14 @@ class Detours:
             for variant in released:
                 token = str(next(self._tokens))
                 self._replays[token] = variant
-                meta = {**variant.request.meta, REPLAY_META_KEY: token}
-                requests.append(variant.request.replace(dont_filter=True, meta=meta))
+                requests.append(_replay(variant, token))
             return requests
+
+    def pending(self) -> list[Request]:
+        """The replay requests of every released variant not answered yet (a replay the
+        engine will not dequeue any more: the crawl is closing)."""
+        with self._lock:
+            return [_replay(variant, token) for token, variant in self._replays.items()]
 
     def drain(self) -> list[Held]:
         """Every variant still held or released but not replayed (forgotten here)."""
@@ -138,14 +144,25 @@ class Detours:
             self._waiting.clear()
             self._since.clear()
             self._replays.clear()
+            self._answering.clear()
             return held
 
-    def peek(self, token: str) -> Held | None:
-        """The released variant of a replay token (it stays until :meth:`replay`)."""
+    def answer(self, token: str) -> Held | None:
+        """The released variant of a replay token, answered from memory (once): in flight
+        until :meth:`replay`, no longer :meth:`pending`."""
         with self._lock:
-            return self._replays.get(token)
+            variant = self._replays.pop(token, None)
+            if variant is not None:
+                self._answering[token] = variant
+            return variant
 
     def replay(self, token: str) -> Held | None:
         """The released variant of a replay token (once)."""
         with self._lock:
-            return self._replays.pop(token, None)
+            return self._answering.pop(token, None) or self._replays.pop(token, None)
+
+
+def _replay(variant: Held, token: str) -> Request:
+    """The replay request of a released variant: its request, answered from memory."""
+    meta = {**variant.request.meta, REPLAY_META_KEY: token}
+    return variant.request.replace(dont_filter=True, meta=meta)

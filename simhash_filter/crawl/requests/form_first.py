@@ -13,6 +13,10 @@ anything but 200 (a redirect, an error status) or cannot be downloaded, the vari
 is fetched after all, fingerprinted by itself (``verbatim_url``): nothing is reached only
 through a form the site does not serve. Sampled requests, declared canonicals, redirect targets
 and ``dont_filter`` requests are downloaded as they are.
+
+Not on a shared frontier (scrapy-redis): which forms were fetched, and which fingerprint a URL
+was given first, is this process's memory, so a form fetched in a variant's place by one
+worker is fetched again by another that reaches its link (or had fetched it already).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
+from simhash_filter.crawl.pages.canonical_first import shared_frontier
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
 from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.crawl.requests.rule_book import RuleBook, canonical_fingerprint
@@ -60,6 +65,8 @@ class FormFirstMiddleware:
         config = crawler_config(crawler)
         if not (config.enabled and config.request_filter and config.form_first):
             raise NotConfigured("SIMHASH_FILTER_FORM_FIRST is off")
+        if shared_frontier(crawler):
+            raise NotConfigured("form first needs a frontier of its own process (not scrapy-redis)")
         assert crawler.stats is not None
         return cls(RuleBook.for_crawler(crawler), crawler.stats)
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import pytest
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.utils.request import RequestFingerprinter, fingerprint
+from scrapy.utils.test import get_crawler
 
+from simhash_filter import Addon
 from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.form_first import (
     FORM_OF_META_KEY,
@@ -200,3 +203,16 @@ def test_the_request_filter_counts_active_rules_as_they_change() -> None:
     assert extension.stats.get_value("simhash_filter/rules/active") == 2
     extension.book.set_rules(RuleSet([REPLY]))
     assert extension.stats.get_value("simhash_filter/rules/active") == 1
+
+
+def test_a_shared_frontier_has_no_form_first() -> None:
+    """scrapy-redis: another worker may reach (or have fetched) the form whose fetch in a
+    variant's place only this process remembers, so it would be fetched twice; the variant
+    is downloaded as it is."""
+    settings = {"ADDONS": {Addon: 100}, "SIMHASH_FILTER_DATABASE_URL": "sqlite://"}
+    assert FormFirstMiddleware.from_crawler(get_crawler(settings_dict=settings))
+    shared = get_crawler(
+        settings_dict={**settings, "SCHEDULER": "crawler.frontier.FrontierScheduler"}
+    )
+    with pytest.raises(NotConfigured, match="scrapy-redis"):
+        FormFirstMiddleware.from_crawler(shared)
