@@ -40,7 +40,8 @@ class SiteServer:
     :attr:`hits` the same paths with the User-Agent that asked (which worker of a crawl).
     ``latency`` delays every response (benchmarks: a server that is not on loopback);
     :meth:`hold` keeps every response waiting (requests are still recorded) until
-    :meth:`release` (tests: hold a crawl still until every worker is up).
+    :meth:`release` (tests: hold a crawl still until every worker is up); :meth:`hold_after`
+    does so once a number of responses more were sent.
     """
 
     def __init__(
@@ -57,6 +58,8 @@ class SiteServer:
         self.hits: list[tuple[str, str]] = []  # (path, User-Agent): which crawler asked
         self._serving = threading.Event()
         self._serving.set()
+        self._quota: int | None = None  # responses to send before holding (hold_after)
+        self._quota_lock = threading.Lock()
         server_self = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,6 +68,7 @@ class SiteServer:
             def _serve(self, *, body: bool) -> None:
                 server_self.requested.append(self.path)
                 server_self.hits.append((self.path, self.headers.get("User-Agent", "")))
+                server_self._take_quota()
                 server_self._serving.wait()
                 if server_self.latency > 0:
                     time.sleep(server_self.latency)
@@ -112,9 +116,30 @@ class SiteServer:
         """Answer no request until :meth:`release`."""
         self._serving.clear()
 
+    def hold_after(self, count: int) -> None:
+        """Answer the requests held now and ``count`` more, then hold every later one (as
+        :meth:`hold`) until :meth:`release`."""
+        with self._quota_lock:
+            self._quota = count
+            if count > 0:
+                self._serving.set()
+            else:
+                self._serving.clear()
+
+    def _take_quota(self) -> None:
+        with self._quota_lock:
+            if self._quota is None:
+                return
+            if self._quota <= 0:
+                self._serving.clear()
+            else:
+                self._quota -= 1
+
     def release(self) -> None:
-        """Answer the held requests and every new one."""
-        self._serving.set()
+        """Answer the held requests and every new one (any :meth:`hold_after` quota ends)."""
+        with self._quota_lock:
+            self._quota = None
+            self._serving.set()
 
     def start(self) -> SiteServer:
         self._thread = threading.Thread(

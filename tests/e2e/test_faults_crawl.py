@@ -195,6 +195,7 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
     workers: dict[str, Worker] = {}
     for site in sites.values():
         site.start()
+        site.hold_after(40)  # the rest waits for the outage (below)
     try:
         with WorkerGroup() as group:
             for name, site in sites.items():
@@ -213,11 +214,14 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
                 timeout=120,
                 what="both crawls under way",
             )
-            # The crawls stand still while the server stops and starts, so that pages are
-            # left to meet the outage and to be indexed after it, however slow the machine.
+            # The crawls stand still while the server stops and starts, and each site answers
+            # 20 pages during the outage, then holds the rest until the server is back: pages
+            # are left to meet the outage and to be indexed after it, however slow the machine.
             with frozen(workers.values()):
                 private_pg.stop()
                 down_at = {name: len(fetched(s)) for name, s in sites.items()}
+                for site in sites.values():
+                    site.hold_after(20)
             wait_for(  # pages keep coming while the index is down, and meet the outage
                 lambda: all(
                     len(fetched(s)) >= down_at[n] + 15
@@ -230,6 +234,8 @@ def test_postgresql_outage_mid_crawl_fail_open_passes_fail_closed_holds_back(
             with frozen(workers.values()):
                 private_pg.start()  # returns once the server accepts connections
                 back_at = {name: len(fetched(s)) for name, s in sites.items()}
+                for site in sites.values():
+                    site.release()
             results = {name: w.wait(timeout=240) for name, w in workers.items()}
     finally:
         for site in sites.values():
