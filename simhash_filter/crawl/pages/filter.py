@@ -210,8 +210,8 @@ class PageFilter:
                     store.close()
 
     def _start_pool(self) -> PagePool | None:
-        """The page pool (``WORKERS`` > 0), starting while the crawl begins (its first
-        pages wait in its queue), or None: the thread path, which the crawl also takes when
+        """The page pool (``WORKERS`` > 0), starting in a thread (the pipeline waits for
+        it before the crawl begins), or None: the thread path, which the crawl also takes when
         the workers cannot start (logged; the pages queued meanwhile go there too)."""
         size = self.config.effective_workers
         if size == 0:

@@ -10,8 +10,10 @@ near-duplicate raises :class:`NearDuplicate` (so Scrapy also counts
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import MutableMapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -75,6 +77,21 @@ class FilterUnavailable(DropItem):
     """The page could not be checked and ``SIMHASH_FILTER_FAIL_OPEN`` is False."""
 
 
+POOL_START_WAIT = 120.0
+"""Seconds the crawl waits at most for its page workers to start before its first request."""
+
+
+def wait_started(ready: Future[None], timeout: float) -> None:
+    """Until the page workers have started (or failed to), ``timeout`` seconds at most.
+
+    Pages downloaded meanwhile have nowhere to go: each waits in Scrapy's scraper with its
+    response, its parsed tree, its item and the scraper's ``CONCURRENT_ITEMS`` tasks, up to
+    ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` bytes of responses (hundreds of small pages), and the
+    crawl process keeps the memory they took once they are gone."""
+    with contextlib.suppress(TimeoutError):
+        ready.exception(timeout)
+
+
 class NearDuplicatePipeline:
     """Item pipeline that drops near-duplicate pages (``simhash_filter.NearDuplicatePipeline``).
 
@@ -100,6 +117,9 @@ class NearDuplicatePipeline:
 
     async def open_spider(self) -> None:
         await run_in_thread(self.filter.open)
+        pool = self.filter.pool
+        if pool is not None:  # the crawl starts once Scrapy has awaited this
+            await run_in_thread(wait_started, pool.ready, POOL_START_WAIT)
 
     async def close_spider(self) -> None:
         await run_in_thread(self.filter.close)

@@ -9,6 +9,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from simhash_filter.crawl.pages.pipeline import (
     FilterUnavailable,
     NearDuplicate,
     NearDuplicatePipeline,
+    wait_started,
 )
 from simhash_filter.store import FingerprintStore, StoreError, StoreOptions
 from simhash_filter.store.records import Match, PageRow, Verdict, VerdictKind
@@ -454,6 +456,27 @@ def test_store_is_shared_and_closed_once(sqlite_url: str) -> None:
     assert pool.pids == []
     assert all(not Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
     assert filter_stats(first) == {"kept": 1}
+
+
+def test_the_crawl_starts_once_the_page_workers_have(sqlite_url: str) -> None:
+    # pages downloaded while the workers start would pile up in Scrapy's scraper (issue 45)
+    pipeline = make_pipeline(sqlite_url, WORKERS=1, open_=False)
+    run(pipeline.open_spider())
+    pool = pipeline.filter.pool
+    assert pool is not None
+    assert pool.ready.done()
+    assert pool.ready.exception() is None
+    assert len(pool.pids) == 1
+    run(pipeline.close_spider())
+
+
+def test_waiting_for_the_workers_ends_with_a_failed_start_or_at_the_bound() -> None:
+    failed: Future[None] = Future()
+    failed.set_exception(RuntimeError("no workers"))
+    wait_started(failed, 60.0)  # returns at once, without raising: the crawl falls back
+    never: Future[None] = Future()
+    wait_started(never, 0.01)  # a start that hangs delays the crawl by the bound only
+    assert not never.done()
 
 
 def test_package_root_exports() -> None:
