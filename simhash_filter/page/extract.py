@@ -427,10 +427,22 @@ def _main_text(source: Any, url: str | None) -> str | None:
     ``source``: bytes, str or a parsed tree (trafilatura works on a copy)."""
     text = _trafilatura_text(source, url, favor_precision=True)
     if len(text) < FALLBACK_BELOW:
-        balanced = _trafilatura_text(source, url, favor_precision=False)
-        if len(balanced) > len(text) and prose_share(balanced) >= MIN_PROSE_SHARE:
-            text = balanced
+        text = _preferred(text, _trafilatura_text(source, url, favor_precision=False))
     return cap_text(text) or None
+
+
+def _preferred(precise: str, balanced: str | None) -> str:
+    """The balanced pass's text in place of the precision pass's when that one is under
+    :data:`FALLBACK_BELOW` characters and the balanced one (None: not run) is longer and
+    prose (:data:`MIN_PROSE_SHARE`): the one choice of the two passes."""
+    if (
+        balanced is not None
+        and len(precise) < FALLBACK_BELOW
+        and len(balanced) > len(precise)
+        and prose_share(balanced) >= MIN_PROSE_SHARE
+    ):
+        return balanced
+    return precise
 
 
 def _template_text(
@@ -447,21 +459,12 @@ def _template_text(
     first = strip_template(whole, template)
     text = first.text.strip()
     balanced_whole = None
-    if len(text) < FALLBACK_BELOW:
+    if len(text) < FALLBACK_BELOW:  # (then ``whole`` is short too: stripping only cuts)
         balanced_whole = _trafilatura_text(source, url, favor_precision=False)
-        balanced = strip_template(balanced_whole, template).text.strip()
-        if len(balanced) > len(text) and prose_share(balanced) >= MIN_PROSE_SHARE:
-            text = balanced
+        text = _preferred(text, strip_template(balanced_whole, template).text.strip())
     untemplated = None
     if first.template_chars:  # the page as signed while its host's template was not known
-        if (
-            balanced_whole is not None
-            and len(whole) < FALLBACK_BELOW
-            and len(balanced_whole) > len(whole)
-            and prose_share(balanced_whole) >= MIN_PROSE_SHARE
-        ):
-            whole = balanced_whole
-        untemplated = cap_text(whole) or None
+        untemplated = cap_text(_preferred(whole, balanced_whole)) or None
     return cap_text(text) or None, first.share, untemplated
 
 
