@@ -29,7 +29,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
@@ -273,6 +273,16 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, cre
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
+
+
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the database has the table ``name``, in one catalogue query (SQLite's
+    ``sqlite_master``, PostgreSQL's ``to_regclass`` on the search path), without the cost
+    of SQLAlchemy's reflection: an open's checks."""
+    if conn.dialect.name == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return conn.exec_driver_sql(sql, (name,)).first() is not None
+    return conn.execute(text("SELECT to_regclass(:t)"), {"t": name}).scalar() is not None
 
 
 def _has_meta_table(cursor: Any) -> bool:

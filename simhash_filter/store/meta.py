@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import NamedTuple
 
-from sqlalchemy import Engine, delete, insert, inspect, select, text
+from sqlalchemy import Engine, delete, insert, select, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -33,7 +33,7 @@ from simhash_filter.index.schemes import (
 )
 
 from . import key_columns as key_columns
-from .engine import WRITE_OPTION, display_url, error_reason
+from .engine import WRITE_OPTION, display_url, error_reason, has_table
 from .locks import SCHEMA_LOCK
 from .records import (
     DatabaseNotFoundError,
@@ -108,8 +108,7 @@ def init_schema(
             with conn.begin():
                 if engine.dialect.name == "postgresql" and create:
                     conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-                inspector = inspect(conn)
-                if not inspector.has_table(meta_table.name):
+                if not has_table(conn, meta_table.name):
                     if not create:
                         raise DatabaseNotFoundError(
                             f"{where} holds no simhash-filter index (no meta table)"
@@ -117,7 +116,7 @@ def init_schema(
                     present = [
                         t.name
                         for t in (pages_table, keys_table, duplicates_table)
-                        if inspector.has_table(t.name)
+                        if has_table(conn, t.name)
                     ]
                     if present:
                         raise StoreError(

@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from simhash_filter.core.passage import text_terms
 from simhash_filter.core.stored_text import unpack_text
 
-from .engine import WRITE_OPTION
+from .engine import WRITE_OPTION, has_table
 from .locks import SCHEMA_LOCK
 from .reading import ReadableStore, reading
 from .schema import meta_table, page_texts_table
@@ -45,13 +45,7 @@ _IN_CHUNK = 500
 
 def has_index(conn: Connection) -> bool:
     """Whether the database has the passage index table."""
-    if conn.dialect.name == "sqlite":
-        found = conn.exec_driver_sql(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
-        ).first()
-    else:
-        found = conn.execute(text("SELECT to_regclass(:t)"), {"t": TABLE}).scalar()
-    return found is not None
+    return has_table(conn, TABLE)
 
 
 def create_index(conn: Connection) -> None:
@@ -228,10 +222,7 @@ def build_index(engine: Engine) -> None:
 
 def has_text_table(conn: Connection) -> bool:
     """Whether the database has a ``page_texts`` table (what the index is made of)."""
-    if conn.dialect.name == "sqlite":
-        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'page_texts'"
-        return conn.exec_driver_sql(sql).first() is not None
-    return conn.execute(text("SELECT to_regclass('page_texts')")).scalar() is not None
+    return has_table(conn, page_texts_table.name)
 
 
 # -- reading

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from .engine import WRITE_OPTION
 from .locks import SCHEMA_LOCK
-from .passage_index import build_index
+from .passage_index import COMPLETE, STATE_KEY, build_index, has_index, has_text_table
 from .schema import (
     ADDITIVE_SINCE,
     SCHEMA_VERSION,
@@ -26,7 +26,14 @@ from .schema import (
 )
 from .templates import HOST_TABLES, PAGE_TABLES, ensure_template_tables
 
-__all__ = ["ADDED_COLUMNS", "missing_columns", "upgrade", "upgrade_6_to_7", "upgrade_7_to_8"]
+__all__ = [
+    "ADDED_COLUMNS",
+    "is_current",
+    "missing_columns",
+    "upgrade",
+    "upgrade_6_to_7",
+    "upgrade_7_to_8",
+]
 
 ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
     (pages_table, "dropped_at"),
@@ -81,10 +88,30 @@ def upgrade_7_to_8(engine: Engine) -> None:
     ensure_template_tables(engine, PAGE_TABLES)
 
 
+def is_current(conn: Connection) -> bool:
+    """Whether there is nothing to upgrade, read without reflecting the tables: the schema
+    version is this code's (a database made at it has every column; an older one gains
+    them in the transaction that raises its version, and ``reindex`` converts only after
+    the open added them) and the passage index is complete (or there are no stored texts
+    to index). The ``meta`` rows and one or two catalogue look-ups."""
+    m = meta_table.c
+    keys = ("schema_version", STATE_KEY)
+    meta = {str(k): str(v) for k, v in conn.execute(select(m.key, m.value).where(m.key.in_(keys)))}
+    if meta.get("schema_version") != str(SCHEMA_VERSION):
+        return False
+    if meta.get(STATE_KEY) == COMPLETE:
+        return has_index(conn)
+    return not has_text_table(conn)
+
+
 def upgrade(engine: Engine) -> None:
     """Add the missing :data:`ADDED_COLUMNS` (an older database: ``reindex`` converts
     those older than :data:`~.schema.ADDITIVE_SINCE`, and finds them added) and set an
-    additive version's schema version to the current one. Nothing when all is there."""
+    additive version's schema version to the current one. Nothing but one read when all
+    is there (:func:`is_current`): a read-only command's open reflects no table."""
+    with engine.connect() as conn, conn.begin():
+        if is_current(conn):
+            return
     dialect = engine.dialect.name
     build_index(engine)  # schema 6: the stored texts' passage index (passage_index.py)
     with engine.connect() as conn, conn.begin():

@@ -1,16 +1,25 @@
 """A schema-4 database opens under schema 5 and is upgraded in place: the new nullable
 column added, the schema version raised, every page and band key as it was (no reindex); a
-schema-7 database gains schema 8's table."""
+schema-7 database gains schema 8's table; a current one opens without reflecting its tables,
+and an unknown or too old one is still refused."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine.reflection import Inspector
 
 from simhash_filter.core.fingerprint import Fingerprinter
-from simhash_filter.store import FingerprintStore, StoreOptions, VerdictKind
+from simhash_filter.store import (
+    FingerprintStore,
+    StoreError,
+    StoreOptions,
+    VerdictKind,
+    passage_index,
+)
 from simhash_filter.store.schema import SCHEMA_VERSION
 from simhash_filter.store.templates import PageShare, TemplateStore
 from simhash_filter.store.upgrade import ADDED_COLUMNS
@@ -94,3 +103,60 @@ def test_a_schema_7_database_gains_the_pages_template_shares(db_url: str) -> Non
         )
     _, version, after = _columns_and_version(db_url)
     assert (version, after) == ("8", pages)
+
+
+def _filled(url: str) -> None:
+    with FingerprintStore.open(url, StoreOptions(spec=FINGERPRINTER.spec)) as store:
+        for page, words in TEXTS.items():
+            store.check_and_add(page, FINGERPRINTER.fingerprint(words))  # type: ignore[arg-type]
+
+
+def _no_reflection(monkeypatch: pytest.MonkeyPatch) -> None:
+    def reflected(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the open reflected the schema")
+
+    for name in ("get_columns", "has_table", "get_table_names"):
+        monkeypatch.setattr(Inspector, name, reflected)
+
+
+def test_a_current_database_opens_without_reflecting_its_tables(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line's open of a database at this schema version, its passage index
+    complete: the meta rows and catalogue look-ups, none of SQLAlchemy's reflection (on
+    PostgreSQL most of a ``near --text``)."""
+    _filled(db_url)
+    _no_reflection(monkeypatch)
+    with FingerprintStore.open_existing(db_url) as store:
+        assert store.stats().schema_version == SCHEMA_VERSION
+        assert store.stats().pages == len(TEXTS)
+        assert passage_index.is_complete(store)
+
+
+def test_an_older_database_still_upgrades_when_the_index_is_complete(db_url: str) -> None:
+    """Only the current version skips the upgrade's checks: a 7 with every column and a
+    complete passage index still gains schema 8's table and version."""
+    _filled(db_url)
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE template_pages"))
+        conn.execute(text("UPDATE meta SET value = '7' WHERE key = 'schema_version'"))
+    with FingerprintStore.open_existing(db_url) as store:
+        assert store.stats().schema_version == SCHEMA_VERSION
+    with engine.connect() as conn:
+        assert inspect(conn).has_table("template_pages")
+    engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [(str(SCHEMA_VERSION + 1), "re-crawl"), ("1", "re-crawl"), ("2", "reindex --index")],
+)
+def test_an_unknown_or_old_schema_is_still_refused(db_url: str, version: str, says: str) -> None:
+    _filled(db_url)
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match=rf"schema version {version};.*{says}"):
+        FingerprintStore.open_existing(db_url)
