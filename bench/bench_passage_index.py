@@ -15,7 +15,8 @@ into the three tables (the terms as ``tsvector`` text, checked equal to the writ
 ``array_to_tsvector`` on the first rows), its GIN index dropped while an empty table fills
 and built once after (``maintenance_work_mem`` 1 GB), kept while a filled one grows. The
 sizes of ``--sizes`` are one fill grown size by size, queried at each; ``--sqlite-url`` and
-``--pg-url`` grow existing databases (a fill stopped: resumed), ``--keep`` keeps those made.
+``--pg-url`` grow existing databases (a fill stopped: resumed), ``--keep`` keeps those made,
+``--query-only`` queries them as they are (no fill: code changed since they were filled).
 
 Queries: ``--queries`` paragraphs of 200–600 characters cut at a random offset of a random
 stored text (half English, half Chinese; cut mid-word as a copy-paste may be), each run as
@@ -291,6 +292,11 @@ def main() -> None:
     parser.add_argument("--sqlite-url", help="an existing database to grow (not removed)")
     parser.add_argument("--pg-url", help="an existing database to grow (not dropped)")
     parser.add_argument("--keep", action="store_true", help="keep the databases made")
+    parser.add_argument(
+        "--query-only",
+        action="store_true",
+        help="query the databases of --sqlite-url/--pg-url as they are (no fill)",
+    )
     args = parser.parse_args()
     print(f"machine: {machine()}")
     start = time.perf_counter()
@@ -317,7 +323,10 @@ def main() -> None:
                 url = made_pg = create_pg_database("sf_bench_passages")
             targets.append(Target(url))
         sample = targets[0].sample()
-        for size in map(int, args.sizes.split(",")):  # one fill, grown size by size
+        if args.query_only:  # no fill, no index build, no VACUUM: the databases as they are
+            results += run_size(targets, sample, min(t.pages for t in targets), args)
+        sizes = [] if args.query_only else [int(size) for size in args.sizes.split(",")]
+        for size in sizes:  # one fill, grown size by size
             sample += fill(targets, (en, zh), size, args.chars)
             results += run_size(targets, sample, size, args)
     finally:
