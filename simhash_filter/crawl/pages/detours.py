@@ -1,16 +1,20 @@
-"""Canonical first: a variant whose declared canonical was never seen waits, held in memory,
-while its canonical is fetched and checked; then it is replayed through the same check.
+"""Canonical first: a variant whose canonical was never seen waits, held in memory, while its
+canonical is fetched and checked; then it is replayed through the same check.
 
-``NearDuplicateMiddleware`` (``SIMHASH_FILTER_KEEP = "canonical"``) holds the variant's
-response and its finished page work (no second download, no second parse), schedules the
-canonical with the variant's callback, and releases every variant held for it once the
-canonical's outcome is known: its response checked, any other status, a download error, or
-its request dropped (e.g. by the dupefilter, when the crawl fetched it already). A released
-variant is replayed: its request again (``dont_filter``), answered from memory by the
-middleware, checked like any response: a copy of the canonical is dropped, anything else
-(the canonical differs, 404s, cannot be reached) is kept. Nothing is lost; at most
-:data:`MAX_HELD` responses wait at once (past it, a variant is checked at once, and its
-canonical, when it comes, supersedes it), and an idle spider releases them all.
+The downloader middlewares (``NearDuplicateMiddleware``, or ``CanonicalFirstMiddleware`` in pipeline
+mode; :mod:`.canonical_first`), under a keep policy other than ``"first"``, hold the variant's
+response (the middleware's, with its finished page work: no second download, no second parse),
+schedule the canonical (its strong hint, else the URL the host's rules or, with ``VIEWS_WAIT``, its
+view marker map it onto) with the variant's callback, and release every variant held for it once the
+canonical's outcome is known: its response checked, any other status, or a download error (a
+canonical's request the dupefilter drops is queued or fetched already: its response answers;
+``MAX_WAIT`` seconds at most). A released variant is replayed: its request again (``dont_filter``),
+answered from memory by the middleware, checked like any response: a copy of the canonical is
+dropped, anything else (the canonical differs, 404s, cannot be reached) is kept. Nothing is lost; at
+most :data:`MAX_HELD` responses wait at once (past it, a variant is checked at once: emitted when
+new, and its canonical, when it comes, is dropped as its copy and recorded as the cluster's
+canonical (``late_canonical``), or, under ``"supersede"``, replaces it), and an idle spider releases
+them all.
 """
 
 from __future__ import annotations

@@ -309,7 +309,12 @@ class RequestFilter:
             return False  # not skipped, or downloaded in a variant's place
         for urls in self._held_by_rule.values():
             urls.discard(declared)
-        return self._reschedule(held)
+        if not self._reschedule(held):
+            return False
+        # a variant mapped onto it, still queued, is skipped at its download (form first):
+        # else it fetches this URL a second time, and both responses reach the spider
+        self.book.note_form_fetched(declared)
+        return True
 
     def _submit(self, job: Any, *args: Any, observation: bool = False) -> bool:
         """Run ``job`` in the learner's thread (False: the thread is shut down)."""

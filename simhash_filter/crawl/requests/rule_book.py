@@ -229,8 +229,9 @@ class RuleBook:
 
     def note_form_fetched(self, url: str) -> None:
         """The form ``url`` is downloaded under its own URL in place of a variant mapped onto
-        it (:mod:`~simhash_filter.crawl.requests.form_first`): a page naming it its canonical
-        needs no fetch of it again."""
+        it (:mod:`~simhash_filter.crawl.requests.form_first`), or scheduled again by its own
+        request once a page named it its canonical: a page naming it needs no fetch of it
+        again, and a variant mapped onto it is skipped at its download."""
         self._fetched_forms.add(hash(url))  # one set.add: safe beside the reactor's reads
 
     def form_fetched(self, url: str) -> bool:

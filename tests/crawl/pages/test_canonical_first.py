@@ -111,7 +111,7 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
     pipeline = build_from_crawler(NearDuplicatePipeline, crawler)
     run(middleware.spider_opened())
     run(pipeline.open_spider())
-    variant = page("https://news.example/mirror/bridge", None)  # no hint: kept first
+    variant = page("https://news.example/archive/bridge", None)  # no hint, no view: kept first
     assert run(middleware.process_response(variant.request, variant)) is variant
     canonical = page(CANONICAL, CANONICAL, "<p>Share.</p>")
     assert run(middleware.process_response(canonical.request, canonical)) is canonical

@@ -13,6 +13,7 @@ from scrapy.utils.request import RequestFingerprinter, fingerprint
 from scrapy.utils.test import get_crawler
 
 from simhash_filter import Addon
+from simhash_filter.crawl.pages.outcomes import FilterResult, Outcome
 from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.form_first import (
     FORM_OF_META_KEY,
@@ -21,6 +22,7 @@ from simhash_filter.crawl.requests.form_first import (
 )
 from simhash_filter.crawl.requests.request_filter import REQUEST_STATS, RequestFilter
 from simhash_filter.crawl.requests.rule_book import RuleBook
+from simhash_filter.urls.key import PageKey
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
 from simhash_filter.urls.ruleset import RuleSet
 from simhash_filter.urls.sampling import is_sampled
@@ -216,3 +218,22 @@ def test_a_shared_frontier_has_no_form_first() -> None:
     )
     with pytest.raises(NotConfigured, match="scrapy-redis"):
         FormFirstMiddleware.from_crawler(shared)
+
+
+def test_a_canonical_fetched_after_its_hint_is_not_fetched_again_by_its_variant() -> None:
+    """The form's own link was dropped (a variant mapped onto it took its fingerprint, and is
+    still queued); a page then names the form its canonical, so the form is scheduled again;
+    the variant's download must not fetch the form a second time (two responses of one URL,
+    two items)."""
+    crawl = _Scheduler()
+    crawl.book.set_rules(RuleSet([REPLY]))
+    form = _unsampled(f"http://{H}/news/k{{}}/")
+    variant = crawl.schedule(form + "?replytocom=1")
+    assert variant is not None
+    assert crawl.schedule(form) is None  # its fingerprint was the variant's
+    naming = f"http://{H}/news/other/"
+    crawl.extension._on_result(FilterResult(Outcome.KEPT, naming, key=PageKey.of(naming, form)))
+    assert [r.url for r in crawl.scheduled] == [form]  # the canonical, fetched after all
+    with pytest.raises(SkippedLate):
+        crawl.middleware.process_request(variant)
+    assert crawl.stat("skipped_late") == 1
