@@ -25,6 +25,13 @@ def _unavailable(what: str, why: object) -> None:
     pytest.skip(message)
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line fits its tables to ``$COLUMNS``: no test inherits one (pytest-xdist's
+    workers run with ``COLUMNS=80``, a shell may export its own); a test of the width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A SQLite database file in the test's temporary folder (files, not :memory:,
@@ -63,3 +70,20 @@ def redis_url() -> str:
     except Exception as exc:
         _unavailable("Redis", exc)
     return REDIS_URL
+
+
+_SHARED_SCOPES = frozenset({"package", "module", "class"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup``, a test that uses a module- (or class-)
+    scoped fixture runs on the worker that runs the other tests of its file, so an expensive
+    shared set-up (a crawl several tests read) is still made once; every other test goes to
+    whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
+        if scopes & _SHARED_SCOPES:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
