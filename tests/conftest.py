@@ -8,8 +8,10 @@ Where no server answers they skip, except under CI (``CI=true``), where they fai
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,18 +74,31 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-_SHARED_SCOPES = frozenset({"package", "module", "class"})
+_SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](?:module|class|package)["']""")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's ``--dist loadgroup``, a test that uses a module- (or class-)
-    scoped fixture runs on the worker that runs the other tests of its file, so an expensive
-    shared set-up (a crawl several tests read) is still made once; every other test goes to
-    whichever worker is free."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
-        if scopes & _SHARED_SCOPES:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+def _files_with_shared_fixtures(root: Path) -> frozenset[str]:
+    """The test files (node-id paths) that define a module-, class- or package-scoped fixture."""
+    return frozenset(
+        path.relative_to(root).as_posix()
+        for path in (root / "tests").rglob("test_*.py")
+        if _SHARED_FIXTURE.search(path.read_text(encoding="utf-8"))
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``-n N``): the tests of a file that defines a shared fixture (a
+    crawl several tests read) go to one worker, so the set-up is still made once; every other
+    test is a unit of its own, for whichever worker is free. (xdist's ``loadgroup`` marks do
+    not reach its scheduler under pytest 9, whose node ids cannot be renamed.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = _files_with_shared_fixtures(config.rootpath)
+
+    class SharedSetUpsTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in shared else nodeid
+
+    return SharedSetUpsTogether(config, log)
