@@ -8,8 +8,10 @@ Where no server answers they skip, except under CI (``CI=true``), where they fai
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,13 @@ def _unavailable(what: str, why: object) -> None:
     if IN_CI:
         pytest.fail(f"{message} (CI=true: service tests must not skip)")
     pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line fits its tables to ``$COLUMNS``: no test inherits one (pytest-xdist's
+    workers run with ``COLUMNS=80``, a shell may export its own); a test of the width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture
@@ -63,3 +72,33 @@ def redis_url() -> str:
     except Exception as exc:
         _unavailable("Redis", exc)
     return REDIS_URL
+
+
+_SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope=["'](?:module|class|package)["']""")
+
+
+def _files_with_shared_fixtures(root: Path) -> frozenset[str]:
+    """The test files (node-id paths) that define a module-, class- or package-scoped fixture."""
+    return frozenset(
+        path.relative_to(root).as_posix()
+        for path in (root / "tests").rglob("test_*.py")
+        if _SHARED_FIXTURE.search(path.read_text(encoding="utf-8"))
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``-n N``): the tests of a file that defines a shared fixture (a
+    crawl several tests read) go to one worker, so the set-up is still made once; every other
+    test is a unit of its own, for whichever worker is free. (xdist's ``loadgroup`` marks do
+    not reach its scheduler under pytest 9, whose node ids cannot be renamed.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = _files_with_shared_fixtures(config.rootpath)
+
+    class SharedSetUpsTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in shared else nodeid
+
+    return SharedSetUpsTogether(config, log)
