@@ -201,7 +201,7 @@ def _passes(monkeypatch: pytest.MonkeyPatch, precision: str, balanced: str) -> l
 
     asked: list[bool] = []
 
-    def fake(source: object, url: str | None, *, favor_precision: bool) -> str:
+    def fake(source: object, url: str | None, *, favor_precision: bool, fast: bool = True) -> str:
         asked.append(favor_precision)
         return precision if favor_precision else balanced
 
