@@ -542,7 +542,7 @@ def _trafilatura_text(
             url=url,
             favor_precision=favor_precision,
             options=pass_options(url, favor_precision=favor_precision, fast=fast),
-            **_PASS_OPTIONS,
+            **(_PASS_OPTIONS | {"fast": fast}),  # what ``options`` holds, for a caller of None
         )
     except Exception:  # trafilatura and lxml raise a zoo of types on garbage
         logger.debug("Could not extract text from %s", url or "a page", exc_info=True)
