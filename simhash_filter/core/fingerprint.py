@@ -20,7 +20,7 @@ HMM on Han characters that form no words is the slowest case: `bench/bench_finge
 and a page's first 50,000 characters say what it is."""
 EXTRACTION = (
     "trafilatura-precision-fast+balanced-fast-below-500-prose-0.5"
-    "+table-layout-0.5-full-contained-0.9+browser-decode"
+    "+table-layout-0.5-tables-over-p-full-contained-0.9+browser-decode"
 )
 """How the page work (:mod:`simhash_filter.page.extract`) gets an HTML page's main text, named
 in the spec: a new extraction makes new fingerprints of the same pages. It is spelt here,

@@ -12,8 +12,9 @@ extractors (``fast``), and, when that comes back shorter than :data:`FALLBACK_BE
 characters, its balanced extraction (also ``fast``) if it is longer
 (:data:`EXTRACTION`, named in the fingerprint spec). The measurements behind the choice are
 in bench/history/cost.md. A page laid out in a table (most of the precision pass's text in
-table rows) runs that pass with the fallback extractors too, and keeps its text when it is
-the article cell without the layout's other cells (:mod:`.table_layout`).
+table rows, more tables than paragraphs in its extracted body) runs that pass with the
+fallback extractors too, and keeps its text when it is the article cell without the layout's
+other cells (:mod:`.table_layout`).
 
 :func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
 footers included): the match rule compares it to tell a copy of an article from two
@@ -43,7 +44,8 @@ from lxml.html import (
     HtmlProcessingInstruction,
     fromstring,
 )
-from trafilatura.settings import Extractor
+from trafilatura.core import determine_returnstring
+from trafilatura.settings import Document, Extractor
 from trafilatura.utils import DOCTYPE_TAG, decode_file, is_dubious_html, repair_faulty_html
 
 from simhash_filter.core.canonical import PageHints
@@ -57,7 +59,7 @@ from .decode import decode_html
 from .head_canonicals import page_hints
 from .limits import DEFAULT_MAX_BYTES
 from .listing import is_listing
-from .table_layout import is_table_layout, keeps_article
+from .table_layout import is_table_layout, keeps_article, tables_over_paragraphs
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -435,10 +437,11 @@ def _main_text(source: Any, url: str | None) -> str | None:
 
 
 def _precision_text(source: Any, url: str | None) -> str:
-    """The precision pass's text; for a table-layout page (:mod:`.table_layout`), the same
-    pass with trafilatura's fallback comparison when that returns the article cell alone."""
-    text = _trafilatura_text(source, url, favor_precision=True)
-    if is_table_layout(text):
+    """The precision pass's text; for a table-layout page (:mod:`.table_layout`: its text
+    mostly table rows, its extracted body more tables than paragraphs), the same pass with
+    trafilatura's fallback comparison when that returns the article cell alone."""
+    text, body = _trafilatura_pass(source, url, favor_precision=True)
+    if is_table_layout(text) and tables_over_paragraphs(body):
         fallback = _trafilatura_text(source, url, favor_precision=True, fast=False)
         if prose_share(fallback) >= MIN_PROSE_SHARE and keeps_article(text, fallback):
             return fallback
@@ -536,18 +539,30 @@ def _trafilatura_text(
 ) -> str:
     """One pass of trafilatura, ``fast`` (no readability/justext comparison) unless told: the
     text, or ""."""
+    return _trafilatura_pass(source, url, favor_precision=favor_precision, fast=fast)[0]
+
+
+def _trafilatura_pass(
+    source: Any, url: str | None, *, favor_precision: bool, fast: bool = True
+) -> tuple[str, Any]:
+    """One pass of trafilatura: the text (or "") and the extracted body (or None).
+    ``trafilatura.extract`` is ``bare_extraction`` and then ``determine_returnstring`` with
+    the same options; called so, the body it serialized is kept (a test pins the texts)."""
+    options = pass_options(url, favor_precision=favor_precision, fast=fast)
+    keywords = _PASS_OPTIONS | {"fast": fast}  # what ``options`` holds, for a caller of None
     try:
-        text = trafilatura.extract(
-            source,
-            url=url,
-            favor_precision=favor_precision,
-            options=pass_options(url, favor_precision=favor_precision, fast=fast),
-            **(_PASS_OPTIONS | {"fast": fast}),  # what ``options`` holds, for a caller of None
+        document = trafilatura.bare_extraction(
+            source, url=url, favor_precision=favor_precision, options=options, **keywords
         )
+        if not isinstance(document, Document):
+            return "", None
+        if options is None:  # trafilatura built its own; the text needs only its format
+            options = _pass_extractor(favor_precision)
+        text = determine_returnstring(document, options)
     except Exception:  # trafilatura and lxml raise a zoo of types on garbage
         logger.debug("Could not extract text from %s", url or "a page", exc_info=True)
-        return ""
-    return text.strip() if isinstance(text, str) else ""
+        return "", None
+    return text.strip(), document.body
 
 
 def _visible_text(tree: Any) -> str | None:

@@ -9,19 +9,33 @@ match rule's 0.7. trafilatura's fallback comparison (readability, then justext: 
 without ``fast``) finds the article cell on both public pages (0.97 and 0.99 alike to the
 hand-extracted article).
 
-So when most of the main text is table rows (:data:`TABLE_SHARE`), that pass runs too, and
-its text is kept only as a *part* of the first: prose, nearly all of its character 5-grams in
-the first text (:data:`MIN_CONTAINED`), and holding the first text's longest block (the
-article cell). The page's text can only lose cells, never gain text the fast pass did not
-return, and never lose its article. Pure functions of text; the pass itself runs in
-``extract.py``. Measured in bench/history/templates.md.
+So when most of the main text is table rows (:data:`TABLE_SHARE`) and trafilatura's own test
+calls the extracted body table-dominated (:func:`tables_over_paragraphs`), that pass runs
+too, and its text is kept only as a *part* of the first: prose, nearly all of its character
+5-grams in the first text (:data:`MIN_CONTAINED`), and holding the first text's longest block
+(the article cell). The page's text can only lose cells, never gain text the fast pass did
+not return, and never lose its article. The second test is trafilatura's own for letting
+readability's text replace its extraction (``external._prefer_readability``): of the 41 public
+pages mostly in table rows (old Chinese portals, whose fallback mostly returns the same text)
+it keeps 5, the one the fallback changes among them, so few pages pay the slower pass. Pure
+functions of the text and the extracted body; the pass itself runs in ``extract.py``.
+Measured in bench/history/templates.md.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from simhash_filter.core.template import main_blocks
 
-__all__ = ["MIN_CONTAINED", "TABLE_SHARE", "is_table_layout", "keeps_article", "table_share"]
+__all__ = [
+    "MIN_CONTAINED",
+    "TABLE_SHARE",
+    "is_table_layout",
+    "keeps_article",
+    "table_share",
+    "tables_over_paragraphs",
+]
 
 TABLE_SHARE = 0.5
 """Share of the main text's characters in table rows (trafilatura's ``| a | b |`` lines) at
@@ -45,6 +59,17 @@ def table_share(text: str) -> float:
 def is_table_layout(text: str) -> bool:
     """Whether a fast pass's text is mostly table rows (:data:`TABLE_SHARE`)."""
     return table_share(text) >= TABLE_SHARE
+
+
+def tables_over_paragraphs(body: Any) -> bool:
+    """trafilatura's "structurally deficient" extraction (``external._prefer_readability``):
+    its extracted ``body`` has no paragraph text, or more ``<table>`` than ``<p>`` elements.
+    None (no body) is not."""
+    if body is None:
+        return False
+    return not body.xpath(".//p//text()") or len(body.findall(".//table")) > len(
+        body.findall(".//p")
+    )
 
 
 def _grams(text: str) -> set[str]:

@@ -98,3 +98,23 @@ def test_the_text_is_the_same_as_with_trafilatura_s_own_options(
     own = [extract.extract_page(body, url=url).text for url, body in pages]
     assert ours == own
     assert sum(text is not None for text in ours) > 10
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("favor_precision", [True, False])
+def test_a_pass_s_text_is_trafilatura_extract_s(favor_precision: bool, fast: bool) -> None:
+    """The pass calls ``bare_extraction`` and serializes its body as ``extract`` does (the
+    table-layout gate reads the body): the text is ``extract``'s with the same keywords."""
+    for path, body in PAGES:
+        url = f"https://site.example{path}"
+        own = trafilatura.extract(
+            body,
+            url=url,
+            favor_precision=favor_precision,
+            **(extract._PASS_OPTIONS | {"fast": fast}),
+        )
+        ours, tree = extract._trafilatura_pass(
+            body, url, favor_precision=favor_precision, fast=fast
+        )
+        assert ours == (own or "").strip()
+        assert (tree is None) == (own is None)

@@ -8,7 +8,12 @@ import pytest
 
 from crawler.articles import HARBOUR_BRIDGE, URBAN_BEES, WASTE_SORTING_ZH, Article
 from crawler.testsite import news_template
-from simhash_filter.page.table_layout import is_table_layout, keeps_article, table_share
+from simhash_filter.page.table_layout import (
+    is_table_layout,
+    keeps_article,
+    table_share,
+    tables_over_paragraphs,
+)
 
 NAV = ["Home", "News", "Sports", "Business", "Tech", "Cars", "Homes", "Mail", "Search", "Forum"]
 ADS = [
@@ -108,27 +113,92 @@ def test_a_fallback_that_returned_the_adverts_is_not_taken() -> None:
     assert WASTE_SORTING_ZH.paragraphs[0] in text
 
 
-def test_a_page_not_laid_out_in_a_table_never_runs_the_fallback(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def report_page(article: Article) -> bytes:
+    """A prose page with one data table whose rows are most of its text: not a layout."""
+    rows = "".join(
+        f"<tr><td>{year}</td><td>{1000 + 37 * year} vehicles a day crossed the bridge</td>"
+        f"<td>{year % 7} closures for maintenance work</td></tr>"
+        for year in range(1990, 2024)
+    )
+    paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in article.paragraphs[:2])
+    return (
+        f"<html><head><title>{html.escape(article.title)}</title></head><body><article>"
+        f"<h1>{html.escape(article.title)}</h1>{paragraphs}"
+        f"<table><tr><th>Year</th><th>Traffic</th><th>Closures</th></tr>{rows}</table>"
+        "</article></body></html>"
+    ).encode()
+
+
+def _passes_run(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``fast`` flag of every trafilatura pass the page work runs from now on."""
     from simhash_filter.page import extract as module
 
     passes: list[bool] = []
-    real = module._trafilatura_text
+    real = module._trafilatura_pass
 
-    def spy(source: object, url: str | None, *, favor_precision: bool, fast: bool = True) -> str:
+    def spy(
+        source: object, url: str | None, *, favor_precision: bool, fast: bool = True
+    ) -> tuple[str, object]:
         passes.append(fast)
         return real(source, url, favor_precision=favor_precision, fast=fast)
 
-    monkeypatch.setattr(module, "_trafilatura_text", spy)
-    assert module.extract_text(news_template(HARBOUR_BRIDGE, date="5 March 2024"))
+    monkeypatch.setattr(module, "_trafilatura_pass", spy)
+    return passes
+
+
+def test_a_page_not_laid_out_in_a_table_never_runs_the_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from simhash_filter.page.extract import extract_text
+
+    passes = _passes_run(monkeypatch)
+    assert extract_text(news_template(HARBOUR_BRIDGE, date="5 March 2024"))
     assert passes == [True]
-    assert module.extract_text(portal_page(HARBOUR_BRIDGE))
+    assert extract_text(portal_page(HARBOUR_BRIDGE))
     assert passes == [True, True, False]
+
+
+def test_a_prose_page_with_one_long_table_does_not_pay_the_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its text is mostly table rows, but its body has more paragraphs than tables: trafilatura
+    would not prefer readability's text, so the slower pass is not run."""
+    from simhash_filter.page.extract import _trafilatura_pass, extract_text, parse_bounded
+
+    page = report_page(HARBOUR_BRIDGE)
+    fast, body = _trafilatura_pass(parse_bounded(page), None, favor_precision=True)
+    assert is_table_layout(fast)
+    assert not tables_over_paragraphs(body)
+    passes = _passes_run(monkeypatch)
+    text = extract_text(page)
+    assert passes == [True]
+    assert text == fast
+    assert HARBOUR_BRIDGE.paragraphs[0] in text
+
+
+def test_tables_over_paragraphs_is_trafilatura_s_structural_test() -> None:
+    from lxml import etree
+
+    from simhash_filter.page.extract import _trafilatura_pass, parse_bounded
+
+    def body(xml: str) -> object:
+        return etree.fromstring(f"<body>{xml}</body>")
+
+    assert tables_over_paragraphs(body("<table/><table/><p>a</p>"))
+    assert tables_over_paragraphs(body("<table/><p/>"))  # no paragraph text
+    assert not tables_over_paragraphs(body("<table/><p>a</p><p>b</p>"))
+    assert not tables_over_paragraphs(body("<p>a</p>"))
+    assert not tables_over_paragraphs(None)
+    _, portal = _trafilatura_pass(
+        parse_bounded(portal_page(HARBOUR_BRIDGE)), None, favor_precision=True
+    )
+    assert tables_over_paragraphs(portal)
 
 
 def test_the_spec_names_the_table_layout_rule() -> None:
     from simhash_filter.page.extract import EXTRACTION
     from simhash_filter.page.table_layout import MIN_CONTAINED, TABLE_SHARE
 
-    assert f"+table-layout-{TABLE_SHARE}-full-contained-{MIN_CONTAINED}+" in EXTRACTION
+    assert (
+        f"+table-layout-{TABLE_SHARE}-tables-over-p-full-contained-{MIN_CONTAINED}+" in EXTRACTION
+    )
