@@ -98,7 +98,7 @@ MODES: dict[str, Callable[[Any], str]] = {
 _REPLACEMENTS = (fast_xpath, tree_copies, link_density)
 
 
-def _no_options(url: str | None, *, favor_precision: bool) -> None:
+def _no_options(url: str | None, *, favor_precision: bool, fast: bool = True) -> None:
     """``options=None``: trafilatura builds its ``Extractor`` from the keywords, as before."""
 
 

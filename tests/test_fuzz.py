@@ -75,13 +75,13 @@ class Caps:
 @pytest.fixture
 def caps(monkeypatch: pytest.MonkeyPatch) -> Caps:
     recorder = Caps()
-    real_extract = extract_module.trafilatura.extract
+    real_extract = extract_module.trafilatura.bare_extraction  # what each pass calls
 
     def spy_extract(body: Any, *args: Any, **kwargs: Any) -> Any:
         recorder.extracted.append(len(body))
         return real_extract(body, *args, **kwargs)
 
-    monkeypatch.setattr(extract_module.trafilatura, "extract", spy_extract)
+    monkeypatch.setattr(extract_module.trafilatura, "bare_extraction", spy_extract)
     real_tokenize = Tokenizer.tokenize
 
     def spy_tokenize(self: Tokenizer, text: str) -> list[str]:

@@ -18,7 +18,10 @@ DEFAULT_MAX_CHARS = 50_000
 """Characters of a text that are fingerprinted: tokenizing is linear but not cheap (jieba's
 HMM on Han characters that form no words is the slowest case: `bench/bench_fingerprint.py`),
 and a page's first 50,000 characters say what it is."""
-EXTRACTION = "trafilatura-precision-fast+balanced-fast-below-500-prose-0.5+browser-decode"
+EXTRACTION = (
+    "trafilatura-precision-fast+balanced-fast-below-500-prose-0.5"
+    "+table-layout-0.5-tables-over-p-full-contained-0.9+browser-decode"
+)
 """How the page work (:mod:`simhash_filter.page.extract`) gets an HTML page's main text, named
 in the spec: a new extraction makes new fingerprints of the same pages. It is spelt here,
 where the spec is made, and ``page/extract.py`` implements it (a test pins the two together)."""

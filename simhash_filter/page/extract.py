@@ -11,7 +11,10 @@ The main text is trafilatura's ``favor_precision`` extraction without its fallba
 extractors (``fast``), and, when that comes back shorter than :data:`FALLBACK_BELOW`
 characters, its balanced extraction (also ``fast``) if it is longer
 (:data:`EXTRACTION`, named in the fingerprint spec). The measurements behind the choice are
-in bench/history/cost.md.
+in bench/history/cost.md. A page laid out in a table (most of the precision pass's text in
+table rows, more tables than paragraphs in its extracted body) runs that pass with the
+fallback extractors too, and keeps its text when it is the article cell without the layout's
+other cells (:mod:`.table_layout`).
 
 :func:`visible_text` gives the whole text a reader sees on the page (menus, sidebars and
 footers included): the match rule compares it to tell a copy of an article from two
@@ -41,7 +44,8 @@ from lxml.html import (
     HtmlProcessingInstruction,
     fromstring,
 )
-from trafilatura.settings import Extractor
+from trafilatura.core import determine_returnstring
+from trafilatura.settings import Document, Extractor
 from trafilatura.utils import DOCTYPE_TAG, decode_file, is_dubious_html, repair_faulty_html
 
 from simhash_filter.core.canonical import PageHints
@@ -55,6 +59,7 @@ from .decode import decode_html
 from .head_canonicals import page_hints
 from .limits import DEFAULT_MAX_BYTES
 from .listing import is_listing
+from .table_layout import is_table_layout, keeps_article, tables_over_paragraphs
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -425,10 +430,22 @@ def _main_text(source: Any, url: str | None) -> str | None:
     fallback extractors, and its balanced pass when the first gives under
     :data:`FALLBACK_BELOW` characters (kept when longer and prose: :data:`MIN_PROSE_SHARE`).
     ``source``: bytes, str or a parsed tree (trafilatura works on a copy)."""
-    text = _trafilatura_text(source, url, favor_precision=True)
+    text = _precision_text(source, url)
     if len(text) < FALLBACK_BELOW:
         text = _preferred(text, _trafilatura_text(source, url, favor_precision=False))
     return cap_text(text) or None
+
+
+def _precision_text(source: Any, url: str | None) -> str:
+    """The precision pass's text; for a table-layout page (:mod:`.table_layout`: its text
+    mostly table rows, its extracted body more tables than paragraphs), the same pass with
+    trafilatura's fallback comparison when that returns the article cell alone."""
+    text, body = _trafilatura_pass(source, url, favor_precision=True)
+    if is_table_layout(text) and tables_over_paragraphs(body):
+        fallback = _trafilatura_text(source, url, favor_precision=True, fast=False)
+        if prose_share(fallback) >= MIN_PROSE_SHARE and keeps_article(text, fallback):
+            return fallback
+    return text
 
 
 def _preferred(precise: str, balanced: str | None) -> str:
@@ -455,7 +472,7 @@ def _template_text(
     template is kept when longer (and prose, as in :func:`_main_text`): trafilatura's balanced
     pass returns the article where the precision pass returned the site's menu. None when
     nothing is left. The text without a template costs no pass more: the passes it needs ran."""
-    whole = _trafilatura_text(source, url, favor_precision=True)
+    whole = _precision_text(source, url)
     first = strip_template(whole, template)
     text = first.text.strip()
     balanced_whole = None
@@ -503,32 +520,49 @@ _PASS_EXTRACTORS = {True: _pass_extractor(True), False: _pass_extractor(False)}
 (eight ``ConfigParser`` look-ups) and formats today's date each time, ~70 µs; a copy is 4."""
 
 
-def pass_options(url: str | None, *, favor_precision: bool) -> Extractor:
+def pass_options(url: str | None, *, favor_precision: bool, fast: bool = True) -> Extractor:
     """The ``Extractor`` ``trafilatura.extract(url=url, favor_precision=..., **_PASS_OPTIONS)``
-    would build: a copy of the pass's, with the URL set as ``Extractor.__init__`` sets it.
+    would build: a copy of the pass's, with the URL set as ``Extractor.__init__`` sets it
+    (``fast`` False: the pass with trafilatura's fallback comparison, readability and justext).
     Its ``date_params`` (``max_date``: the day it was built) are only read to extract
     metadata, which these passes do not (``with_metadata`` False); a test pins the rest."""
     options = copy(_PASS_EXTRACTORS[favor_precision])
+    options.fast = fast
     source = url or None
     options.url = url
     options.source = source and source.encode("utf-8", "replace").decode("utf-8")
     return options
 
 
-def _trafilatura_text(source: Any, url: str | None, *, favor_precision: bool) -> str:
-    """One ``fast`` pass of trafilatura (no readability/justext comparison): the text, or ""."""
+def _trafilatura_text(
+    source: Any, url: str | None, *, favor_precision: bool, fast: bool = True
+) -> str:
+    """One pass of trafilatura, ``fast`` (no readability/justext comparison) unless told: the
+    text, or ""."""
+    return _trafilatura_pass(source, url, favor_precision=favor_precision, fast=fast)[0]
+
+
+def _trafilatura_pass(
+    source: Any, url: str | None, *, favor_precision: bool, fast: bool = True
+) -> tuple[str, Any]:
+    """One pass of trafilatura: the text (or "") and the extracted body (or None).
+    ``trafilatura.extract`` is ``bare_extraction`` and then ``determine_returnstring`` with
+    the same options; called so, the body it serialized is kept (a test pins the texts)."""
+    options = pass_options(url, favor_precision=favor_precision, fast=fast)
+    keywords = _PASS_OPTIONS | {"fast": fast}  # what ``options`` holds, for a caller of None
     try:
-        text = trafilatura.extract(
-            source,
-            url=url,
-            favor_precision=favor_precision,
-            options=pass_options(url, favor_precision=favor_precision),
-            **_PASS_OPTIONS,
+        document = trafilatura.bare_extraction(
+            source, url=url, favor_precision=favor_precision, options=options, **keywords
         )
+        if not isinstance(document, Document):
+            return "", None
+        if options is None:  # trafilatura built its own; the text needs only its format
+            options = _pass_extractor(favor_precision)
+        text = determine_returnstring(document, options)
     except Exception:  # trafilatura and lxml raise a zoo of types on garbage
         logger.debug("Could not extract text from %s", url or "a page", exc_info=True)
-        return ""
-    return text.strip() if isinstance(text, str) else ""
+        return "", None
+    return text.strip(), document.body
 
 
 def _visible_text(tree: Any) -> str | None:

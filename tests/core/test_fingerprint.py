@@ -105,7 +105,8 @@ DEFAULT_SPEC = (
     "tok=words+rjieba-0.2.2+hmm+kana-hangul-bigrams;"
     "stop=2edfc5032801;numbers=keep;shingle=1;weight=tf;idf=none;top_n=all;max_chars=50000;"
     "hash=mmh3_x64_128_low64:24301;sketch=c5-oph256x16:20931+page64;"
-    "extract=trafilatura-precision-fast+balanced-fast-below-500-prose-0.5+browser-decode"
+    "extract=trafilatura-precision-fast+balanced-fast-below-500-prose-0.5"
+    "+table-layout-0.5-tables-over-p-full-contained-0.9+browser-decode"
 )
 # The extraction of an HTML page is named too (``extract=``): a new one fingerprints the same
 # pages anew, while a text's fingerprint is unchanged (these are texts).

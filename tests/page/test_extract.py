@@ -201,11 +201,13 @@ def _passes(monkeypatch: pytest.MonkeyPatch, precision: str, balanced: str) -> l
 
     asked: list[bool] = []
 
-    def fake(source: object, url: str | None, *, favor_precision: bool) -> str:
+    def fake(
+        source: object, url: str | None, *, favor_precision: bool, fast: bool = True
+    ) -> tuple[str, None]:
         asked.append(favor_precision)
-        return precision if favor_precision else balanced
+        return (precision if favor_precision else balanced), None
 
-    monkeypatch.setattr(module, "_trafilatura_text", fake)
+    monkeypatch.setattr(module, "_trafilatura_pass", fake)
     return asked
 
 

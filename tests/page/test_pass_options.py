@@ -21,7 +21,7 @@ _PAGE = (
 )
 
 
-def _built_by_trafilatura(url: str | None, favor_precision: bool) -> Extractor:
+def _built_by_trafilatura(url: str | None, favor_precision: bool, fast: bool = True) -> Extractor:
     """The Extractor ``trafilatura.extract`` builds from the page work's keywords."""
     seen: list[Extractor] = []
     original = trafilatura.core.bare_extraction
@@ -33,7 +33,10 @@ def _built_by_trafilatura(url: str | None, favor_precision: bool) -> Extractor:
     trafilatura.core.bare_extraction = spy
     try:
         trafilatura.extract(
-            _PAGE, url=url, favor_precision=favor_precision, **extract._PASS_OPTIONS
+            _PAGE,
+            url=url,
+            favor_precision=favor_precision,
+            **(extract._PASS_OPTIONS | {"fast": fast}),
         )
     finally:
         trafilatura.core.bare_extraction = original
@@ -55,13 +58,16 @@ _URLS = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(_URLS, st.booleans())
-def test_the_options_are_trafilatura_s_own(url: str | None, favor_precision: bool) -> None:
+@given(_URLS, st.booleans(), st.booleans())
+def test_the_options_are_trafilatura_s_own(
+    url: str | None, favor_precision: bool, fast: bool
+) -> None:
     """Every field equal, ``date_params`` (the day it was built; only read with metadata,
-    which the passes do not extract) in its keys."""
+    which the passes do not extract) in its keys; ``fast`` False too (a table-layout page's
+    pass with the fallback comparison)."""
     ours, theirs = (
-        _slots(pass_options(url, favor_precision=favor_precision)),
-        _slots(_built_by_trafilatura(url, favor_precision)),
+        _slots(pass_options(url, favor_precision=favor_precision, fast=fast)),
+        _slots(_built_by_trafilatura(url, favor_precision, fast)),
     )
     assert ours.pop("date_params").keys() == theirs.pop("date_params").keys()
     assert ours == theirs
@@ -88,7 +94,27 @@ def test_the_text_is_the_same_as_with_trafilatura_s_own_options(
 ) -> None:
     pages = [(f"https://site.example{path}", body) for path, body in PAGES]
     ours = [extract.extract_page(body, url=url).text for url, body in pages]
-    monkeypatch.setattr(extract, "pass_options", lambda url, *, favor_precision: None)
+    monkeypatch.setattr(extract, "pass_options", lambda url, *, favor_precision, fast: None)
     own = [extract.extract_page(body, url=url).text for url, body in pages]
     assert ours == own
     assert sum(text is not None for text in ours) > 10
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("favor_precision", [True, False])
+def test_a_pass_s_text_is_trafilatura_extract_s(favor_precision: bool, fast: bool) -> None:
+    """The pass calls ``bare_extraction`` and serializes its body as ``extract`` does (the
+    table-layout gate reads the body): the text is ``extract``'s with the same keywords."""
+    for path, body in PAGES:
+        url = f"https://site.example{path}"
+        own = trafilatura.extract(
+            body,
+            url=url,
+            favor_precision=favor_precision,
+            **(extract._PASS_OPTIONS | {"fast": fast}),
+        )
+        ours, tree = extract._trafilatura_pass(
+            body, url, favor_precision=favor_precision, fast=fast
+        )
+        assert ours == (own or "").strip()
+        assert (tree is None) == (own is None)
