@@ -15,6 +15,12 @@ whole crawl and in its second and last tenth, pages/min in the second and last t
 the end and its growth over the last two thirds, the largest learner backlog, pages
 unchecked, and the seconds from the last response to ``Spider closed`` in the log and to
 the process's exit.
+
+Where the memory goes: ``SCALE_SNAPSHOT_AT=30000,60000,90000 SCALE_SNAPSHOT_DIR=dir`` makes
+the crawl process dump, past each of those page counts, ``probe-<n>.json``
+(:mod:`bench.memory_probe`: the largest containers held by the crawl's objects, live objects
+by type, a full collection's time, glibc's heap in use and free, SQLite's memory);
+``SCALE_SNAPSHOT_TRIM=1`` also trims the heap then and records the RSS after it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ def _rss_kib() -> int:
     return 0
 
 
+def _snapshot_at() -> list[int]:
+    spec = os.environ.get("SCALE_SNAPSHOT_AT", "")
+    return sorted(int(part) for part in spec.split(",") if part.strip())
+
+
 class ScaleSpider(scrapy.Spider):
     """Follows every link; one item per article page (its paragraphs' text). Writes a sample
     line every :data:`SAMPLE_SECONDS` to ``samples`` (JSON lines) and one at its close."""
@@ -59,6 +70,7 @@ class ScaleSpider(scrapy.Spider):
         self.samples_path = samples
         self.last_response = 0.0
         self._loop: Any = None
+        self._snapshots_done: set[int] = set()
 
     def _sample(self, event: str = "sample") -> None:
         stats = self.crawler.stats
@@ -73,6 +85,27 @@ class ScaleSpider(scrapy.Spider):
         }
         with open(self.samples_path, "a") as out:
             out.write(json.dumps(line) + "\n")
+        self._snapshot(int(line["responses"]))
+
+    def _snapshot(self, responses: int) -> None:
+        """Past each of ``SCALE_SNAPSHOT_AT``'s page counts (comma-separated), dump into
+        ``SCALE_SNAPSHOT_DIR`` where the memory is (:mod:`bench.memory_probe`)."""
+        due = [n for n in _snapshot_at() if n <= responses and n not in self._snapshots_done]
+        if not due:
+            return
+        self._snapshots_done.update(due)
+        from bench.memory_probe import probe
+
+        out = Path(os.environ.get("SCALE_SNAPSHOT_DIR", "."))
+        try:
+            line = {
+                "responses": responses,
+                "rss_kib": _rss_kib(),
+                **probe(bool(os.environ.get("SCALE_SNAPSHOT_TRIM"))),
+            }
+        except Exception as exc:  # a probe's failure must not stop the samples
+            line = {"responses": responses, "error": repr(exc)}
+        (out / f"probe-{due[-1]}.json").write_text(json.dumps(line, indent=1))
 
     def parse(self, response: Any, **kwargs: Any) -> Any:
         self.last_response = time.time()

@@ -17,7 +17,9 @@ Unless ``SIMHASH_FILTER_REQUEST_FILTER`` is False it also sets
 ``SIMHASH_FILTER_FORM_FIRST`` is False) the
 :class:`~simhash_filter.crawl.requests.form_first.FormFirstMiddleware`, and replaces
 scrapy-redis's dupefilter by
-:class:`~simhash_filter.crawl.requests.redis_dupefilter.RedisDupeFilter`.
+:class:`~simhash_filter.crawl.requests.redis_dupefilter.RedisDupeFilter`. It also adds
+:class:`~simhash_filter.crawl.heap_trim.HeapTrim` (the C heap's free memory given back now
+and then).
 Every other setting keeps its ``SIMHASH_FILTER_*`` default.
 """
 
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 from scrapy.utils.misc import load_object
 
 from simhash_filter.core.keep import KEEP_FIRST
+from simhash_filter.crawl.heap_trim import HeapTrim
 from simhash_filter.crawl.pages.canonical_first import CanonicalFirstMiddleware
 from simhash_filter.crawl.pages.middleware import PRIORITY as MIDDLEWARE_PRIORITY
 from simhash_filter.crawl.pages.middleware import NearDuplicateMiddleware
@@ -94,6 +97,8 @@ class Addon:
             _setdefault_component(
                 settings, "DOWNLOADER_MIDDLEWARES", CanonicalFirstMiddleware, MIDDLEWARE_PRIORITY
             )
+        if config.enabled:
+            _setdefault_component(settings, "EXTENSIONS", HeapTrim, EXTENSION_PRIORITY)
         if config.enabled and config.variants_last:
             _setdefault_component(
                 settings, "SPIDER_MIDDLEWARES", VariantsLastMiddleware, VARIANTS_LAST_PRIORITY

@@ -21,10 +21,17 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, Select, inspect, or_, select
+from sqlalchemy import Connection, Select, inspect, select, union_all
 
 from simhash_filter.core.keep import UrlForm
-from simhash_filter.urls.rules import LEARNED_KINDS, PARAM, RuleState, UrlRule, split_query
+from simhash_filter.urls.rules import (
+    LEARNED_KINDS,
+    PARAM,
+    RULE_KINDS,
+    RuleState,
+    UrlRule,
+    split_query,
+)
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
 from .reading import ReadableStore, reading
@@ -44,12 +51,23 @@ _r = url_rules_table.c
 
 
 def _host_rules(host: str, urls: Sequence[str]) -> Select[Any]:
-    """The stored rules of ``host`` that may apply to one of ``urls`` (the module doc)."""
-    query = select(_r.host, _r.kind, _r.pattern, _r.state, _r.support).where(_r.host == host)
+    """The stored rules of ``host`` that may apply to one of ``urls`` (the module doc): the
+    other kinds' and the parameter rules of ``urls``' patterns, each found through the
+    ``(host, kind, pattern)`` index. One ``WHERE`` with an ``OR`` of the two made SQLite
+    read every rule of the host, a count that grows with the crawl (candidates of every
+    folder; issue 45), on every keep decision."""
+    columns = (_r.host, _r.kind, _r.pattern, _r.state, _r.support)
     patterns = _param_patterns(urls)
-    if patterns is not None:
-        query = query.where(or_(_r.kind != PARAM, _r.pattern.in_(sorted(patterns))))
-    return query.order_by(_r.id)
+    if patterns is None:
+        return select(*columns).where(_r.host == host).order_by(_r.id)
+    others = [kind for kind in RULE_KINDS if kind != PARAM]
+    found = union_all(
+        select(*columns, _r.id).where(_r.host == host, _r.kind.in_(others)),
+        select(*columns, _r.id).where(
+            _r.host == host, _r.kind == PARAM, _r.pattern.in_(sorted(patterns))
+        ),
+    ).subquery()
+    return select(*(found.c[c.name] for c in columns)).order_by(found.c.id)
 
 
 def _param_patterns(urls: Iterable[str]) -> set[str] | None:

@@ -33,6 +33,7 @@ from simhash_filter.crawl.pages.error_log import RepeatedErrors
 from simhash_filter.crawl.pages.filter import PageFilter, _result
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome
 from simhash_filter.crawl.per_crawler import crawler_config
+from simhash_filter.crawl.requests.held import HeldRequests
 from simhash_filter.crawl.requests.rule_book import CANONICAL, RequestForm, RuleBook
 from simhash_filter.crawl.requests.rule_learner import RetiredRule, RuleLearner
 from simhash_filter.store import FingerprintStore
@@ -62,7 +63,7 @@ MAX_BACKLOG = 1_000
 BATCH = 256
 """Observations whose evidence the learner writes in one transaction (or a second's)."""
 BATCH_SECONDS = 1.0
-_HELD = 20_000  # skipped requests kept in memory to re-schedule as they were (then: the URL)
+_UNMAPPED = 20_000  # kept URLs no rule mapped yet, remembered for spider_idle
 
 
 class RequestFilter:
@@ -77,7 +78,7 @@ class RequestFilter:
         self.stats = crawler.stats
         self.learner: RuleLearner | None = None
         self._thread: ThreadPoolExecutor | None = None
-        self._held: dict[str, Request] = {}
+        self._held = HeldRequests()
         self._held_by_rule: dict[UrlRule, set[str]] = defaultdict(set)
         self._unmapped: dict[str, None] = {}  # kept URLs no rule mapped yet (spider_idle)
         self._swept: RuleSet | None = None  # the rules the last spider_idle applied
@@ -171,8 +172,8 @@ class RequestFilter:
     def request_dropped(self, request: Request, spider: object = None) -> None:
         decided = self.book.form_of(request)
         own = decided.form.own
-        if not decided.repeat and self.book.took_form(decided) and len(self._held) < _HELD:
-            self._held[own] = request  # a variant mapped onto it came first: its canonical?
+        if not decided.repeat and self.book.took_form(decided):
+            self._held.hold(own, request)  # a variant mapped onto it came first: its canonical?
         if not decided.mapped or decided.repeat:
             return  # a plain duplicate: Scrapy's dupefilter would have dropped it too
         if self.book.ruleset.form(request.url).url != decided.form.url:
@@ -200,8 +201,7 @@ class RequestFilter:
         own, reason = decided.form.own, decided.form.reason
         self.stats.inc_value(REQUEST_STATS + "skipped/" + reason)
         self._log_skip(request, decided.form.url, reason)
-        if len(self._held) < _HELD:
-            self._held[own] = request
+        if self._held.hold(own, request):
             for rule in decided.form.rules:
                 self._held_by_rule[rule].add(own)
         if self.learner is not None and self._thread is not None:
@@ -280,7 +280,7 @@ class RequestFilter:
             if form.changed:
                 self._unmapped.pop(kept, None)
                 self._fetch_canonical(form.url, kept)
-            elif result.outcome is Outcome.KEPT and len(self._unmapped) < _HELD:
+            elif result.outcome is Outcome.KEPT and len(self._unmapped) < _UNMAPPED:
                 self._unmapped[kept] = None
 
     def spider_idle(self) -> None:
@@ -304,7 +304,7 @@ class RequestFilter:
         (True then)."""
         if not self.book.note_canonical(declared, named_by):
             return False
-        held = self._held.pop(declared, None)
+        held = self._held.pop(declared)
         if held is None or self.book.form_fetched(declared):
             return False  # not skipped, or downloaded in a variant's place
         for urls in self._held_by_rule.values():
@@ -367,7 +367,7 @@ class RequestFilter:
             self.stats.inc_value(RULE_STATS + "retired")
             urls = set(item.urls) | self._held_by_rule.pop(item.rule, set())
             for url in sorted(urls):
-                held: Request | None = self._held.pop(url, None)
+                held = self._held.pop(url)
                 self._reschedule(held if held is not None else Request(url))
 
     @property

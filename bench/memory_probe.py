@@ -1,0 +1,148 @@
+"""Where a crawl process's memory is (issue 45), without tracemalloc's cost: the big
+containers held by attributes of the crawl's objects (simhash_filter's and Scrapy's), by
+size; live objects by type (gc); glibc's heap (in use and free) and SQLite's own memory.
+
+Used by :mod:`bench.bench_crawl_scale` (``SCALE_SNAPSHOT_AT``): one JSON file per snapshot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import sys
+import time
+import types
+from collections import Counter
+from typing import Any
+
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+_MIN_LEN = 500  # containers shorter than this are not measured
+
+
+def deep_size(obj: Any, seen: set[int], depth: int = 0) -> int:
+    """Bytes of ``obj`` and what it holds (containers, instances' dicts and slots), each
+    object once (``seen``), to a depth of 6; types, modules and functions not counted."""
+    if id(obj) in seen or isinstance(obj, _OPAQUE) or depth > 6:
+        return 0
+    seen.add(id(obj))
+    size = sys.getsizeof(obj, 0)
+    if isinstance(obj, dict):
+        items: Any = [x for kv in obj.items() for x in kv]
+    elif isinstance(obj, list | tuple | set | frozenset) or type(obj).__name__ == "deque":
+        items = obj
+    elif type(obj).__name__ in ("WeakKeyDictionary", "WeakValueDictionary"):
+        items = [obj.data]
+    else:
+        items = []
+        if hasattr(obj, "__dict__"):
+            items.append(vars(obj))
+        for slot in getattr(type(obj), "__slots__", ()):
+            value = getattr(obj, slot, None)
+            if value is not None:
+                items.append(value)
+    return size + sum(deep_size(item, seen, depth + 1) for item in items)
+
+
+def _containers(obj: Any) -> list[tuple[str, Any]]:
+    found = []
+    names = list(vars(obj)) if hasattr(obj, "__dict__") else []
+    names += list(getattr(type(obj), "__slots__", ()))
+    for name in names:
+        value = getattr(obj, name, None)
+        try:
+            n = len(value)  # type: ignore[arg-type]
+        except TypeError:
+            continue
+        if n >= _MIN_LEN and not isinstance(value, str | bytes):
+            found.append((name, value))
+    return found
+
+
+def big_containers(top: int = 40) -> list[dict[str, Any]]:
+    """The largest containers held by an attribute of an object of simhash_filter, Scrapy,
+    Twisted or the bench: owner class, attribute, length, deep size."""
+    rows = []
+    for obj in gc.get_objects():
+        module = getattr(type(obj), "__module__", "")
+        if not isinstance(module, str) or not module.startswith(
+            ("simhash_filter", "scrapy", "twisted", "bench", "crawler")
+        ):
+            continue
+        if isinstance(obj, _OPAQUE):
+            continue
+        try:
+            held = _containers(obj)
+        except Exception:  # a property that fails: not ours to measure
+            continue
+        for name, value in held:
+            size = deep_size(value, set())
+            rows.append(
+                {"owner": f"{module}.{type(obj).__qualname__}", "attr": name,
+                 "len": len(value), "bytes": size}
+            )  # fmt: skip
+    rows.sort(key=lambda row: -row["bytes"])
+    return rows[:top]
+
+
+def malloc_info() -> dict[str, int]:
+    """glibc's mallinfo2: heap bytes in use, free (held, not returned), mmapped."""
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                "uordblks", "fordblks", "keepcost",
+            )
+        ]  # fmt: skip
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {}
+    return {"arena": info.arena, "in_use": info.uordblks, "free": info.fordblks,
+            "mmapped": info.hblkhd}  # fmt: skip
+
+
+def sqlite_memory() -> int:
+    """Bytes SQLite's allocator holds in this process (page caches, statements)."""
+    try:
+        lib = ctypes.CDLL("libsqlite3.so.0")
+        lib.sqlite3_memory_used.restype = ctypes.c_int64
+        return int(lib.sqlite3_memory_used())
+    except OSError:
+        return -1
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def probe(trim: bool = False) -> dict[str, Any]:
+    """Everything above, for one snapshot; with ``trim``, then glibc's ``malloc_trim(0)``
+    (the free heap given back) and the RSS after it."""
+    counts = Counter(type(obj).__qualname__ for obj in gc.get_objects())
+    started = time.perf_counter()
+    gc.collect()
+    found = {
+        "gc_objects": sum(counts.values()),
+        "gc_full_ms": 1000 * (time.perf_counter() - started),
+        "gc_stats": gc.get_stats(),
+        "types": dict(counts.most_common(60)),
+        "containers": big_containers(),
+        "malloc": malloc_info(),
+        "sqlite_bytes": sqlite_memory(),
+    }
+    if trim:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.malloc_trim(0)
+        found["rss_kib_trimmed"] = _rss_kib()
+        found["malloc_trimmed"] = malloc_info()
+    return found
