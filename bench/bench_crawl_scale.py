@@ -43,6 +43,9 @@ from bench.bench_crawl import memory_site
 from crawler.testsite import SiteServer
 
 SAMPLE_SECONDS = 5.0
+_MIX = {"kept": "kept", "dropped": "dropped", "skipped": "requests/skipped/rule"}
+"""The page verdicts and skipped requests sampled with the CPU: what each tenth's pages were
+(a tenth of copies costs more a page than a tenth of new pages: the keep decision)."""
 PAGES_PER_CLUSTER = 2.55  # memory_site's pages (index and hub pages included) a cluster
 
 
@@ -82,6 +85,7 @@ class ScaleSpider(scrapy.Spider):
             "rss_kib": _rss_kib(),
             "backlog": stats.get_value("simhash_filter/rules/backlog", 0),
             "last_response": self.last_response,
+            **{key: stats.get_value(f"simhash_filter/{stat}", 0) for key, stat in _MIX.items()},
         }
         with open(self.samples_path, "a") as out:
             out.write(json.dumps(line) + "\n")
@@ -187,19 +191,40 @@ def crawl(
 
 def _tenth(samples: list[dict[str, Any]], which: int) -> dict[str, float]:
     """Pages/min and CPU ms a page between the samples bounding tenth ``which`` (0-based)
-    of the responses."""
+    of the responses; the share of the tenth's checked pages dropped as copies, and the
+    requests skipped by rules a response."""
+    nan = float("nan")
     total = samples[-1]["responses"]
     lo, hi = total * which / 10, total * (which + 1) / 10
     inside = [s for s in samples if s["event"] == "sample" and lo <= s["responses"] <= hi]
     if len(inside) < 2:
-        return {"pages_min": float("nan"), "cpu_ms": float("nan")}
+        return {"pages_min": nan, "cpu_ms": nan, "copies": nan, "skipped": nan}
     first, last = inside[0], inside[-1]
     pages = last["responses"] - first["responses"]
     seconds = last["time"] - first["time"]
+    mix = {key: last.get(key, 0) - first.get(key, 0) for key in _MIX}
+    checked = mix["kept"] + mix["dropped"]
     return {
-        "pages_min": 60 * pages / seconds if seconds else float("nan"),
-        "cpu_ms": 1000 * (last["cpu"] - first["cpu"]) / pages if pages else float("nan"),
+        "pages_min": 60 * pages / seconds if seconds else nan,
+        "cpu_ms": 1000 * (last["cpu"] - first["cpu"]) / pages if pages else nan,
+        "copies": mix["dropped"] / checked if checked else nan,
+        "skipped": mix["skipped"] / pages if pages else nan,
     }
+
+
+def print_tenths(results: list[dict[str, Any]]) -> None:
+    """Each crawl by tenth of its responses: what the targets compare (the second and the
+    last tenth) with what the pages were (copies cost the keep decision; skips cost no
+    download but the request's handling)."""
+    print("| size | variant | figure | " + " | ".join(str(n) for n in range(1, 11)) + " |")
+    print("| --- | --- | --- | " + " | ".join("---:" for _ in range(10)) + " |")
+    figures = (("cpu_ms", "CPU ms a page", "{:.1f}"), ("pages_min", "pages/min", "{:.0f}"))
+    figures += (("copies", "copies' share", "{:.2f}"), ("skipped", "skipped a page", "{:.2f}"))
+    for result in results:
+        tenths = [_tenth(result["samples"], n) for n in range(10)]
+        for key, title, fmt in figures:
+            cells = " | ".join(fmt.format(t[key]) for t in tenths)
+            print(f"| {result['size']} | {result['variant']} | {title} | {cells} |")
 
 
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
@@ -286,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
     print_rows(sorted(rows, key=lambda r: (r["size"], variants.index(r["variant"]))))
+    print()
+    print_tenths(raw)
     if args.out is not None:
         args.out.write_text(json.dumps(raw, default=str))
     write_results("crawl_scale", {"rows": rows})
