@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, Select, inspect, select, union_all
+from sqlalchemy import Connection, Select, bindparam, inspect, select, union_all
 
 from simhash_filter.core.keep import UrlForm
 from simhash_filter.urls.rules import (
@@ -48,26 +48,41 @@ _HAS_RULES = "simhash_filter.has_url_rules"
 stays, so only a True is remembered, by the pooled connection)."""
 
 _r = url_rules_table.c
+_RULE_COLUMNS = (_r.host, _r.kind, _r.pattern, _r.state, _r.support)
 
 
-def _host_rules(host: str, urls: Sequence[str]) -> Select[Any]:
-    """The stored rules of ``host`` that may apply to one of ``urls`` (the module doc): the
-    other kinds' and the parameter rules of ``urls``' patterns, each found through the
-    ``(host, kind, pattern)`` index. One ``WHERE`` with an ``OR`` of the two made SQLite
-    read every rule of the host, a count that grows with the crawl (candidates of every
-    folder; issue 45), on every keep decision."""
-    columns = (_r.host, _r.kind, _r.pattern, _r.state, _r.support)
+def _host_rules(host: str, urls: Sequence[str]) -> tuple[Select[Any], dict[str, Any]]:
+    """The query for the stored rules of ``host`` that may apply to one of ``urls`` (the
+    module doc), and its parameters: the other kinds' and the parameter rules of ``urls``'
+    patterns, each found through the ``(host, kind, pattern)`` index. One ``WHERE`` with an
+    ``OR`` of the two made SQLite read every rule of the host, a count that grows with the
+    crawl (candidates of every folder; issue 45), on every keep decision. The statements
+    are built once: building one a decision was most of a decision's cost."""
     patterns = _param_patterns(urls)
     if patterns is None:
-        return select(*columns).where(_r.host == host).order_by(_r.id)
+        return _EVERY_HOST_RULE, {"host": host}
+    return _HOST_RULES_OF_PATTERNS, {"host": host, "patterns": sorted(patterns)}
+
+
+def _host_rules_of_patterns() -> Select[Any]:
+    """:func:`_host_rules`' query when the URLs' parameter patterns are known."""
+    host = bindparam("host", type_=_r.host.type)
     others = [kind for kind in RULE_KINDS if kind != PARAM]
     found = union_all(
-        select(*columns, _r.id).where(_r.host == host, _r.kind.in_(others)),
-        select(*columns, _r.id).where(
-            _r.host == host, _r.kind == PARAM, _r.pattern.in_(sorted(patterns))
+        select(*_RULE_COLUMNS, _r.id).where(_r.host == host, _r.kind.in_(others)),
+        select(*_RULE_COLUMNS, _r.id).where(
+            _r.host == host,
+            _r.kind == PARAM,
+            _r.pattern.in_(bindparam("patterns", expanding=True, type_=_r.pattern.type)),
         ),
     ).subquery()
-    return select(*(found.c[c.name] for c in columns)).order_by(found.c.id)
+    return select(*(found.c[c.name] for c in _RULE_COLUMNS)).order_by(found.c.id)
+
+
+_EVERY_HOST_RULE = (
+    select(*_RULE_COLUMNS).where(_r.host == bindparam("host", type_=_r.host.type)).order_by(_r.id)
+)
+_HOST_RULES_OF_PATTERNS = _host_rules_of_patterns()
 
 
 def _param_patterns(urls: Iterable[str]) -> set[str] | None:
@@ -122,24 +137,25 @@ def keep_ruleset(rows: Sequence[tuple[str, str, str, str, int]]) -> RuleSet:
     return RuleSet(rules, exempt=exempt)
 
 
-def _stored_ruleset(conn: Connection, query: Select[Any]) -> RuleSet:
+def _stored_ruleset(
+    conn: Connection, query: Select[Any], params: dict[str, Any] | None = None
+) -> RuleSet:
     rows: list[tuple[str, str, str, str, int]] = []
     if _has_rules(conn):  # not on a database made before schema 5
-        rows = [(h, k, p, s, int(n)) for h, k, p, s, n in conn.execute(query)]
+        rows = [(h, k, p, s, int(n)) for h, k, p, s, n in conn.execute(query, params or {})]
     return keep_ruleset(rows)
 
 
 def host_ruleset(store: ReadableStore, host: str) -> RuleSet:
     """Every rule a keep decision may use on ``host`` (see the module doc), read from
     ``store``: canonical first asks them where a page declares no canonical (crawl/pages)."""
-    query = select(_r.host, _r.kind, _r.pattern, _r.state, _r.support).where(_r.host == host)
     with reading(store) as conn:
-        return _stored_ruleset(conn, query.order_by(_r.id))
+        return _stored_ruleset(conn, _EVERY_HOST_RULE, {"host": host})
 
 
 def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
     """The forms of the kept and the new URL under the rules of the kept URL's host."""
-    ruleset = _stored_ruleset(conn, _host_rules(url_host(kept), (kept, new)))
+    ruleset = _stored_ruleset(conn, *_host_rules(url_host(kept), (kept, new)))
     kept_form, new_form = ruleset.form(kept), ruleset.form(new)
     return UrlForm(kept_form.url, len(kept_form.rules)), UrlForm(new_form.url, len(new_form.rules))
 

@@ -24,7 +24,8 @@ def test_only_the_rules_that_may_apply_to_the_two_urls_are_read(tmp_path: Path) 
         rules.record([RuleDelta(rule, witnesses=(rule.pattern,))])
     kept, new = f"http://{H}/a/b?ref=feed", f"http://{H}/a/b"
     with store.engine.connect() as conn:
-        read = {UrlRule(h, k, p) for h, k, p, _, _ in conn.execute(_host_rules(H, (kept, new)))}
+        query, params = _host_rules(H, (kept, new))
+        read = {UrlRule(h, k, p) for h, k, p, _, _ in conn.execute(query, params)}
         assert read == {ref, mirror}
         kept_form, new_form = rule_forms(conn, kept, new)
     assert kept_form.url == new_form.url == new  # the candidate maps the variant
@@ -35,8 +36,8 @@ def test_the_rules_are_found_through_the_index_not_by_reading_the_host(tmp_path:
     """A host's stored candidates grow with the crawl (issue 45): a keep decision must not
     read them all. SQLite's plan seeks (host, kind[, pattern]), never (host) alone."""
     store = FingerprintStore.open(f"sqlite:///{tmp_path / 'keep.db'}", StoreOptions(spec="test"))
-    query = _host_rules(H, (f"http://{H}/a/b?ref=feed", f"http://{H}/a/b"))
-    sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+    query, params = _host_rules(H, (f"http://{H}/a/b?ref=feed", f"http://{H}/a/b"))
+    sql = str(query.params(params).compile(store.engine, compile_kwargs={"literal_binds": True}))
     with store.engine.connect() as conn:
         plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
     searches = [step for step in plan if step.startswith(("SEARCH", "SCAN url_rules"))]
