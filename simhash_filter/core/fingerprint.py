@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from . import sketch as _sketch
 from . import stopwords as _stopwords
@@ -27,6 +31,16 @@ in the spec: a new extraction makes new fingerprints of the same pages. It is sp
 where the spec is made, and ``page/extract.py`` implements it (a test pins the two together)."""
 PAGE_SKETCH_SLOTS = 64
 """Slots of the visible-text sketch: it only has to tell "alike" from "far apart"."""
+
+
+class PageSketch(NamedTuple):
+    """The visible-text half of a sketch (:meth:`Fingerprinter.page_sketch`): the same for
+    every signature of one page (its text with the host's template left out, and whole), so
+    the page work makes it once a page."""
+
+    slots: npt.NDArray[np.uint16]
+    length: int
+    """Characters of the normalized visible text sketched."""
 
 
 class Fingerprinter:
@@ -188,27 +202,37 @@ class Fingerprinter:
         of :attr:`spec`: a sketch stored before them reads as unmarked, as it was judged."""
         return self._sketch(normalize(text[: self.max_chars]), page_text, listing, unsure)
 
+    def page_sketch(self, page_text: str) -> PageSketch:
+        """The sketch of a page's whole visible text (its first ``4 * max_chars``
+        characters), to pass as ``page_text`` to each :meth:`sign` of the page."""
+        page = normalize(page_text[: 4 * self.max_chars])
+        return PageSketch(_sketch.text_sketch(page, PAGE_SKETCH_SLOTS), len(page))
+
     def _sketch(
-        self, content: str, page_text: str | None, listing: bool, unsure: bool = False
+        self,
+        content: str,
+        page_text: str | PageSketch | None,
+        listing: bool,
+        unsure: bool = False,
     ) -> bytes:
         slots = _sketch.text_sketch(content, self.sketch_slots)
         if page_text is None:
             return encode_sketch(slots, listing=listing)
-        page = normalize(page_text[: 4 * self.max_chars])
-        page_slots = _sketch.text_sketch(page, PAGE_SKETCH_SLOTS)
-        share = min(1.0, len(content) / len(page)) if page else 1.0
-        return encode_sketch(slots, page_slots, share, listing=listing, unsure=unsure)
+        page = page_text if isinstance(page_text, PageSketch) else self.page_sketch(page_text)
+        share = min(1.0, len(content) / page.length) if page.length else 1.0
+        return encode_sketch(slots, page.slots, share, listing=listing, unsure=unsure)
 
     def sign(
         self,
         text: str,
         *,
-        page_text: str | None = None,
+        page_text: str | PageSketch | None = None,
         listing: bool = False,
         unsure: bool = False,
     ) -> PageSignature | None:
         """The fingerprint and sketch of a page's main text, or None when the text is too
-        short to fingerprint (as :meth:`fingerprint`); ``page_text``, ``listing`` and
+        short to fingerprint (as :meth:`fingerprint`); ``page_text`` (or its
+        :meth:`page_sketch`, made once for several signatures of a page), ``listing`` and
         ``unsure`` as in :meth:`sketch`."""
         tokens, folded = self._tokens_and_folded(text)
         if len(tokens) < self.min_tokens:

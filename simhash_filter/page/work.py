@@ -18,7 +18,7 @@ from simhash_filter.core.template import HostTemplate
 from simhash_filter.core.text import long_runs
 
 if TYPE_CHECKING:
-    from simhash_filter.core.fingerprint import Fingerprinter
+    from simhash_filter.core.fingerprint import Fingerprinter, PageSketch
 
 __all__ = ["PageJob", "PageSignature", "PageWork", "has_text", "sign_page", "work_job", "work_page"]
 
@@ -134,14 +134,16 @@ def work_page(
         doubt = extracted and unsure(template, blocks)
         untemplated = page.untemplated if extracted else None
     signature = None
+    # signed twice (left out and whole): the visible text's sketch made once for both
+    visible: str | PageSketch | None = page_text
+    if page_text is not None and untemplated:
+        visible = fingerprinter.page_sketch(page_text)
     if main_text:
         capped += tuple(
             cap for cap in long_runs(main_text[: fingerprinter.max_chars]) if cap not in capped
         )
         # the Fingerprinter fingerprints at most its max_chars (the tokenization cap)
-        signature = fingerprinter.sign(
-            main_text, page_text=page_text, listing=listing, unsure=doubt
-        )
+        signature = fingerprinter.sign(main_text, page_text=visible, listing=listing, unsure=doubt)
     if signature is None and "too_deep" in capped:  # its text is lost: it passes as such
         return PageWork(None, capped, hints)
     if signature is None:  # too little text; with a template left out, nothing but it
@@ -153,7 +155,7 @@ def work_page(
         whole = (
             untemplated
             and not signature.exact  # nothing but template (or too little): no copy by text
-            and fingerprinter.sign(untemplated, page_text=page_text, listing=listing, unsure=True)
+            and fingerprinter.sign(untemplated, page_text=visible, listing=listing, unsure=True)
         )
         signature = replace(
             signature,

@@ -543,3 +543,23 @@ def test_machine_text_is_not_fingerprinted(fp: Fingerprinter) -> None:
     assert fp.fingerprint(ENGLISH + links) == fp.fingerprint(ENGLISH + moved)
     keep = Fingerprinter(machine_text="keep")
     assert keep.fingerprint(ENGLISH + links) != keep.fingerprint(ENGLISH + moved)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    main=st.text(alphabet="abcdefgh 港口大桥", min_size=0, max_size=400),
+    extra=st.text(alphabet="abcdefgh 港口大桥\n", min_size=0, max_size=600),
+    unsure=st.booleans(),
+)
+def test_a_page_sketch_made_once_signs_as_the_visible_text_does(
+    main: str, extra: str, unsure: bool
+) -> None:
+    """The page work signs a template-stripped page twice with one visible-text sketch
+    (``page_sketch``): each signature is the one its text would get from the text itself."""
+    fp = Fingerprinter(min_tokens=1)
+    visible = main + "\n" + extra
+    made_once = fp.page_sketch(visible)
+    assert fp.sign(main, page_text=made_once, unsure=unsure) == fp.sign(
+        main, page_text=visible, unsure=unsure
+    )
+    assert fp.sketch(main, page_text=made_once) == fp.sketch(main, page_text=visible)
