@@ -76,6 +76,7 @@ __all__ = [
     "parse_bounded",
     "prose_share",
     "visible_text",
+    "warm_up_fallback",
 ]
 
 logger = logging.getLogger(__name__)
@@ -434,6 +435,15 @@ def _main_text(source: Any, url: str | None) -> str | None:
     if len(text) < FALLBACK_BELOW:
         text = _preferred(text, _trafilatura_text(source, url, favor_precision=False))
     return cap_text(text) or None
+
+
+def warm_up_fallback() -> None:
+    """Run the precision pass with trafilatura's fallback comparison once, on a page short
+    enough to reach justext: what that builds on first use (justext's stoplists of every
+    language, ~0.2 s) is then built in the zygote before it forks, not in each worker."""
+    _trafilatura_text(
+        "<html><body><p>Warm up.</p></body></html>", None, favor_precision=True, fast=False
+    )
 
 
 def _precision_text(source: Any, url: str | None) -> str:

@@ -205,10 +205,12 @@ def serve_pages(conn: Connection, setup: Setup) -> None:
 
 
 def _warm_up(fingerprinter: Fingerprinter, max_bytes: int) -> None:
+    from .extract import warm_up_fallback
     from .work import sign_page
 
     fingerprinter.sign(_WARM_UP_TEXT)  # loads jieba's dictionary
     sign_page(fingerprinter, "", None, _WARM_UP_HTML, max_bytes=max_bytes)
+    warm_up_fallback()
 
 
 def main(argv: list[str] | None = None) -> int:

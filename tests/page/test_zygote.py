@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from multiprocessing.connection import wait
@@ -192,3 +194,18 @@ def test_niceness_out_of_range_is_refused() -> None:
                 page_timeout=60,
                 niceness=niceness,
             )
+
+
+def test_the_warm_up_builds_what_the_fallback_pass_needs_before_the_fork() -> None:
+    """justext's stoplists (every language, built on the fallback pass's first use) are
+    built by the warm-up the zygote runs before it forks, so no worker builds its own."""
+    script = (
+        "import trafilatura.external as external\n"
+        "from simhash_filter.crawl.config import Config\n"
+        "from simhash_filter.page.worker import _warm_up\n"
+        "assert external.JT_STOPLIST is None\n"
+        "_warm_up(Config().make_fingerprinter(), 2 * 1024 * 1024)\n"
+        "assert external.JT_STOPLIST, 'the fallback pass was not warmed up'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
