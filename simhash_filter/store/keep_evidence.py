@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, Select, bindparam, inspect, select, union_all
+from sqlalchemy import Connection, Select, bindparam, select, union_all
 
 from simhash_filter.core.keep import UrlForm
 from simhash_filter.urls.rules import (
@@ -34,6 +34,7 @@ from simhash_filter.urls.rules import (
 )
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
+from .engine import has_table
 from .reading import ReadableStore, reading
 from .schema import url_rules_table
 from .statements import Execute, Statements
@@ -164,7 +165,7 @@ def _has_rules(conn: Connection) -> bool:
     """Whether the database has the ``url_rules`` table (asked once a pooled connection)."""
     if conn.info.get(_HAS_RULES):
         return True
-    found = inspect(conn).has_table(url_rules_table.name)
+    found = has_table(conn, url_rules_table.name)
     if found:
         conn.info[_HAS_RULES] = True
     return found

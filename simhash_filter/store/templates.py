@@ -34,7 +34,6 @@ from sqlalchemy import (
     and_,
     delete,
     func,
-    inspect,
     select,
     update,
 )
@@ -42,6 +41,7 @@ from sqlalchemy.types import BigInteger
 
 from simhash_filter.core.template import HostTemplate
 
+from .engine import has_table
 from .reading import ReadableStore
 from .schema import metadata, page_texts_table, pages_table
 from .side_tables import ensure_tables, side_connection
@@ -149,8 +149,7 @@ class TemplateStore:
     def has_tables(self) -> bool:
         """Whether the database has the template tables (one made before schema 8 may not)."""
         with self._connection(write=False) as conn:
-            inspector = inspect(conn)
-            return all(inspector.has_table(t.name) for t in TEMPLATE_TABLES)
+            return all(has_table(conn, t.name) for t in TEMPLATE_TABLES)
 
     # -- learning
 
@@ -231,7 +230,7 @@ class TemplateStore:
         pages learned from, and whether that is enough to trust it (``min_pages`` pages)."""
         h, b = template_hosts_table.c, template_blocks_table.c
         with self._connection(write=False) as conn:
-            if not inspect(conn).has_table(template_hosts_table.name):
+            if not has_table(conn, template_hosts_table.name):
                 return HostTemplate(frozenset())
             pages = conn.execute(select(h.pages).where(h.domain == domain)).scalar()
             if not pages:
@@ -246,7 +245,7 @@ class TemplateStore:
         template was not known when it was checked, or the database predates schema 8)."""
         p = template_pages_table.c
         with self._connection(write=False) as conn:
-            if not inspect(conn).has_table(template_pages_table.name):
+            if not has_table(conn, template_pages_table.name):
                 return None
             row = conn.execute(select(p.share, p.template_only).where(p.url == url)).first()
         return None if row is None else PageShare(url, float(row[0]), bool(row[1]))
@@ -264,7 +263,7 @@ class TemplateStore:
         seen first (``limit``: at most so many)."""
         b = template_blocks_table.c
         with self._connection(write=False) as conn:
-            if not inspect(conn).has_table(template_blocks_table.name):
+            if not has_table(conn, template_blocks_table.name):
                 return []
             query = (
                 select(b.block, b.pages)
@@ -280,7 +279,7 @@ class TemplateStore:
         its text, so they show what the blocks say (the store keeps only their hashes)."""
         p, t = pages_table.c, page_texts_table.c
         with self._connection(write=False) as conn:
-            if not inspect(conn).has_table(page_texts_table.name):
+            if not has_table(conn, page_texts_table.name):
                 return []
             query = (
                 select(t.text)
@@ -295,7 +294,7 @@ class TemplateStore:
         """Every host learned from: (host, pages, template blocks), by host."""
         h, b = template_hosts_table.c, template_blocks_table.c
         with self._connection(write=False) as conn:
-            if not inspect(conn).has_table(template_hosts_table.name):
+            if not has_table(conn, template_hosts_table.name):
                 return []
             counted = (
                 select(b.domain, func.count().label("n"))
