@@ -74,6 +74,7 @@ from .scan import scan_near
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
 from .statements import chunked, cursor_execute, statements_for
 from .supersede import Superseder
+from .unstripped import SignedAgain, sign_again
 from .upgrade import upgrade
 from .write_path import WritePath, open_write_path, validate_write_path
 
@@ -381,6 +382,16 @@ class FingerprintStore:
         row, key = self._row(page)
         with self._errors():
             return self._superseder.mark_canonical(self._read, row, key.declared, kept)
+
+    def sign_again(self, page: SignedAgain) -> bool:
+        """Sign a page stored unsure as its copy was signed (store/unstripped.py); a rare
+        write (a young host's page met again), so under the database-wide lock."""
+        now = datetime.now(UTC)
+        with self._errors():
+            return self._transactions.run(
+                lambda conn: sign_again(conn, self._statements, self.scheme, page, now),
+                locks=None,
+            )
 
     def canonical_pairs(
         self, *, domain: str | None = None, since: datetime | None = None

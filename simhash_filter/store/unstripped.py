@@ -7,24 +7,38 @@ stripped text's share of the whole (0.6-0.8 on the aliasing site), so the check 
 finds the copy, and the feed holds the content twice. :func:`copy_signed_unsure` asks the
 index for the page as it would have been signed then (``PageSignature.unstripped``): the
 crawl checks the page by that signature when a stored unsure page is its copy.
+
+A view of the same content met later (an AMP or print page: its own chrome, not the site's
+template) is near neither signature of the stored page. :func:`sign_again` therefore signs the
+stored page again as its copy was signed, without the template, once that copy is dropped:
+the copy's text is the stored page's, so the view finds the stored page by it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sqlalchemy import select
 
 from simhash_filter.core.signature import MatchRule, marks_unsure
 
+from .batch import Changes, KeyRow, PageUpdate
 from .reading import ReadableStore, reading
 from .schema import pages_table
+from .statements import SqlBatchIO
+from .supersede import read_kept
 
 if TYPE_CHECKING:
-    from simhash_filter.core.signature import PageSignature
-    from simhash_filter.store.records import Match
+    from datetime import datetime
 
-__all__ = ["copy_signed_unsure"]
+    from sqlalchemy import Connection
+
+    from simhash_filter.core.signature import PageSignature
+    from simhash_filter.index.schemes import IndexScheme
+    from simhash_filter.store.records import Match
+    from simhash_filter.store.statements import Statements
+
+__all__ = ["SignedAgain", "copy_signed_unsure", "sign_again"]
 
 
 class _NearStore(ReadableStore, Protocol):
@@ -61,3 +75,43 @@ def copy_signed_unsure(store: _NearStore, signature: PageSignature) -> Match | N
         if verdict.confirmed and not (verdict.boilerplate or verdict.listing):
             return match
     return None
+
+
+class SignedAgain(NamedTuple):
+    """A stored page signed unsure, to be signed as its copy was (:func:`sign_again`)."""
+
+    page_id: int
+    was: int  # the fingerprint it was stored with (the copy was judged against it)
+    fingerprint: int
+    text_length: int
+    sketch: bytes
+
+
+def sign_again(
+    conn: Connection,
+    statements: Statements,
+    scheme: IndexScheme,
+    page: SignedAgain,
+    now: datetime,
+) -> bool:
+    """In the caller's write transaction: store ``page``'s new signature in place of the one
+    it was signed by while its host was young (its index keys with it); False when the page
+    left the index, was signed again meanwhile, or is not signed unsure."""
+    old = read_kept(conn, page.page_id)
+    if old is None or old.fingerprint != page.was or not old.sketch:
+        return False
+    if not marks_unsure(old.sketch) or marks_unsure(page.sketch):
+        return False
+    old_keys = scheme.index_items(old.fingerprint, old.sketch)
+    new_keys = scheme.index_items(page.fingerprint, page.sketch)
+    SqlBatchIO(conn, statements).write(
+        Changes(
+            now,
+            key_deletes=[KeyRow(t, key, page.page_id, old.fingerprint) for t, key in old_keys],
+            key_inserts=[KeyRow(t, key, page.page_id, page.fingerprint) for t, key in new_keys],
+            page_updates=[
+                PageUpdate(page.page_id, page.fingerprint, page.text_length, page.sketch)
+            ],
+        )
+    )
+    return True

@@ -356,7 +356,8 @@ class PageFilter:
             outcome = Outcome.TOO_DEEP if "too_deep" in capped else Outcome.NO_TEXT
             named = await named_canonical(self.store, url, key)
             return FilterResult(outcome, url, capped=capped, key=key, canonical=named)
-        signature = await self.templates.judged(self.store, signature, self.stats)
+        judged = await self.templates.judged(self.store, signature, self.stats)
+        signature = judged.signature
         row = PageRow(
             url,
             signature.fingerprint,
@@ -384,6 +385,8 @@ class PageFilter:
             superseded, late = None, False
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
+        else:
+            await self.templates.signed_again(self.store, judged, verdict, self.stats)
         self._catch_up_soon()
         self.templates.admitted(key.domain, signature, verdict, self.stats)
         outcome = Outcome.of(verdict)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from scrapy.utils.asyncio import run_in_thread
 
@@ -26,9 +26,9 @@ from simhash_filter.core.template import HostTemplate
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX
 from simhash_filter.store.records import Verdict, VerdictKind
 from simhash_filter.store.templates import PageShare, TemplateStore
-from simhash_filter.store.unstripped import copy_signed_unsure
+from simhash_filter.store.unstripped import SignedAgain, copy_signed_unsure
 
-__all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates"]
+__all__ = ["REFRESH_PAGES", "REFRESH_SECONDS", "TEMPLATE_STATS", "HostTemplates", "Judged"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,15 @@ TEMPLATE_STATS = STATS_PREFIX + "template/"
 """Prefix of the template stats: ``stripped`` (pages whose extraction held blocks of their
 host's template, signed without them) and ``only`` (pages of nothing else: signed by their
 bytes), ``unstripped`` (pages checked as signed before their host's template was known: a
-copy of them was stored then)."""
+copy of them was stored then), ``signed_again`` (pages stored then, signed again as such a
+copy of them was)."""
+
+
+class Judged(NamedTuple):
+    """The signature a page is checked by (:meth:`HostTemplates.judged`)."""
+
+    signature: PageSignature
+    again: SignedAgain | None = None  # the stored page it finds, signed as the page is
 
 
 class _Cached:
@@ -130,27 +138,54 @@ class HostTemplates:
             logger.debug("Could not read the template of %s", host, exc_info=True)
             return None
 
-    async def judged(self, store: object, signature: PageSignature, stats: Any) -> PageSignature:
+    async def judged(self, store: object, signature: PageSignature, stats: Any) -> Judged:
         """The signature a page is checked by: its own, or, when a page stored before its
         host's template was known is its copy, the page as signed then (``unstripped``), so
-        that the store finds that copy (store/unstripped.py)."""
+        that the store finds that copy (store/unstripped.py); with it, that page signed
+        again as this one is, for :meth:`signed_again` once this one is dropped as its copy."""
         whole = signature.unstripped
         if whole is None or not hasattr(store, "engine"):
-            return signature
+            return Judged(signature)
         try:
             match = await run_in_thread(copy_signed_unsure, store, whole)  # type: ignore[arg-type]
         except Exception:  # judged by its own signature then
             logger.debug("Could not look for a copy signed unsure", exc_info=True)
-            return signature
+            return Judged(signature)
         if match is None:
-            return signature
+            return Judged(signature)
         stats.inc_value(TEMPLATE_STATS + "unstripped")
-        return replace(
+        judged = replace(
             whole,
             stored_text=signature.stored_text,
             blocks=signature.blocks,
             template_share=signature.template_share,
         )
+        again = SignedAgain(
+            match.page_id,
+            match.fingerprint,
+            signature.fingerprint,
+            signature.text_length,
+            signature.sketch,
+        )
+        return Judged(judged, again if signature.sketch else None)
+
+    async def signed_again(
+        self, store: object, judged: Judged, verdict: Verdict, stats: Any
+    ) -> None:
+        """After the check of a page judged as signed before its host's template was known:
+        when it was dropped as a copy of the page stored then, that page is signed as this
+        one was (a view of it met later, in another chrome, finds it: store/unstripped.py).
+        Evidence, not state: a failure is logged and the crawl goes on."""
+        again, kept = judged.again, verdict.duplicate_of
+        if again is None or kept is None or kept.page_id != again.page_id:
+            return
+        if verdict.kind is not VerdictKind.DUPLICATE or not hasattr(store, "sign_again"):
+            return
+        try:
+            if await run_in_thread(store.sign_again, again):
+                stats.inc_value(TEMPLATE_STATS + "signed_again")
+        except Exception:
+            logger.warning("Could not sign page %d again", again.page_id, exc_info=True)
 
     def admitted(self, host: str, signature: PageSignature, verdict: Verdict, stats: Any) -> None:
         """A page of ``host`` checked: admitted as new, it teaches the host's template; its

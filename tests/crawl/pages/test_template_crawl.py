@@ -154,3 +154,34 @@ def test_a_story_beside_the_menu_is_not_a_copy_of_another(sqlite_url: str) -> No
         assert "template/unstripped" not in filter_stats(pipeline)
     finally:
         run(pipeline.close_spider())
+
+
+def _view_after_its_copy(url: str) -> None:
+    """Issue 42: a view of a page kept while its host was young (its text without the menu:
+    another chrome), met after a copy was dropped by the page as signed then, is a copy too:
+    the kept page is signed again as its copy was, without the host's template."""
+    pipeline = make_pipeline(url, TEMPLATE_MIN_PAGES=MIN_PAGES)
+    page = _story_beside_menu("Courier", 7)
+    view = filler_story("Courier", "Story 7", 7).replace(
+        '<div class="sections">', '<div class="amp-sidebar">'
+    )
+    try:
+        assert _feed(pipeline, [(f"{HOST}/Courier/story-7", page)]) == ["kept"]
+        _feed(pipeline, _fillers("Courier", 0))
+        assert _feed(pipeline, [(f"{HOST}/courier/story-7", page)]) == ["dropped"]
+        assert _feed(pipeline, [(f"{HOST}/courier/story-7/amp", view)]) == ["dropped"]
+        stats = filter_stats(pipeline)
+        assert stats["template/unstripped"] == 1
+        assert stats["template/signed_again"] == 1
+    finally:
+        run(pipeline.close_spider())
+
+
+def test_a_view_met_after_a_copy_across_the_templates_learning_is_dropped(
+    sqlite_url: str,
+) -> None:
+    _view_after_its_copy(sqlite_url)
+
+
+def test_a_view_after_a_copy_across_the_templates_learning_on_postgresql(pg_url: str) -> None:
+    _view_after_its_copy(pg_url)
