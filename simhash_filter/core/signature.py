@@ -35,6 +35,7 @@ __all__ = [
     "encode_sketch",
     "marks_listing",
     "marks_unsure",
+    "signed_again_sketch",
 ]
 
 SKETCH_FORMAT = 1
@@ -137,6 +138,16 @@ def encode_sketch(
     if page is not None:
         body += page.astype("<u2").tobytes()
     return header + body
+
+
+def signed_again_sketch(text_sketch: bytes, stored: bytes, text_ratio: float) -> bytes:
+    """The sketch of a page signed unsure (``stored``) signed again by its main text without
+    its host's template: the main text's slots of ``text_sketch`` (that text signed alone),
+    the stored visible text's slots, and the main text's share scaled by ``text_ratio`` (its
+    characters left); sure now. ValueError for bytes that are not sketches."""
+    new, old = decode_sketch(text_sketch), decode_sketch(stored)
+    share = None if old.share is None else min(1.0, old.share * max(0.0, text_ratio))
+    return encode_sketch(new.text, old.page, share, listing=old.listing)
 
 
 def marks_listing(data: bytes) -> bool:

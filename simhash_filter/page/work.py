@@ -68,7 +68,8 @@ class PageWork(NamedTuple):
     hints: PageHints | None = None
     """The canonical hints of the page's HTML (``ExtractedPage.hints``), or None."""
     main_text: str | None = None
-    """The main text that was fingerprinted, when asked for (``give_text``; ``ADD_TEXT``)."""
+    """The main text that was fingerprinted, when asked for (``give_text``; ``ADD_TEXT``), or
+    signed while its host was young (to be signed again: crawl/pages/signed_again.py)."""
 
 
 def sign_page(
@@ -112,7 +113,7 @@ def work_page(
     by its bytes, ``template_only``); a page judged before it is known is signed *unsure*
     (:func:`unsure`). The signature carries the page's block hashes to learn from.
     ``give_text``: the main text of a fingerprinted page comes back in
-    :attr:`PageWork.main_text`."""
+    :attr:`PageWork.main_text` (that of a page signed while its host was young always does)."""
     main_text = text if isinstance(text, str) and text.strip() else None
     page_text = None
     listing = doubt = only = False
@@ -164,7 +165,10 @@ def work_page(
             template_only=only,
             unstripped=whole or None,
         )
-    return PageWork(signature, capped, hints, main_text if give_text else None)
+    # a page signed while its host was young: its text is remembered to sign it again once
+    # the template is known (crawl/pages/signed_again.py)
+    young = doubt and share is None and signature is not None and not signature.exact
+    return PageWork(signature, capped, hints, main_text if give_text or young else None)
 
 
 def _exact_signature(

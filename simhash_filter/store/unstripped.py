@@ -9,16 +9,17 @@ index for the page as it would have been signed then (``PageSignature.unstripped
 crawl checks the page by that signature when a stored unsure page is its copy.
 
 A view of the same content met later (an AMP or print page: its own chrome, not the site's
-template) is near neither signature of the stored page. :func:`sign_again` therefore signs the
-stored page again as its copy was signed, without the template, once that copy is dropped:
-the copy's text is the stored page's, so the view finds the stored page by it.
+template) is near neither signature of the stored page. :func:`sign_again` therefore stores
+the page signed again without its host's template once the template is known: by the text of
+a copy dropped as its copy (the copy's stripped signature), or by its own text, which the
+crawl remembers of the pages it kept while their host was young (crawl/pages/templates.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from simhash_filter.core.signature import MatchRule, marks_unsure
 
@@ -78,13 +79,17 @@ def copy_signed_unsure(store: _NearStore, signature: PageSignature) -> Match | N
 
 
 class SignedAgain(NamedTuple):
-    """A stored page signed unsure, to be signed as its copy was (:func:`sign_again`)."""
+    """A stored page signed unsure, and its signature without its host's template."""
 
-    page_id: int
-    was: int  # the fingerprint it was stored with (the copy was judged against it)
+    url: str  # its canonical URL (the store's key)
+    was: int  # the fingerprint it was stored with (as its copy was judged against it)
     fingerprint: int
     text_length: int
     sketch: bytes
+
+
+_p = pages_table.c
+_KEPT_AT = select(_p.id).where(_p.url == bindparam("url"), _p.dropped_at.is_(None))
 
 
 def sign_again(
@@ -95,9 +100,10 @@ def sign_again(
     now: datetime,
 ) -> bool:
     """In the caller's write transaction: store ``page``'s new signature in place of the one
-    it was signed by while its host was young (its index keys with it); False when the page
-    left the index, was signed again meanwhile, or is not signed unsure."""
-    old = read_kept(conn, page.page_id)
+    it was signed by while its host's template was not known (its index keys with it); False
+    when the page left the index, was signed again meanwhile, or is not signed unsure."""
+    page_id = conn.execute(_KEPT_AT, {"url": page.url}).scalar()
+    old = None if page_id is None else read_kept(conn, page_id)
     if old is None or old.fingerprint != page.was or not old.sketch:
         return False
     if not marks_unsure(old.sketch) or marks_unsure(page.sketch):
@@ -107,11 +113,9 @@ def sign_again(
     SqlBatchIO(conn, statements).write(
         Changes(
             now,
-            key_deletes=[KeyRow(t, key, page.page_id, old.fingerprint) for t, key in old_keys],
-            key_inserts=[KeyRow(t, key, page.page_id, page.fingerprint) for t, key in new_keys],
-            page_updates=[
-                PageUpdate(page.page_id, page.fingerprint, page.text_length, page.sketch)
-            ],
+            key_deletes=[KeyRow(t, key, old.page_id, old.fingerprint) for t, key in old_keys],
+            key_inserts=[KeyRow(t, key, old.page_id, page.fingerprint) for t, key in new_keys],
+            page_updates=[PageUpdate(old.page_id, page.fingerprint, page.text_length, page.sketch)],
         )
     )
     return True

@@ -38,6 +38,7 @@ from simhash_filter.crawl.pages.group_commit import (
 from simhash_filter.crawl.pages.handoff import Handoff
 from simhash_filter.crawl.pages.journal import CatchUpCount, UncheckedJournal
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult, Outcome, measures
+from simhash_filter.crawl.pages.signed_again import YoungPages, after_copy
 from simhash_filter.crawl.pages.templates import HostTemplates
 from simhash_filter.crawl.per_crawler import crawler_config, crawler_shared
 from simhash_filter.crawl.start_failure import report_start_failure
@@ -145,6 +146,7 @@ class PageFilter:
         """Called with every recorded result (the URL rules learn from the verdicts)."""
         self.templates = HostTemplates(config.template_min_pages)
         """The hosts' templates, learned from the pages admitted (crawl/pages/templates.py)."""
+        self.young = YoungPages()  # pages kept while their host was young (signed_again.py)
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> PageFilter:
@@ -386,9 +388,12 @@ class PageFilter:
         if superseded is not None:
             verdict = Verdict(VerdictKind.NEW, superseded.new_url, signature.fingerprint)
         else:
-            await self.templates.signed_again(self.store, judged, verdict, self.stats)
+            await after_copy(self.store, judged, verdict, self.stats)
         self._catch_up_soon()
         self.templates.admitted(key.domain, signature, verdict, self.stats)
+        self.young.remember(key.domain, signature, verdict, main_text)
+        blocks = self.templates.known_blocks(key.domain)
+        await self.young.sign_again(key.domain, blocks, self.store, self.work, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT

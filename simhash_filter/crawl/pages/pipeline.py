@@ -151,7 +151,7 @@ class NearDuplicatePipeline:
             raise
         if self.config.remove_html:
             _remove_field(item, adapter, self.config.html_field)
-        if result.text is not None and not has_text(text):  # ADD_TEXT: for the feed
+        if self.config.add_text and result.text is not None and not has_text(text):
             self._set(adapter, self.config.text_field, result.text, "SIMHASH_FILTER_ADD_TEXT")
         field = self.config.fingerprint_field
         # a page that passed unchecked (fail-open) carries the fingerprint its page work made

@@ -104,6 +104,14 @@ class HostTemplates:
             sampled = entry.doubt or entry.served % SAMPLE_EVERY == 1
             return entry.template._replace(blocks_wanted=sampled)
 
+    def known_blocks(self, host: str) -> frozenset[int] | None:
+        """The blocks of the host's template as last read, when it is known; else None."""
+        with self._lock:
+            entry = self._cache.get(host)
+        if entry is None or not entry.template.known or not entry.template.blocks:
+            return None
+        return entry.template.blocks
+
     def _stale(self, entry: _Cached) -> bool:
         if self._clock() - entry.read_at > REFRESH_SECONDS:
             return True
@@ -142,7 +150,7 @@ class HostTemplates:
         """The signature a page is checked by: its own, or, when a page stored before its
         host's template was known is its copy, the page as signed then (``unstripped``), so
         that the store finds that copy (store/unstripped.py); with it, that page signed
-        again as this one is, for :meth:`signed_again` once this one is dropped as its copy."""
+        again as this one is, once this one is dropped as its copy (signed_again.py)."""
         whole = signature.unstripped
         if whole is None or not hasattr(store, "engine"):
             return Judged(signature)
@@ -160,32 +168,10 @@ class HostTemplates:
             blocks=signature.blocks,
             template_share=signature.template_share,
         )
-        again = SignedAgain(
-            match.page_id,
-            match.fingerprint,
-            signature.fingerprint,
-            signature.text_length,
-            signature.sketch,
-        )
-        return Judged(judged, again if signature.sketch else None)
-
-    async def signed_again(
-        self, store: object, judged: Judged, verdict: Verdict, stats: Any
-    ) -> None:
-        """After the check of a page judged as signed before its host's template was known:
-        when it was dropped as a copy of the page stored then, that page is signed as this
-        one was (a view of it met later, in another chrome, finds it: store/unstripped.py).
-        Evidence, not state: a failure is logged and the crawl goes on."""
-        again, kept = judged.again, verdict.duplicate_of
-        if again is None or kept is None or kept.page_id != again.page_id:
-            return
-        if verdict.kind is not VerdictKind.DUPLICATE or not hasattr(store, "sign_again"):
-            return
-        try:
-            if await run_in_thread(store.sign_again, again):
-                stats.inc_value(TEMPLATE_STATS + "signed_again")
-        except Exception:
-            logger.warning("Could not sign page %d again", again.page_id, exc_info=True)
+        if not signature.sketch:
+            return Judged(judged)
+        own = (signature.fingerprint, signature.text_length, signature.sketch)
+        return Judged(judged, SignedAgain(match.url, match.fingerprint, *own))
 
     def admitted(self, host: str, signature: PageSignature, verdict: Verdict, stats: Any) -> None:
         """A page of ``host`` checked: admitted as new, it teaches the host's template; its
