@@ -8,6 +8,10 @@ stayed at ~35 MiB from 5k to 25k pages while the free heap glibc kept grew from 
 (``mallinfo2``), most of the RSS the crawl gained over the unfiltered one. Every
 :data:`TRIM_SECONDS` this extension calls glibc's ``malloc_trim(0)`` in a thread, which gives
 back every free page of every arena (``simhash_filter/memory/trims`` counts the calls).
+When it is made (before the crawl's threads start) it also caps glibc's arenas at
+:data:`ARENA_MAX` (``mallopt(M_ARENA_MAX)``; not where ``MALLOC_ARENA_MAX`` is set): by default
+each thread that allocates may get one of up to eight a core, and each keeps its long-lived
+blocks (SQLite's page caches, response buffers) spread over pages no trim can give back.
 Without glibc (musl, macOS, Windows) it is not enabled. The add-on adds it; a project turns
 it off like any extension (``EXTENSIONS = {"simhash_filter.crawl.heap_trim.HeapTrim": None}``).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,13 +36,40 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-__all__ = ["TRIM_SECONDS", "HeapTrim", "malloc_trim"]
+__all__ = ["ARENA_MAX", "TRIM_SECONDS", "HeapTrim", "cap_arenas", "malloc_trim"]
 
 logger = logging.getLogger(__name__)
 
 TRIMS_STAT = "simhash_filter/memory/trims"
 TRIM_SECONDS = 10.0
 """Seconds between two trims (one takes milliseconds; the heap freed comes back in ~25 s)."""
+
+ARENA_MAX = 2
+"""glibc arenas the crawl process allocates from at most (the main one and one for threads)."""
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+@functools.cache
+def _glibc_mallopt() -> Callable[[int, int], int] | None:
+    """glibc's ``mallopt``, or None where the C library has none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return mallopt
+
+
+def cap_arenas(limit: int = ARENA_MAX) -> bool:
+    """Cap glibc's arenas at ``limit`` (see the module doc): True when set; False without
+    glibc, or where the environment's ``MALLOC_ARENA_MAX`` already says."""
+    mallopt = _glibc_mallopt()
+    if mallopt is None or os.environ.get("MALLOC_ARENA_MAX"):
+        return False
+    return bool(mallopt(_M_ARENA_MAX, limit))
 
 
 @functools.cache
@@ -78,6 +110,7 @@ class HeapTrim:
             raise NotConfigured("SIMHASH_FILTER_ENABLED is False")
         if _glibc_trim() is None:
             raise NotConfigured("no glibc malloc_trim")
+        cap_arenas()
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)

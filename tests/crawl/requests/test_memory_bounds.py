@@ -3,6 +3,8 @@ and small."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -10,6 +12,7 @@ from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
 from scrapy.utils.test import get_crawler
 
+from simhash_filter.crawl.heap_trim import ARENA_MAX
 from simhash_filter.crawl.requests import held
 from simhash_filter.crawl.requests.fingerprinter import RuleFingerprinter
 from simhash_filter.crawl.requests.held import HeldRequests
@@ -109,3 +112,41 @@ def test_the_heap_is_trimmed_every_interval_while_the_spider_runs(
     extension.spider_closed()
     clock.advance(90.0)
     assert len(calls) == 2
+
+
+_ARENAS_OF_EIGHT_THREADS = """
+import ctypes, os, sys, threading
+from simhash_filter.crawl.heap_trim import cap_arenas
+capped = cap_arenas() if sys.argv[1] == "cap" else False
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+barrier = threading.Barrier(9)
+def allocate() -> None:
+    libc.malloc(1000)  # the thread's arena, made at its first allocation
+    barrier.wait()
+    barrier.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for t in threads:
+    t.start()
+barrier.wait()  # all eight alive, each allocated
+libc.malloc_stats()  # one "Arena N:" block an arena, on stderr
+barrier.wait()
+for t in threads:
+    t.join()
+print(capped)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize(("how", "most"), [("cap", ARENA_MAX), ("free", 9)])
+def test_the_crawl_process_allocates_from_few_arenas(how: str, most: int) -> None:
+    """Eight threads allocating at once: glibc gives each an arena of its own, unless capped
+    (``cap_arenas``, which the heap trim calls when the crawl's extensions are made)."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    done = subprocess.run(
+        [sys.executable, "-c", _ARENAS_OF_EIGHT_THREADS, how],
+        capture_output=True, text=True, env=env, check=True, timeout=60,
+    )  # fmt: skip
+    arenas = done.stderr.count("Arena ")
+    assert done.stdout.strip() == str(how == "cap")
+    assert arenas == most if how == "cap" else arenas > ARENA_MAX
