@@ -174,7 +174,7 @@ class Config:
     canonical_field: str = "canonical"  # item field with the page's declared canonical URL
     canonical_url_field: str | None = "canonical_url"  # set on kept items: their canonical
     variants_last: bool = False  # likely variants' requests one priority step down
-    views_wait: bool = False  # a view (print/amp/mirror path) declaring nothing waits for its page
+    views_wait: bool = True  # a view (print/amp/mirror path) declaring nothing waits for its page
     remove_html: bool = True  # the HTML field leaves a passing item (feed exports take no bytes)
     template_min_pages: int = DEFAULT_MIN_PAGES  # pages of a host a template block is on (0: off)
 

@@ -30,8 +30,7 @@ FAST = {
     # the keep policy's own choices: form first would fetch /articles/0 in place of its
     # tracking link (tests/e2e/test_form_first_crawl.py)
     "SIMHASH_FILTER_FORM_FIRST": False,
-    # the mirror (MIRROR) declares nothing: it waits for its page only with VIEWS_WAIT
-    "SIMHASH_FILTER_VIEWS_WAIT": True,
+    # the mirror (MIRROR) declares nothing: it waits for its page (VIEWS_WAIT, the default)
 }
 CLUSTERS = 3  # articles 0..2: two variants linked from home, the canonical only from them
 LOST = 3  # article 3: its variants name a canonical that 404s

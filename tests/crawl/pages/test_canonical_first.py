@@ -126,9 +126,9 @@ def test_a_late_canonical_reaches_the_spider_and_its_item_is_dropped(sqlite_url:
 def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_url: str) -> None:
     """A variant-first site: the mirror is met first and declares no canonical, no rule maps
     it yet; it waits while its URL without the view marker is fetched, so the canonical is
-    kept and the mirror's item is dropped (one row a content, the canonical's)."""
+    kept and the mirror's item is dropped (one row a content, the canonical's). The default."""
     scheduled: list[Request] = []
-    crawler = crawler_with(sqlite_url, scheduled, SIMHASH_FILTER_VIEWS_WAIT=True)
+    crawler = crawler_with(sqlite_url, scheduled)
     middleware, pipeline = open_pair(crawler)
     mirror = page("https://news.example/mirror/bridge", None)
     with pytest.raises(CanonicalFirst):
