@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MARKERS", "has_view_marker", "view_form"]
+__all__ = ["MARKERS", "has_view_marker", "page_form", "view_form"]
 
 MARKERS = frozenset({"print", "amp", "mirror", "mobile"})
 """Path segments that name another view of a page (compared case-folded)."""
@@ -35,3 +35,16 @@ def view_form(url: str) -> str | None:
     if split.path.endswith("/") and not path.endswith("/"):
         path += "/"
     return urlunsplit(split._replace(path=path if path.startswith("/") else "/" + path))
+
+
+def page_form(url: str, named: str | None = None) -> str | None:
+    """The URL of the page ``url`` is likely another view of, or None: :func:`view_form`,
+    else ``named`` (the page's weak hint, ``og:url``) when it is ``url`` up to a trailing
+    slash (``/a`` naming ``/a/``: the same page under the site's own form, which a weak hint
+    alone does not make a canonical to wait for). Both URLs in one canonical form."""
+    viewed = view_form(url)
+    if viewed is not None or named is None or named == url:
+        return viewed
+    split, other = urlsplit(url), urlsplit(named)
+    same = (other.scheme, other.netloc, other.query) == (split.scheme, split.netloc, split.query)
+    return named if same and other.path.rstrip("/") == split.path.rstrip("/") else None

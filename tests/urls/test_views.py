@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simhash_filter.urls.views import has_view_marker, view_form
+from simhash_filter.urls.views import has_view_marker, page_form, view_form
 
 
 @pytest.mark.parametrize(
@@ -25,3 +25,22 @@ from simhash_filter.urls.views import has_view_marker, view_form
 def test_view_form(url: str, form: str | None) -> None:
     assert view_form(url) == form
     assert has_view_marker(url) is (form is not None)
+
+
+@pytest.mark.parametrize(
+    ("url", "named", "form"),
+    [
+        ("https://x.example/news/a", "https://x.example/news/a/", "https://x.example/news/a/"),
+        ("https://x.example/news/a/", "https://x.example/news/a", "https://x.example/news/a"),
+        ("https://x.example/mirror/a", "https://x.example/b/", "https://x.example/a"),
+        ("https://x.example/news/a", None, None),
+        ("https://x.example/news/a", "https://x.example/news/a", None),
+        ("https://x.example/news/a", "https://x.example/", None),  # another page
+        ("https://x.example/news/a", "https://x.example/news/b/", None),
+        ("https://x.example/news/a", "https://y.example/news/a/", None),  # another host
+        ("https://x.example/news/a?p=1", "https://x.example/news/a/", None),  # another query
+    ],
+)
+def test_page_form(url: str, named: str | None, form: str | None) -> None:
+    """A view's page, else the page's own ``og:url`` when it differs by a trailing slash."""
+    assert page_form(url, named) == form

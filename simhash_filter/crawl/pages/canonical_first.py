@@ -43,7 +43,7 @@ from simhash_filter.crawl.per_crawler import crawler_config
 from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.urls.key import hint_key, url_domain
 from simhash_filter.urls.ruleset import RuleSet, url_host
-from simhash_filter.urls.views import view_form
+from simhash_filter.urls.views import page_form
 
 if TYPE_CHECKING:
     from typing import Self
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from simhash_filter.page.work import PageWork
     from simhash_filter.store.reading import ReadableStore
 
-__all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical"]
+__all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical", "head_og_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,19 @@ def head_canonical(response: Response) -> str | None:
         if "canonical" in link.attrib.get("rel", "").lower().split()
     ]
     return one_hint(resolve_hint(href, response.url, base) for href in hrefs)
+
+
+def head_og_url(response: Response) -> str | None:
+    """The ``<meta property="og:url">`` of the response's ``<head>`` (resolved against its
+    URL; None: none, or several that disagree): a weak hint, waited for only when it is the
+    page's own URL up to a trailing slash (urls/views.py ``page_form``)."""
+    contents = [
+        meta.attrib.get("content")
+        for meta in response.xpath("//head/meta[@content]")
+        if (meta.attrib.get("property") or meta.attrib.get("name") or "").strip().lower()
+        == "og:url"
+    ]  # as the page work reads it (page/head_canonicals.py)
+    return one_hint(resolve_hint(content, response.url) for content in contents)
 
 
 def shared_frontier(crawler: Crawler | None) -> bool:
@@ -202,11 +215,18 @@ class Waiting:
         return [k for k in keys if isinstance(k, str) and self.detours.waits_for(k)]
 
     async def _hold(
-        self, request: Request, response: Response, target: str | None, work: PageWork | None
+        self,
+        request: Request,
+        response: Response,
+        target: str | None,
+        work: PageWork | None,
+        *,
+        named: str | None = None,
     ) -> bool:
         """Hold the variant and schedule its canonical ``target`` (its strong hint), when
         that is on its own host and was never seen; a page declaring none: the URL the host's
-        rules map it onto, else (``VIEWS_WAIT``) its URL without a view marker
+        rules map it onto, else (``VIEWS_WAIT``) its URL without a view marker, or its weak
+        hint ``named`` (``og:url``) when that is its URL up to a trailing slash
         (``urls/views.py``)."""
         engine = self._engine()
         if (
@@ -225,7 +245,7 @@ class Waiting:
         if target is None and own is not None:  # the rules' form, else the view's (a mirror)
             target = await self._rule_target(own)
             if target is None and self.config.views_wait:
-                target = hint_key(view_form(own) or own)
+                target = hint_key(page_form(own, hint_key(named)) or own)
         if target is None or own is None or target == own or url_domain(target) != url_domain(own):
             return False
         if self.detours.settled(target):
@@ -322,7 +342,7 @@ class CanonicalFirstMiddleware(Waiting):
         target = strong_hint(
             response.url, PageHints(head_canonical(response)), link_canonical(response)
         )
-        if await self._hold(request, response, target, None):
+        if await self._hold(request, response, target, None, named=head_og_url(response)):
             raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
         return response
 

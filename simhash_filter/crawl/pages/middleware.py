@@ -98,7 +98,8 @@ class NearDuplicateMiddleware(Waiting):
                 result = FilterResult(Outcome.ERROR, response.url, error=exc, key=key)
             else:
                 target = strong_hint(response.url, work.hints, canonical)
-                if await self._hold(request, response, target, work):
+                named = work.hints.og_url if work.hints else None
+                if await self._hold(request, response, target, work, named=named):
                     raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
                 result = await check(response.url, work, canonical=canonical, key=key)
         self.filter.record(result, log_each_drop=True)

@@ -166,3 +166,45 @@ def test_a_page_without_a_view_marker_or_hint_is_not_held(
     assert scheduled == []
     run(pipeline.close_spider())
     run(middleware.spider_closed())
+
+
+def og_page(url: str, og_url: str, **meta: Any) -> HtmlResponse:
+    body = NEWS.replace("<head>", f'<head><meta property="og:url" content="{og_url}">', 1)
+    return HtmlResponse(url, body=body.encode(), request=Request(url, meta=meta), encoding="utf-8")
+
+
+def test_a_page_whose_og_url_is_its_url_with_a_slash_waits_for_it(sqlite_url: str) -> None:
+    """Met first under its slash-less URL, a page naming its URL with a slash in ``og:url``
+    (a weak hint: no canonical to wait for by itself) waits for that URL: the site's own form
+    is kept, and the slash-less one is dropped as its copy."""
+    scheduled: list[Request] = []
+    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    slashed = "https://news.example/news/bridge/"
+    first = og_page(slashed.rstrip("/"), slashed)
+    with pytest.raises(CanonicalFirst):
+        run(middleware.process_response(first.request, first))
+    (detour,) = scheduled
+    assert detour.url == slashed
+    canonical = og_page(slashed, slashed, **detour.meta)
+    assert run(middleware.process_response(canonical.request, canonical)) is canonical
+    item = {"url": canonical.url, "html": canonical.text}
+    assert run(pipeline.process_item(item)) is item
+    replay = scheduled[-1]
+    answered = middleware.process_request(replay)
+    assert answered is not None
+    assert run(middleware.process_response(replay, answered)) is answered
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
+
+
+@pytest.mark.parametrize("og_url", ["https://news.example/", "https://news.example/news/other/"])
+def test_a_page_whose_og_url_is_another_page_is_not_held(sqlite_url: str, og_url: str) -> None:
+    scheduled: list[Request] = []
+    middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
+    plain = og_page("https://news.example/news/bridge", og_url)
+    assert run(middleware.process_response(plain.request, plain)) is plain
+    assert scheduled == []
+    run(pipeline.close_spider())
+    run(middleware.spider_closed())
