@@ -37,6 +37,7 @@ LOST = 3  # article 3: its variants name a canonical that 404s
 WRONG = (4, 5)  # articles 4 and 5 each name the home page as their canonical
 DIFFERS = ("/print/rail", "/articles/rail")  # a variant naming a canonical of another text
 MIRROR = ("/mirror/bridge", "/bridge")  # a mirror declaring nothing, linked before its page
+SLASH = ("/news/tram", "/news/tram/")  # naming its slash form in og:url, linked before it
 
 
 def article_page(n: int | Article, canonical: str | None, note: str, links: str = "") -> Page:
@@ -85,6 +86,13 @@ def build_site() -> dict[str, Page]:
     pages[MIRROR[0]] = article_page(mirrored, None, "", f"<a href='{MIRROR[1]}'>Web</a>")
     pages[MIRROR[1]] = article_page(mirrored, None, "")
     home_links.append(MIRROR[0])
+    # a slash-less URL whose og:url (weak) names its slash form: it waits for that URL
+    slashed = generated_article(43)
+    og = f"<head><meta property='og:url' content='{SLASH[1]}'>".encode()
+    for path, link in ((SLASH[0], f"<a href='{SLASH[1]}'>Web</a>"), (SLASH[1], "")):
+        body = article_page(slashed, None, "", link).body.replace(b"<head>", og, 1)
+        pages[path] = Page(body)
+    home_links.append(SLASH[0])
     links = "".join(f"<li><a href='{path}'>{path}</a></li>" for path in home_links)
     head = "<head><link rel='canonical' href='/'></head>"
     pages["/"] = Page(f"<html>{head}<body><ul>{links}</ul></body></html>".encode())
@@ -134,7 +142,7 @@ def check_kept(kept: list[str]) -> None:
     variant whose canonical differs with that canonical: nothing lost, nothing twice."""
     lost_variants = {f"/print/{LOST}", f"/amp/{LOST}"}
     expected = {*(f"/articles/{n}" for n in range(CLUSTERS)), *(f"/wrong/{n}" for n in WRONG)}
-    expected |= {*DIFFERS, MIRROR[1]}
+    expected |= {*DIFFERS, MIRROR[1], SLASH[1]}
     assert expected <= set(kept), kept
     (survivor,) = set(kept) - expected
     assert survivor in lost_variants
@@ -167,6 +175,7 @@ def test_the_canonical_is_fetched_first_and_the_feed_has_one_row_a_content(
     named = {path_of(item["url"]): path_of(item["canonical_url"]) for item in result.items}
     assert all(named[f"/articles/{n}"] == f"/articles/{n}" for n in range(CLUSTERS))
     assert MIRROR[0] not in named  # the mirror waited for its page: the page's one row
+    assert SLASH[0] not in named  # waited for its og:url, its slash form: that one row
     assert named[DIFFERS[0]] == DIFFERS[0]  # its declared canonical is another page
     assert result.stats.get("simhash_filter/canonical_first", 0) >= CLUSTERS + 1
     assert result.stats.get("simhash_filter/superseded", 0) == 0
@@ -216,6 +225,7 @@ def test_supersede_keeps_the_canonical_for_storage_that_replaces(
     # download, e.g. once /amp/1 and /amp/2 taught a rule, is never fetched)
     fetched = {path for path, _agent in site.hits}
     variants = {p for p in fetched if p.startswith(("/print/", "/amp/", "/articles/0?"))}
+    variants |= {SLASH[0]} & fetched  # its og:url, confirmed
     variants -= {f"/print/{LOST}", f"/amp/{LOST}"}  # their canonical 404s: nothing confirmed
     variants -= {DIFFERS[0]}  # its canonical is another text
     assert {path_of(p.variant_url) for p in pairs} == {path_of(v) for v in variants}
