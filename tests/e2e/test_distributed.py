@@ -52,10 +52,15 @@ def worker_settings(redis_url: str, keys: RedisKeys, db_url: str) -> dict[str, o
     }
 
 
-SAME_FETCHES = {"SIMHASH_FILTER_FORM_FIRST": False, "SIMHASH_FILTER_TEMPLATE_MIN_PAGES": 0}
+SAME_FETCHES = {
+    "SIMHASH_FILTER_FORM_FIRST": False,
+    "SIMHASH_FILTER_TEMPLATE_MIN_PAGES": 0,
+    "SIMHASH_FILTER_VIEWS_WAIT": False,
+}
 """The reference crawl and the workers fetch the same URLs and sign them alike: no
-download-time decisions, which depend on when each process learned its rules, and no host
-template left out of the signed text, which depends on when each learned the template."""
+download-time decisions, which depend on when each process learned its rules, no host
+template left out of the signed text, which depends on when each learned the template, and no
+view waiting for its page (a URL no page links: the workers' shared frontier holds nothing)."""
 
 
 def test_wait_for_peers_keeps_an_idle_worker_open_until_the_timeout() -> None:
