@@ -51,6 +51,26 @@ def crawler_with(sqlite_url: str, scheduled: list[Request], **settings: Any) -> 
     return crawler
 
 
+def replay_dropped(
+    middleware: CanonicalFirstMiddleware,
+    pipeline: NearDuplicatePipeline,
+    scheduled: list[Request],
+    canonical: HtmlResponse,
+) -> str:
+    """The canonical's item passes the pipeline, which releases the variant waiting for it:
+    its replay, answered from memory, goes on and its item is dropped as the canonical's copy.
+    The replay's URL."""
+    item = {"url": canonical.url, "html": canonical.text}
+    assert run(pipeline.process_item(item)) is item
+    replay = scheduled[-1]
+    answered = middleware.process_request(replay)
+    assert answered is not None
+    assert run(middleware.process_response(replay, answered)) is answered
+    with pytest.raises(NearDuplicate):
+        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    return replay.url
+
+
 def test_a_variant_waits_until_the_pipeline_checked_its_canonical(sqlite_url: str) -> None:
     scheduled: list[Request] = []
     middleware, pipeline = open_pair(crawler_with(sqlite_url, scheduled))
@@ -137,15 +157,7 @@ def test_a_mirror_declaring_no_canonical_waits_for_the_page_it_mirrors(sqlite_ur
     assert detour.url == CANONICAL
     canonical = page(CANONICAL, None, "<p>Share.</p>", **detour.meta)
     assert run(middleware.process_response(canonical.request, canonical)) is canonical
-    item = {"url": canonical.url, "html": canonical.text}
-    assert run(pipeline.process_item(item)) is item
-    replay = scheduled[-1]
-    assert replay.url == mirror.url
-    answered = middleware.process_request(replay)
-    assert answered is not None
-    assert run(middleware.process_response(replay, answered)) is answered
-    with pytest.raises(NearDuplicate):
-        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    assert replay_dropped(middleware, pipeline, scheduled, canonical) == mirror.url
     run(pipeline.close_spider())
     run(middleware.spider_closed())
 
@@ -187,14 +199,7 @@ def test_a_page_whose_og_url_is_its_url_with_a_slash_waits_for_it(sqlite_url: st
     assert detour.url == slashed
     canonical = og_page(slashed, slashed, **detour.meta)
     assert run(middleware.process_response(canonical.request, canonical)) is canonical
-    item = {"url": canonical.url, "html": canonical.text}
-    assert run(pipeline.process_item(item)) is item
-    replay = scheduled[-1]
-    answered = middleware.process_request(replay)
-    assert answered is not None
-    assert run(middleware.process_response(replay, answered)) is answered
-    with pytest.raises(NearDuplicate):
-        run(pipeline.process_item({"url": answered.url, "html": answered.text}))
+    assert replay_dropped(middleware, pipeline, scheduled, canonical) == first.url
     run(pipeline.close_spider())
     run(middleware.spider_closed())
 
