@@ -50,40 +50,32 @@ _M_ARENA_MAX = -8  # glibc's malloc.h
 
 
 @functools.cache
-def _glibc_mallopt() -> Callable[[int, int], int] | None:
-    """glibc's ``mallopt``, or None where the C library has none."""
+def _glibc(name: str, *argtypes: Any) -> Callable[..., int] | None:
+    """The process's own C library's function ``name`` (glibc's, returning an int), or None
+    where there is none (not Linux, or a C library without it: musl has no ``malloc_trim``)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        function = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return mallopt
+    function.argtypes = list(argtypes)
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
 
 
 def cap_arenas(limit: int = ARENA_MAX) -> bool:
     """Cap glibc's arenas at ``limit`` (see the module doc): True when set; False without
     glibc, or where the environment's ``MALLOC_ARENA_MAX`` already says."""
-    mallopt = _glibc_mallopt()
+    mallopt = _glibc("mallopt", ctypes.c_int, ctypes.c_int)
     if mallopt is None or os.environ.get("MALLOC_ARENA_MAX"):
         return False
     return bool(mallopt(_M_ARENA_MAX, limit))
 
 
-@functools.cache
-def _glibc_trim() -> Callable[[int], int] | None:
+def _glibc_trim() -> Callable[..., int] | None:
     """glibc's ``malloc_trim``, or None where the C library has none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
+    return _glibc("malloc_trim", ctypes.c_size_t)
 
 
 def malloc_trim() -> bool | None:

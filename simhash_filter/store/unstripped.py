@@ -12,7 +12,7 @@ A view of the same content met later (an AMP or print page: its own chrome, not 
 template) is near neither signature of the stored page. :func:`sign_again` therefore stores
 the page signed again without its host's template once the template is known: by the text of
 a copy dropped as its copy (the copy's stripped signature), or by its own text, which the
-crawl remembers of the pages it kept while their host was young (crawl/pages/templates.py).
+crawl remembers of the pages it kept while their host was young (crawl/pages/signed_again.py).
 """
 
 from __future__ import annotations

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, cast
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest, NotConfigured
-from scrapy.http import HtmlResponse
+from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.misc import load_object
 
-from simhash_filter.core.canonical import PageHints, one_hint, resolve_hint
+from simhash_filter.core.canonical import PageHints
 from simhash_filter.core.keep import KEEP_FIRST
 from simhash_filter.crawl.pages.closing import CloseWatch
 from simhash_filter.crawl.pages.declared_canonical import link_canonical, strong_hint
@@ -40,6 +40,7 @@ from simhash_filter.crawl.pages.detours import (
 from simhash_filter.crawl.pages.filter import PageFilter
 from simhash_filter.crawl.pages.outcomes import STATS_PREFIX, FilterResult
 from simhash_filter.crawl.per_crawler import crawler_config
+from simhash_filter.page.head_canonicals import page_hints
 from simhash_filter.store.keep_evidence import host_ruleset
 from simhash_filter.urls.key import hint_key, url_domain
 from simhash_filter.urls.ruleset import RuleSet, url_host
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from simhash_filter.page.work import PageWork
     from simhash_filter.store.reading import ReadableStore
 
-__all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical", "head_og_url"]
+__all__ = ["MAX_WAIT", "CanonicalFirstMiddleware", "Waiting", "head_canonical", "head_hints"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,30 +67,18 @@ RULES_TTL = 10.0
 """Seconds a host's URL rules, read from the store, are used before they are read again."""
 
 
-def head_canonical(response: Response) -> str | None:
-    """The ``<link rel="canonical">`` of the response's ``<head>`` (resolved against its
-    ``<base href>`` and URL; None: none, or several that disagree). Scrapy's selector, which
-    the spider's own parse reuses."""
-    base = response.xpath("//head/base/@href").get()
-    hrefs = [
-        link.attrib.get("href")
-        for link in response.xpath("//head/link[@rel][@href]")
-        if "canonical" in link.attrib.get("rel", "").lower().split()
-    ]
-    return one_hint(resolve_hint(href, response.url, base) for href in hrefs)
+def head_hints(response: TextResponse) -> PageHints:
+    """The canonical hints of the response's ``<head>``: ``<link rel="canonical">`` and
+    ``og:url``, resolved against its ``<base href>`` and URL, read from the tree Scrapy's
+    selector parsed (which the spider's own parse reuses) as the page work reads its own
+    (page/head_canonicals.py)."""
+    return page_hints(response.selector.root, response.url) or PageHints()
 
 
-def head_og_url(response: Response) -> str | None:
-    """The ``<meta property="og:url">`` of the response's ``<head>`` (resolved against its
-    URL; None: none, or several that disagree): a weak hint, waited for only when it is the
-    page's own URL up to a trailing slash (urls/views.py ``page_form``)."""
-    contents = [
-        meta.attrib.get("content")
-        for meta in response.xpath("//head/meta[@content]")
-        if (meta.attrib.get("property") or meta.attrib.get("name") or "").strip().lower()
-        == "og:url"
-    ]  # as the page work reads it (page/head_canonicals.py)
-    return one_hint(resolve_hint(content, response.url) for content in contents)
+def head_canonical(response: TextResponse) -> str | None:
+    """The ``<link rel="canonical">`` of the response's ``<head>`` (None: none, or several
+    that disagree)."""
+    return head_hints(response).link
 
 
 def shared_frontier(crawler: Crawler | None) -> bool:
@@ -330,19 +319,18 @@ class CanonicalFirstMiddleware(Waiting):
         token = request.meta.get(REPLAY_META_KEY)
         if isinstance(token, str) and self.detours.replay(token) is not None:
             return response  # a released variant: its item goes on to the pipeline
-        html = response.status == 200 and isinstance(response, HtmlResponse)
+        page = response if isinstance(response, HtmlResponse) and response.status == 200 else None
         for key in self._answered(request, response):
-            if html:  # released once the pipeline checked the canonical's item
+            if page is not None:  # released once the pipeline checked the canonical's item
                 self._coming[hint_key(response.url) or key] = key
             else:
                 self.detours.settle(key)
                 self._release(key)
-        if not html or request.meta.get("dont_simhash_filter"):
+        if page is None or request.meta.get("dont_simhash_filter"):
             return response
-        target = strong_hint(
-            response.url, PageHints(head_canonical(response)), link_canonical(response)
-        )
-        if await self._hold(request, response, target, None, named=head_og_url(response)):
+        hints = head_hints(page)
+        target = strong_hint(response.url, hints, link_canonical(response))
+        if await self._hold(request, response, target, None, named=hints.og_url):
             raise CanonicalFirst(f"Waiting for the canonical of {response.url}")
         return response
 

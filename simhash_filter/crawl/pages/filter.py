@@ -392,8 +392,7 @@ class PageFilter:
         self._catch_up_soon()
         self.templates.admitted(key.domain, signature, verdict, self.stats)
         self.young.remember(key.domain, signature, verdict, main_text)
-        blocks = self.templates.known_blocks(key.domain)
-        await self.young.sign_again(key.domain, blocks, self.store, self.work, self.stats)
+        await self.young.sign_again(key.domain, self.templates, self.store, self.work, self.stats)
         outcome = Outcome.of(verdict)
         if signature.exact and outcome.passes:  # recorded for its exact copies, passes as ever
             outcome = Outcome.NO_TEXT

@@ -31,7 +31,7 @@ from scrapy.utils.asyncio import run_in_thread
 
 from simhash_filter.core.signature import PageSignature, marks_unsure, signed_again_sketch
 from simhash_filter.core.template import strip_template
-from simhash_filter.crawl.pages.templates import TEMPLATE_STATS, Judged
+from simhash_filter.crawl.pages.templates import TEMPLATE_STATS, HostTemplates, Judged
 from simhash_filter.page.work import PageWork
 from simhash_filter.store.records import Verdict, VerdictKind
 from simhash_filter.store.unstripped import SignedAgain
@@ -134,14 +134,19 @@ class YoungPages:
         return pages
 
     def waiting(self, host: str) -> bool:
+        """Whether pages of ``host`` wait to be signed again."""
         return host in self._hosts
 
     async def sign_again(
-        self, host: str, template: frozenset[int] | None, store: object, work: Work, stats: Any
+        self, host: str, templates: HostTemplates, store: object, work: Work, stats: Any
     ) -> int:
-        """Once the host's ``template`` is known (None: not yet), sign its remembered pages
-        again without it; the pages signed again."""
-        if template is None or not self.waiting(host):
+        """Once the host's template is known (``templates``), sign its remembered pages
+        again without it; the pages signed again. A host without any remembered costs a
+        dict lookup (every page checked asks)."""
+        if host not in self._hosts:
+            return 0
+        template = templates.known_blocks(host)
+        if template is None:
             return 0
         signed = 0
         for page in self.take(host):
