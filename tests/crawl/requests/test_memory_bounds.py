@@ -86,6 +86,27 @@ def test_the_add_on_adds_the_heap_trim() -> None:
     assert HeapTrim.__name__ not in str(off.getdict("EXTENSIONS"))
 
 
+def test_the_add_on_lowers_the_items_per_response_unless_the_project_sets_them() -> None:
+    """Scrapy makes CONCURRENT_ITEMS tasks a response, alive while its item waits in the
+    filter's pipeline: the add-on lowers the default, never a project's own value."""
+    from scrapy.settings import Settings
+
+    from simhash_filter import Addon
+    from simhash_filter.crawl.addon import ITEMS_PER_RESPONSE
+
+    default = Settings()
+    assert default.getint("CONCURRENT_ITEMS") > ITEMS_PER_RESPONSE
+    Addon().update_settings(default)
+    assert default.getint("CONCURRENT_ITEMS") == ITEMS_PER_RESPONSE
+    project = Settings()
+    project.set("CONCURRENT_ITEMS", 200, priority="project")
+    Addon().update_settings(project)
+    assert project.getint("CONCURRENT_ITEMS") == 200
+    off = Settings({"SIMHASH_FILTER_ENABLED": False})
+    Addon().update_settings(off)
+    assert off.getint("CONCURRENT_ITEMS") == Settings().getint("CONCURRENT_ITEMS")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_the_heap_is_trimmed_every_interval_while_the_spider_runs(
     monkeypatch: pytest.MonkeyPatch,
