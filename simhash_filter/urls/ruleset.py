@@ -169,6 +169,8 @@ class RuleSet:
     def form(self, url: str) -> UrlForm:
         """``url``'s canonical form (w3lib's canonical URL when nothing applies)."""
         own = canonicalize(url)
+        if own == url:  # the request's own string, not a copy: one a pending request
+            own = url
         origin, host, path, query = _split_canonical(own)
         rules = self._hosts.get(host)
         if rules is None and (not self.universal or not (query or ";" in path)):
