@@ -136,9 +136,16 @@ class ScaleSpider(scrapy.Spider):
 
 
 def crawl(
-    base_url: str, workdir: Path, *, variant: str, base: Path | None, concurrency: int = 16
+    base_url: str,
+    workdir: Path,
+    *,
+    variant: str,
+    base: Path | None,
+    concurrency: int = 16,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One crawl in a subprocess (``variant``: off, on, main); its stats and samples."""
+    """One crawl in a subprocess (``variant``: off, on, main); its stats and samples.
+    ``extra``: more Scrapy settings (``--set``), for every variant."""
     stats_path, samples = workdir / "stats.json", workdir / "samples.jsonl"
     for path in (stats_path, samples):
         path.unlink(missing_ok=True)
@@ -159,6 +166,7 @@ def crawl(
         "EXTENSIONS": json.dumps({"crawler.extensions.StatsFile": 500}),
         "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{db}",
     }
+    settings.update(extra or {})
     if variant != "off":
         settings["ADDONS"] = json.dumps({"simhash_filter.Addon": 100})
     command = [sys.executable, "-m", "scrapy", "runspider", str(Path(__file__).resolve())]
@@ -291,7 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="+", default=["off", "on", "main"])
     parser.add_argument("--base", type=Path, help="a checkout of main (the `main` variant)")
     parser.add_argument("--out", type=Path, help="the raw samples and summaries (JSON)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting"
+    )
     args = parser.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in args.set)
     variants = [v for v in args.variants if v != "main" or args.base is not None]
     rows: list[dict[str, Any]] = []
     raw: list[dict[str, Any]] = []
@@ -302,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp, SiteServer(pages) as server:
             for variant in order:
                 started = time.perf_counter()
-                result = crawl(server.base_url, Path(tmp), variant=variant, base=args.base)
+                result = crawl(
+                    server.base_url, Path(tmp), variant=variant, base=args.base, extra=extra
+                )
                 row = {"size": size, "variant": variant, **summarize(result)}
                 rows.append(row)
                 raw.append({"size": size, "variant": variant, **result})

@@ -125,6 +125,36 @@ def _rss_kib() -> int:
     return 0
 
 
+def pending_tasks(top: int = 15) -> dict[str, int]:
+    """The asyncio tasks alive, by the coroutine each runs and the one it awaits (a task a
+    pending request or page holds shows here)."""
+    import asyncio
+
+    try:
+        tasks = asyncio.all_tasks()
+    except RuntimeError:  # no running loop (a crawl on another reactor)
+        return {}
+    names: Counter[str] = Counter()
+    for task in tasks:
+        stack = task.get_stack(limit=3)
+        names[" < ".join(frame.f_code.co_qualname for frame in reversed(stack))] += 1
+    return dict(names.most_common(top))
+
+
+def done_tasks(sample: int = 200, top: int = 10) -> dict[str, int]:
+    """Finished asyncio tasks still referenced, by their coroutine's name and what refers to
+    them (a sample): what keeps them alive."""
+    import asyncio
+
+    tasks = [obj for obj in gc.get_objects() if isinstance(obj, asyncio.Task) and obj.done()]
+    names: Counter[str] = Counter()
+    for task in tasks[:sample]:
+        coro = task.get_coro()
+        referrers = [type(r).__qualname__ for r in gc.get_referrers(task) if r is not tasks]
+        names[f"{getattr(coro, '__qualname__', '?')} <- {','.join(sorted(referrers))}"] += 1
+    return {"done": len(tasks), **dict(names.most_common(top))}
+
+
 def probe(trim: bool = False) -> dict[str, Any]:
     """Everything above, for one snapshot; with ``trim``, then glibc's ``malloc_trim(0)``
     (the free heap given back) and the RSS after it."""
@@ -136,6 +166,8 @@ def probe(trim: bool = False) -> dict[str, Any]:
         "gc_full_ms": 1000 * (time.perf_counter() - started),
         "gc_stats": gc.get_stats(),
         "types": dict(counts.most_common(60)),
+        "tasks": pending_tasks(),
+        "done_tasks": done_tasks(),
         "containers": big_containers(),
         "malloc": malloc_info(),
         "sqlite_bytes": sqlite_memory(),
