@@ -275,13 +275,13 @@ def _install_sqlite_events(engine: Engine, *, durable: bool, timeout: float, cre
             conn.exec_driver_sql("BEGIN")
 
 
-def has_table(conn: Connection, name: str) -> bool:
-    """Whether the database has the table ``name``, in one catalogue query (SQLite's
-    ``sqlite_master``, PostgreSQL's ``to_regclass`` on the search path), without the cost
-    of SQLAlchemy's reflection: an open's checks."""
+def has_table(conn: Connection, name: str, kind: str = "table") -> bool:
+    """Whether the database has the table (or, ``kind="index"``, the index) ``name``, in one
+    catalogue query (SQLite's ``sqlite_master``, PostgreSQL's ``to_regclass`` on the search
+    path), without the cost of SQLAlchemy's reflection: an open's checks."""
     if conn.dialect.name == "sqlite":
-        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-        return conn.exec_driver_sql(sql, (name,)).first() is not None
+        sql = "SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?"
+        return conn.exec_driver_sql(sql, (kind, name)).first() is not None
     return conn.execute(text("SELECT to_regclass(:t)"), {"t": name}).scalar() is not None
 
 

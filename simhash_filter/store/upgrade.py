@@ -24,7 +24,13 @@ from .schema import (
     meta_table,
     pages_table,
 )
-from .templates import HOST_TABLES, PAGE_TABLES, ensure_template_tables
+from .templates import (
+    HOST_TABLES,
+    PAGE_TABLES,
+    ensure_template_index,
+    ensure_template_tables,
+    has_template_index,
+)
 
 __all__ = [
     "ADDED_COLUMNS",
@@ -93,11 +99,12 @@ def is_current(conn: Connection) -> bool:
     version is this code's (a database made at it has every column; an older one gains
     them in the transaction that raises its version, and ``reindex`` converts only after
     the open added them) and the passage index is complete (or there are no stored texts
-    to index). The ``meta`` rows and one or two catalogue look-ups."""
+    to index) and the template table has its index. The ``meta`` rows and a few catalogue
+    look-ups."""
     m = meta_table.c
     keys = ("schema_version", STATE_KEY)
     meta = {str(k): str(v) for k, v in conn.execute(select(m.key, m.value).where(m.key.in_(keys)))}
-    if meta.get("schema_version") != str(SCHEMA_VERSION):
+    if meta.get("schema_version") != str(SCHEMA_VERSION) or not has_template_index(conn):
         return False
     if meta.get(STATE_KEY) == COMPLETE:
         return has_index(conn)
@@ -119,6 +126,7 @@ def upgrade(engine: Engine) -> None:
     if version is not None and version < SCHEMA_VERSION:
         upgrade_6_to_7(engine)
         upgrade_7_to_8(engine)
+    ensure_template_index(engine)  # additive, no version: a schema 8 made before it
     with engine.connect() as conn:
         with conn.begin():
             if not _missing(conn) and not _upgradable(_stored_version(conn), dialect):

@@ -6,7 +6,14 @@ import threading
 
 from simhash_filter.core.fingerprint import Fingerprinter
 from simhash_filter.store import FingerprintStore, StoreOptions
-from simhash_filter.store.templates import RECOUNT_EVERY, HostBlock, PageShare, TemplateStore
+from simhash_filter.store.engine import has_table
+from simhash_filter.store.templates import (
+    RECOUNT_EVERY,
+    TEMPLATE_INDEX,
+    HostBlock,
+    PageShare,
+    TemplateStore,
+)
 
 SPEC = Fingerprinter().spec
 MENU = (11, 12, 13)
@@ -89,3 +96,54 @@ def test_a_hosts_blocks_are_listed_most_seen_first(db_url: str) -> None:
         assert templates.blocks("a.example", 3) == [HostBlock(11, 4), HostBlock(12, 3)]
         assert templates.blocks("a.example", 1, 1) == [HostBlock(11, 4)]
         assert templates.blocks("b.example", 1) == []
+
+
+def test_pages_learned_together_count_as_pages_learned_apart(db_url: str) -> None:
+    """A flush's pages of one host are one row a block (``pages + n``): the counts, the
+    template and the bound's recount are those of the pages learned one by one."""
+    with FingerprintStore.open(db_url, StoreOptions(spec=SPEC)) as store:
+        templates = TemplateStore(store, max_host_blocks=50)
+        pages = [("a.example", (*MENU, *range(1000 + 5 * n, 1005 + 5 * n))) for n in range(70)]
+        pages += [("b.example", (*MENU, n)) for n in range(4)]
+        for start in range(0, len(pages), 7):
+            templates.learn(pages[start : start + 7])
+        assert templates.hosts(5) == [("a.example", 70, 3), ("b.example", 4, 0)]
+        assert templates.blocks("a.example", 5) == [HostBlock(b, 70) for b in MENU]
+        assert templates.blocks("b.example", 1)[:3] == [HostBlock(b, 4) for b in MENU]
+        rows = store.engine.connect().exec_driver_sql(
+            "SELECT count(*) FROM template_blocks WHERE domain = 'a.example'"
+        )
+        assert rows.scalar_one() <= 50 + RECOUNT_EVERY * 8
+
+
+def test_a_template_is_read_through_its_index(sqlite_url: str) -> None:
+    """The read of a host's template is a range of (domain, pages), not every block row of
+    the host; a database made before the index gains it when a writer opens it."""
+    with FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC)) as store:
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN SELECT block FROM template_blocks "
+                "WHERE domain = 'a.example' AND pages >= 5"
+            ).fetchall()
+        assert TEMPLATE_INDEX in str(plan)
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP INDEX {TEMPLATE_INDEX}")
+    with (
+        FingerprintStore.open(sqlite_url, StoreOptions(spec=SPEC)) as store,
+        store.engine.connect() as conn,
+    ):
+        assert has_table(conn, TEMPLATE_INDEX, "index")
+
+
+def test_an_old_postgresql_database_gains_the_template_index(pg_url: str) -> None:
+    with (
+        FingerprintStore.open(pg_url, StoreOptions(spec=SPEC)) as store,
+        store.engine.begin() as conn,
+    ):
+        conn.exec_driver_sql(f"DROP INDEX {TEMPLATE_INDEX}")
+        assert not has_table(conn, TEMPLATE_INDEX, "index")
+    with FingerprintStore.open(pg_url, StoreOptions(spec=SPEC)) as store:
+        with store.engine.connect() as conn:
+            assert has_table(conn, TEMPLATE_INDEX, "index")
+        TemplateStore(store).learn([("a.example", MENU)] * 3)
+        assert TemplateStore(store).template("a.example", 3).blocks == frozenset(MENU)
