@@ -155,6 +155,18 @@ def done_tasks(sample: int = 200, top: int = 10) -> dict[str, int]:
     return {"done": len(tasks), **dict(names.most_common(top))}
 
 
+def engine_pools() -> list[str]:
+    """Each SQLAlchemy engine's pool status (connections held: each SQLite connection has
+    a page cache of its own)."""
+    from sqlalchemy.engine import Engine
+
+    return [
+        f"{obj.url.render_as_string(hide_password=True)}: {obj.pool.status()}"
+        for obj in gc.get_objects()
+        if isinstance(obj, Engine)
+    ]
+
+
 def probe(trim: bool = False) -> dict[str, Any]:
     """Everything above, for one snapshot; with ``trim``, then glibc's ``malloc_trim(0)``
     (the free heap given back) and the RSS after it."""
@@ -168,6 +180,7 @@ def probe(trim: bool = False) -> dict[str, Any]:
         "types": dict(counts.most_common(60)),
         "tasks": pending_tasks(),
         "done_tasks": done_tasks(),
+        "pools": engine_pools(),
         "containers": big_containers(),
         "malloc": malloc_info(),
         "sqlite_bytes": sqlite_memory(),
