@@ -127,6 +127,11 @@ def startup_cpu_seconds() -> float:
 # -- crawls -----------------------------------------------------------------------------
 
 
+EVERY_CRAWL: dict[str, object] = {}
+"""Scrapy settings of every crawl, the filter on or off (``--set``): e.g. the add-on's
+``CONCURRENT_ITEMS`` for the crawl without it too, so the two differ by the filter alone."""
+
+
 def crawl(
     base_url: str,
     workdir: Path,
@@ -159,6 +164,7 @@ def crawl(
         "STATS_FILE": stats_path,
         "EXTENSIONS": json.dumps({"crawler.extensions.StatsFile": 500}),
         "SIMHASH_FILTER_DATABASE_URL": f"sqlite:///{db}",
+        **EVERY_CRAWL,
     }
     if filter_on:
         settings["ADDONS"] = json.dumps({"simhash_filter.Addon": 100})
@@ -618,7 +624,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="cost: a checkout of another commit (e.g. a git worktree of main) crawled too",
     )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting"
+    )
     args = parser.parse_args(argv)
+    EVERY_CRAWL.update(item.split("=", 1) for item in args.set)
     if not (args.data / "pages_en").is_dir():
         print(f"no corpus at {args.data} (give --data)", file=sys.stderr)
         return 2
