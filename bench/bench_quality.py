@@ -239,7 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sketch-slots", type=int, default=DEFAULT_SLOTS, help="slots of the sketch compared"
     )
-    parser.add_argument("--skip-peers", action="store_true", help="signatures: ours only")
+    parser.add_argument(
+        "--skip-peers",
+        action="store_true",
+        help="ours only: no peer library's signatures, and no peer rows in the report",
+    )
     parser.add_argument("--default-k1", type=int, default=None)
     parser.add_argument("--default-t", type=float, default=None)
     args = parser.parse_args(argv)
@@ -266,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loaded {len(sets)} sets in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     variants = our_variants()
     names = args.variants or list(variants)
-    peer_fns = peers()
+    peer_fns = {} if args.skip_peers else peers()
     sigs: dict[str, dict[str, Any]] = defaultdict(dict)
     for ds in sets:
         for name in names:
@@ -274,8 +278,6 @@ def main(argv: list[str] | None = None) -> int:
             sigs[ds.name][name] = cached(
                 f"ours:{fper.spec}", ds, lambda f=fper, d=ds: fingerprints(f.fingerprint, d.texts)
             )
-        if args.skip_peers:
-            continue
         sigs[ds.name]["sketch"] = cached(
             f"sketch:{Fingerprinter(sketch_slots=args.sketch_slots).spec}",
             ds,
