@@ -3,7 +3,7 @@ writer's open where missing, read and written in transactions of their own."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, Table, inspect, text
@@ -14,23 +14,39 @@ from .locks import SCHEMA_LOCK
 from .records import StoreError
 from .schema import metadata
 
-__all__ = ["ensure_tables", "side_connection"]
+__all__ = ["ensure_schema", "ensure_tables", "side_connection"]
 
 
-def ensure_tables(engine: Engine, tables: Sequence[Table]) -> None:
-    """Make ``tables`` where they are missing (a writer's open: SQLite's write lock, on
-    PostgreSQL the advisory lock that guards making the schema; upgrade.py records the
-    schema version)."""
+def ensure_schema(
+    engine: Engine, present: Callable[[Connection], bool], make: Callable[[Connection], None]
+) -> None:
+    """Where ``present`` says part of the schema is missing, ``make`` it, in a write
+    transaction under the lock that guards making the schema (SQLite's write lock; on
+    PostgreSQL an advisory lock; upgrade.py records the schema version). One read when it
+    is there."""
     with engine.connect() as conn:
         with conn.begin():
-            inspector = inspect(conn)
-            if all(inspector.has_table(t.name) for t in tables):
+            if present(conn):
                 return
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            metadata.create_all(conn, tables=list(tables), checkfirst=True)
+            make(conn)
+
+
+def ensure_tables(engine: Engine, tables: Sequence[Table]) -> None:
+    """Make ``tables`` where they are missing (a writer's open: :func:`ensure_schema`)."""
+
+    def present(conn: Connection) -> bool:
+        inspector = inspect(conn)
+        return all(inspector.has_table(t.name) for t in tables)
+
+    ensure_schema(
+        engine,
+        present,
+        lambda conn: metadata.create_all(conn, tables=list(tables), checkfirst=True),
+    )
 
 
 @contextmanager

@@ -37,18 +37,16 @@ from sqlalchemy import (
     delete,
     func,
     select,
-    text,
     update,
 )
 from sqlalchemy.types import BigInteger
 
 from simhash_filter.core.template import HostTemplate
 
-from .engine import WRITE_OPTION, has_table
-from .locks import SCHEMA_LOCK
+from .engine import has_table
 from .reading import ReadableStore
 from .schema import metadata, page_texts_table, pages_table
-from .side_tables import ensure_tables, side_connection
+from .side_tables import ensure_schema, ensure_tables, side_connection
 
 __all__ = [
     "MAX_HOST_BLOCKS",
@@ -159,17 +157,13 @@ def has_template_index(conn: Connection) -> bool:
 
 
 def ensure_template_index(engine: Engine) -> None:
-    """Make :data:`template_blocks_by_pages` where the template table lacks it (under the
-    lock that guards making the schema). One read when it is there."""
-    with engine.connect() as conn:
-        with conn.begin():
-            if has_template_index(conn):
-                return
-        conn.execution_options(**{WRITE_OPTION: True})
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            template_blocks_by_pages.create(conn, checkfirst=True)
+    """Make :data:`template_blocks_by_pages` where the template table lacks it
+    (:func:`~.side_tables.ensure_schema`). One read when it is there."""
+    ensure_schema(
+        engine,
+        has_template_index,
+        lambda conn: template_blocks_by_pages.create(conn, checkfirst=True),
+    )
 
 
 class TemplateStore:

@@ -31,13 +31,10 @@ from sqlalchemy import (
     inspect,
     literal_column,
     select,
-    text,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
 from . import passage_index
-from .engine import WRITE_OPTION
-from .locks import SCHEMA_LOCK
 from .reading import ReadableStore, reading
 from .records import StoreError, Verdict, VerdictKind
 from .schema import (
@@ -48,25 +45,22 @@ from .schema import (
     page_texts_table,
     pages_table,
 )
+from .side_tables import ensure_schema
 from .statements import Compiled, chunked
 
 _IN_CHUNK = 500  # ids or URLs per IN (...) list
 
 
 def ensure_text_tables(engine: Engine) -> None:
-    """Make the text tables where they are missing (a writer's open: SQLite's write lock,
-    on PostgreSQL the advisory lock that guards making the schema)."""
-    with engine.connect() as conn:
-        with conn.begin():
-            if has_text_tables(conn):
-                return
-        conn.execution_options(**{WRITE_OPTION: True})
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:g)"), {"g": SCHEMA_LOCK})
-            metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
-            passage_index.create_index(conn)  # (new texts: an empty index, complete)
-            passage_index.mark_complete(conn)
+    """Make the text tables where they are missing (a writer's open:
+    :func:`~.side_tables.ensure_schema`)."""
+
+    def make(conn: Connection) -> None:
+        metadata.create_all(conn, tables=list(TEXT_TABLES), checkfirst=True)
+        passage_index.create_index(conn)  # (new texts: an empty index, complete)
+        passage_index.mark_complete(conn)
+
+    ensure_schema(engine, has_text_tables, make)
 
 
 def has_text_tables(conn: Connection) -> bool:

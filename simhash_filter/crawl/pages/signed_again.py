@@ -143,7 +143,7 @@ class YoungPages:
         """Once the host's template is known (``templates``), sign its remembered pages
         again without it; the pages signed again. A host without any remembered costs a
         dict lookup (every page checked asks)."""
-        if host not in self._hosts:
+        if not self.waiting(host):
             return 0
         template = templates.known_blocks(host)
         if template is None:
