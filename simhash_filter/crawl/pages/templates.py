@@ -36,7 +36,18 @@ REFRESH_PAGES = 20
 """Pages of a known host this process learns from before its template is read again."""
 SAMPLE_EVERY = 4
 """A known host's pages whose blocks are hashed and learned from: 1 in this many (each costs
-~1 ms of page work); every page while the host is young or a page did not fit its template."""
+~1 ms of page work, ~5 % of it); every page while the host is young, and while its pages do
+not fit its template (:data:`MISFIT_PAGES`)."""
+MISFIT_PAGES = 20
+"""Pages of a known host in a row that do not fit its template (a new layout, a template
+changed) whose blocks are all hashed, so the new layout is learned from each of its pages
+(it needs ``TEMPLATE_MIN_PAGES`` of them). A host whose pages keep not fitting (many layouts
+under one host) is then sampled as a fitting one is, 1 in :data:`SAMPLE_EVERY`;
+:data:`FITS_AGAIN` sampled pages in a row that fit start the count again (a page now and then
+that fits does not: a host of many layouts has some)."""
+FITS_AGAIN = 3
+"""Sampled pages in a row that fit a known host's template, after which its pages that do not
+are counted again from 0 (:data:`MISFIT_PAGES`)."""
 DOUBT_REFRESH = 5
 """Pages learned from, after one that did not fit the known template, before the host's
 template is read again."""
@@ -60,15 +71,42 @@ class Judged(NamedTuple):
     again: SignedAgain | None = None  # the stored page it finds, signed as the page is
 
 
-class _Cached:
-    __slots__ = ("doubt", "learned", "read_at", "served", "template")
+class _Fit:
+    """How a known host's sampled pages fitted its template lately (kept across reads)."""
 
-    def __init__(self, template: HostTemplate, read_at: float) -> None:
+    __slots__ = ("fits", "misfits")
+
+    def __init__(self) -> None:
+        self.misfits = 0  # pages that did not fit, since FITS_AGAIN in a row did
+        self.fits = 0  # pages in a row that fitted
+
+    def page(self, fitted: bool) -> None:
+        if fitted:
+            self.fits += 1
+            if self.fits >= FITS_AGAIN:
+                self.misfits = 0
+        else:
+            self.fits = 0
+            self.misfits += 1
+
+
+class _Cached:
+    __slots__ = ("doubt", "fit", "learned", "read_at", "served", "template")
+
+    def __init__(self, template: HostTemplate, read_at: float, fit: _Fit | None = None) -> None:
         self.template = template
         self.read_at = read_at
         self.learned = 0  # pages of the host learned from since the read
         self.doubt = not template.known  # a page was signed unsure: read again soon
         self.served = 0  # pages given the template (1 in SAMPLE_EVERY is sampled)
+        self.fit = fit or _Fit()
+
+    def sampled(self) -> bool:
+        """Whether the next page's blocks are hashed (:data:`SAMPLE_EVERY`,
+        :data:`MISFIT_PAGES`)."""
+        if not self.template.known or 0 < self.fit.misfits <= MISFIT_PAGES:
+            return True
+        return self.served % SAMPLE_EVERY == 1
 
 
 class HostTemplates:
@@ -101,8 +139,7 @@ class HostTemplates:
             if entry is None or self._stale(entry):
                 return None
             entry.served += 1
-            sampled = entry.doubt or entry.served % SAMPLE_EVERY == 1
-            return entry.template._replace(blocks_wanted=sampled)
+            return entry.template._replace(blocks_wanted=entry.sampled())
 
     def known_blocks(self, host: str) -> frozenset[int] | None:
         """The blocks of the host's template as last read, when it is known; else None."""
@@ -130,9 +167,11 @@ class HostTemplates:
             return fresh
         template = store.template(host, self.min_pages)
         with self._lock:
-            self._cache[host] = entry = _Cached(template, self._clock())
+            old = self._cache.get(host)
+            entry = _Cached(template, self._clock(), old.fit if old is not None else None)
+            self._cache[host] = entry
             entry.served = 1
-        return template
+        return template._replace(blocks_wanted=entry.sampled())
 
     async def for_page(self, host: str, *, extracted: object) -> HostTemplate | None:
         """The template of a page's ``host`` (its ``PageKey.domain``) when its main text is
@@ -184,10 +223,12 @@ class HostTemplates:
             if due:
                 self._start_flush()
         if verdict.kind is VerdictKind.NEW and signature.blocks and self.enabled:
-            if marks_unsure(signature.sketch):  # the template it was judged by did not fit
-                with self._lock:
-                    if (entry := self._cache.get(host)) is not None:
-                        entry.doubt = True
+            misfit = marks_unsure(signature.sketch)  # the template it was judged by did not fit
+            with self._lock:
+                if (entry := self._cache.get(host)) is not None:
+                    entry.doubt = entry.doubt or misfit
+                    if entry.template.known:
+                        entry.fit.page(not misfit)
             self.learn(host, signature.blocks)
         if signature.template_only:
             stats.inc_value(TEMPLATE_STATS + "only")
