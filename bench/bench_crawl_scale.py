@@ -12,7 +12,8 @@ interleaved at each size. Inside the crawl process the spider samples every 5 s:
 the process's CPU (its threads, not the page workers), RSS, and the learner's backlog
 (``simhash_filter/rules/backlog``); the table shows per crawl: pages, CPU ms a page over the
 whole crawl and in its second and last tenth, pages/min in the second and last tenth, RSS at
-the end and its growth over the last two thirds, the largest learner backlog, pages
+the end and its growth over the last two thirds (the last sample less the first, and the
+least-squares slope of every sample, MiB a 10,000 pages), the largest learner backlog, pages
 unchecked, and the seconds from the last response to ``Spider closed`` in the log and to
 the process's exit.
 
@@ -235,6 +236,21 @@ def print_tenths(results: list[dict[str, Any]]) -> None:
             print(f"| {result['size']} | {result['variant']} | {title} | {cells} |")
 
 
+def rss_slope(samples: list[dict[str, Any]], pages: int) -> float:
+    """The RSS's least-squares slope over the crawl's last two thirds, MiB per 10,000 pages:
+    what "not growing past 30k" reads, where the difference of two samples moves with the C
+    heap's swings (tens of MiB between trims) more than with the crawl."""
+    points = [(s["responses"], s["rss_kib"] / 1024) for s in samples if s["responses"] >= pages / 3]
+    if len(points) < 2:
+        return 0.0
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if not spread:
+        return 0.0
+    return 10_000 * sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
     stats, samples = result["stats"], result["samples"]
     closed = samples[-1]
@@ -251,6 +267,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "pages_min_last": tenth["pages_min"],
         "rss_mib": max(s["rss_kib"] for s in samples) / 1024,
         "rss_growth_mib": (third[-1]["rss_kib"] - third[0]["rss_kib"]) / 1024 if third else 0,
+        "rss_slope_10k": rss_slope(samples, pages),
         "backlog_max": max(s["backlog"] for s in samples),
         "unchecked": sum(v for k, v in stats.items() if k.startswith("simhash_filter/unchecked/")),
         "to_close_s": result["spider_closed"] - last,
@@ -274,6 +291,7 @@ COLUMNS = (
     ("pages_min_last", "{:.0f}"),
     ("rss_mib", "{:.0f}"),
     ("rss_growth_mib", "{:.0f}"),
+    ("rss_slope_10k", "{:.1f}"),
     ("backlog_max", "{:.0f}"),
     ("dropped_observations", "{:.0f}"),
     ("unchecked", "{:.0f}"),
