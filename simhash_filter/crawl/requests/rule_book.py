@@ -46,12 +46,11 @@ CANONICAL = "canonical"
 MAX_CANONICALS = 100_000
 """Declared canonical URLs remembered per host (past that, a canonical may be skipped by a
 rule again: the keep policy then keeps a variant, nothing is lost)."""
-MAX_FINGERPRINTS = 20_000
+MAX_FINGERPRINTS = 50_000
 """URLs whose first fingerprint is remembered (~160 bytes each); past it the oldest quarter is
 forgotten (such a URL, linked again, is fingerprinted anew, by its form if a rule maps it now:
 at worst a page fetched twice, never one lost), so the crawl's memory does not grow with every
-URL: at 200,000 they were 22 MiB of a 100k-page crawl's process, and still growing; at 50,000
-they filled between its 30k and 50k pages; at 20,000 they are full by ~20k pages."""
+URL: at 200,000 they were 22 MiB of a 100k-page crawl's process, and still growing."""
 
 
 @dataclass(frozen=True, slots=True)
