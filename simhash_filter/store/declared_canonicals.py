@@ -21,7 +21,6 @@ from .schema import SUPERSEDED, duplicates_table, pages_table
 
 __all__ = [
     "canonical_pairs",
-    "cluster_votes",
     "superseded_count",
     "was_seen",
     "write_hints",
@@ -42,15 +41,6 @@ _DROP_HINT = (
     update(duplicates_table)
     .where(_d.url == bindparam("u"), _d.seen_at == bindparam("now"), _d.canonical_url.is_(None))
     .values(canonical_url=bindparam("c"))
-)
-_VOTES = (  # a keep decision reads it on every copy that may be preferred
-    select(_d.canonical_url, func.count())
-    .where(
-        _d.duplicate_of == bindparam("p"),
-        _d.canonical_url.in_(bindparam("urls", expanding=True)),
-        _d.url != bindparam("but"),
-    )
-    .group_by(_d.canonical_url)
 )
 
 
@@ -82,15 +72,6 @@ def write_hints_after(
     verdicts already (PostgreSQL's)."""
     with engine.begin() as conn:
         write_hints(conn, verdicts, hints, now)
-
-
-def cluster_votes(
-    conn: Connection, page_id: int, urls: Sequence[str], *, but: str
-) -> dict[str, int]:
-    """How many logged copies of the kept page ``page_id`` (other than those of URL ``but``)
-    declare each of ``urls`` their canonical."""
-    found = conn.execute(_VOTES, {"p": page_id, "urls": list(urls), "but": but})
-    return {url: int(count) for url, count in found}
 
 
 def was_seen(conn: Connection, url: str) -> bool:

@@ -25,11 +25,12 @@ import select
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
@@ -279,10 +280,20 @@ def has_table(conn: Connection, name: str, kind: str = "table") -> bool:
     """Whether the database has the table (or, ``kind="index"``, the index) ``name``, in one
     catalogue query (SQLite's ``sqlite_master``, PostgreSQL's ``to_regclass`` on the search
     path), without the cost of SQLAlchemy's reflection: an open's checks."""
-    if conn.dialect.name == "sqlite":
+    return driver_has_table(
+        lambda sql, params: conn.exec_driver_sql(sql, params).all(), conn.dialect.name, name, kind
+    )
+
+
+def driver_has_table(
+    execute: Callable[[str, Any], Sequence[Any]], dialect: str, name: str, kind: str = "table"
+) -> bool:
+    """:func:`has_table` on ``execute`` (SQL on the driver: a cursor or a connection)."""
+    if dialect == "sqlite":
         sql = "SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?"
-        return conn.exec_driver_sql(sql, (kind, name)).first() is not None
-    return conn.execute(text("SELECT to_regclass(:t)"), {"t": name}).scalar() is not None
+        return bool(execute(sql, (kind, name)))
+    (row,) = execute("SELECT to_regclass(%s)", (name,))
+    return row[0] is not None
 
 
 def _has_meta_table(cursor: Any) -> bool:

@@ -72,7 +72,7 @@ from .records import (
 from .rekey import rekey
 from .scan import scan_near
 from .schema import SCHEMA_VERSION, duplicates_table, pages_table
-from .statements import chunked, cursor_execute, statements_for
+from .statements import Execute, chunked, cursor_execute, statements_for
 from .supersede import Superseder
 from .unstripped import SignedAgain, sign_again
 from .upgrade import upgrade
@@ -368,20 +368,20 @@ class FingerprintStore:
         copy of, when the keep policy prefers it (core/keep.py: its canonical hints); None
         when it does not, or when the swap was called off (store/supersede.py)."""
         row, key = self._row(page)
-        with self._cursors.cursor() as cursor:  # most copies stay copies: one statement
-            if self._superseder.stays_a_copy(cursor_execute(cursor), key.url, key.declared, kept):
+        with self._cursor_reads() as execute:  # most copies stay copies: one statement
+            if self._superseder.stays_a_copy(execute, key.url, key.declared, kept):
                 return None
         text = _checked_text(page.text)
         with self._errors():
             return self._superseder.supersede(
-                self._read, row, key.declared, text, kept, datetime.now(UTC)
+                self._cursor_reads, row, key.declared, text, kept, datetime.now(UTC)
             )
 
     def mark_canonical(self, page: PageRow, kept: Match) -> bool:
         """Record ``page`` as its cluster's canonical, if preferred (store/supersede.py)."""
         row, key = self._row(page)
         with self._errors():
-            return self._superseder.mark_canonical(self._read, row, key.declared, kept)
+            return self._superseder.mark_canonical(self._cursor_reads, row, key.declared, kept)
 
     def sign_again(self, page: SignedAgain) -> bool:
         """Sign a page stored unsure as its copy was signed (store/unstripped.py); a rare
@@ -569,6 +569,13 @@ class FingerprintStore:
     def _read(self) -> Iterator[Connection]:
         with self._errors(), self._engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextmanager
+    def _cursor_reads(self) -> Iterator[Execute]:
+        """Reads on a cursor of a kept connection (no transaction: each statement its own
+        snapshot; a database error leaves as a StoreError)."""
+        with self._cursors.cursor() as cursor:
+            yield cursor_execute(cursor)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

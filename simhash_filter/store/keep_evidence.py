@@ -17,11 +17,12 @@ which declared canonicals it can show to be wrong, and the URL rules' forms of t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, Select, bindparam, select, union_all
+from sqlalchemy import Connection, Dialect, Select, bindparam, select, union_all
 
 from simhash_filter.core.keep import UrlForm
 from simhash_filter.urls.rules import (
@@ -34,12 +35,12 @@ from simhash_filter.urls.rules import (
 )
 from simhash_filter.urls.ruleset import RuleSet, url_host
 
-from .engine import has_table
+from .engine import driver_has_table, has_table
 from .reading import ReadableStore, reading
 from .schema import url_rules_table
-from .statements import Execute, Statements
+from .statements import Compiled, Execute, Statements
 
-__all__ = ["disproved_hints", "host_ruleset", "keep_ruleset", "rule_forms"]
+__all__ = ["RuleForms", "disproved_hints", "host_ruleset", "keep_ruleset"]
 
 _RANK = {RuleState.PINNED: 3, RuleState.ACTIVE: 2, RuleState.CANDIDATE: 1}
 """Learned rules a keep decision uses, strongest first (retired and banned: none)."""
@@ -48,7 +49,12 @@ _HAS_RULES = "simhash_filter.has_url_rules"
 """``Connection.info`` key: the database has the ``url_rules`` table (a table once made
 stays, so only a True is remembered, by the pooled connection)."""
 
+MAX_COMPILED = 64
+"""Rule statements a :class:`RuleForms` keeps compiled (one a pattern count; a URL with
+more parameters than usual gets its statement compiled for its decision alone)."""
+
 _r = url_rules_table.c
+_OTHER_KINDS = tuple(kind for kind in RULE_KINDS if kind != PARAM)
 _RULE_COLUMNS = (_r.host, _r.kind, _r.pattern, _r.state, _r.support)
 
 
@@ -58,24 +64,34 @@ def _host_rules(host: str, urls: Sequence[str]) -> tuple[Select[Any], dict[str, 
     patterns, each found through the ``(host, kind, pattern)`` index. One ``WHERE`` with an
     ``OR`` of the two made SQLite read every rule of the host, a count that grows with the
     crawl (candidates of every folder; issue 45), on every keep decision. The statements
-    are built once: building one a decision was most of a decision's cost."""
+    are built once a pattern count (a parameter a pattern: compiled once, see
+    :class:`RuleForms`)."""
     patterns = _param_patterns(urls)
     if patterns is None:
         return _EVERY_HOST_RULE, {"host": host}
-    return _HOST_RULES_OF_PATTERNS, {"host": host, "patterns": sorted(patterns)}
+    params: dict[str, Any] = {"host": host}
+    params.update((f"kind{i}", kind) for i, kind in enumerate(_OTHER_KINDS))
+    if patterns:
+        params["param"] = PARAM
+        params.update((f"pattern{i}", pattern) for i, pattern in enumerate(sorted(patterns)))
+    return _host_rules_of_patterns(len(patterns)), params
 
 
-def _host_rules_of_patterns() -> Select[Any]:
-    """:func:`_host_rules`' query when the URLs' parameter patterns are known."""
+@functools.lru_cache(maxsize=64)
+def _host_rules_of_patterns(count: int) -> Select[Any]:
+    """:func:`_host_rules`' query when the URLs' ``count`` parameter patterns are known."""
     host = bindparam("host", type_=_r.host.type)
-    others = [kind for kind in RULE_KINDS if kind != PARAM]
+    others = [bindparam(f"kind{i}", type_=_r.kind.type) for i in range(len(_OTHER_KINDS))]
+    patterns = [bindparam(f"pattern{i}", type_=_r.pattern.type) for i in range(count)]
+    of_patterns = select(*_RULE_COLUMNS, _r.id).where(
+        _r.host == host, _r.kind == bindparam("param", type_=_r.kind.type)
+    )
+    of_others = [_r.host == host, _r.kind.in_(others)]
+    if not patterns:
+        return select(*_RULE_COLUMNS).where(*of_others).order_by(_r.id)
     found = union_all(
-        select(*_RULE_COLUMNS, _r.id).where(_r.host == host, _r.kind.in_(others)),
-        select(*_RULE_COLUMNS, _r.id).where(
-            _r.host == host,
-            _r.kind == PARAM,
-            _r.pattern.in_(bindparam("patterns", expanding=True, type_=_r.pattern.type)),
-        ),
+        select(*_RULE_COLUMNS, _r.id).where(*of_others),
+        of_patterns.where(_r.pattern.in_(patterns)),
     ).subquery()
     return select(*(found.c[c.name] for c in _RULE_COLUMNS)).order_by(found.c.id)
 
@@ -83,7 +99,6 @@ def _host_rules_of_patterns() -> Select[Any]:
 _EVERY_HOST_RULE = (
     select(*_RULE_COLUMNS).where(_r.host == bindparam("host", type_=_r.host.type)).order_by(_r.id)
 )
-_HOST_RULES_OF_PATTERNS = _host_rules_of_patterns()
 
 
 def _param_patterns(urls: Iterable[str]) -> set[str] | None:
@@ -154,11 +169,40 @@ def host_ruleset(store: ReadableStore, host: str) -> RuleSet:
         return _stored_ruleset(conn, _EVERY_HOST_RULE, {"host": host})
 
 
-def rule_forms(conn: Connection, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
-    """The forms of the kept and the new URL under the rules of the kept URL's host."""
-    ruleset = _stored_ruleset(conn, *_host_rules(url_host(kept), (kept, new)))
-    kept_form, new_form = ruleset.form(kept), ruleset.form(new)
-    return UrlForm(kept_form.url, len(kept_form.rules)), UrlForm(new_form.url, len(new_form.rules))
+class RuleForms:
+    """The forms of a keep decision's kept and new URL under the rules of the kept URL's
+    host, read on an :data:`Execute` (a cursor, or a connection in its transaction): the
+    rules' statement compiled once a pattern count (SQLAlchemy's per-call work on the
+    expanding ``IN`` cost more than SQLite's, issue 45)."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._table_seen = False  # the url_rules table, once seen (a table made stays)
+        self._compiled: dict[Select[Any], Compiled] = {}  # by query: one a pattern count
+
+    def __call__(self, execute: Execute, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
+        ruleset = keep_ruleset(self._rows(execute, url_host(kept), (kept, new)))
+        kept_form, new_form = ruleset.form(kept), ruleset.form(new)
+        return (
+            UrlForm(kept_form.url, len(kept_form.rules)),
+            UrlForm(new_form.url, len(new_form.rules)),
+        )
+
+    def _rows(
+        self, execute: Execute, host: str, urls: Sequence[str]
+    ) -> list[tuple[str, str, str, str, int]]:
+        if not self._table_seen:  # not on a database made before schema 5
+            self._table_seen = driver_has_table(execute, self._dialect.name, url_rules_table.name)
+            if not self._table_seen:
+                return []
+        query, params = _host_rules(host, urls)
+        compiled = self._compiled.get(query)
+        if compiled is None:
+            compiled = Compiled(query, self._dialect, list(params))
+            if len(self._compiled) < MAX_COMPILED:
+                self._compiled[query] = compiled
+        rows = execute(compiled.sql, compiled.bind(list(params.values())))
+        return [(h, k, p, s, int(n)) for h, k, p, s, n in rows]
 
 
 def _has_rules(conn: Connection) -> bool:

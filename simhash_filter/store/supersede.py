@@ -46,8 +46,8 @@ from simhash_filter.index.schemes import IndexScheme, TableKey
 
 from . import passage_index
 from .batch import BatchIO, Changes, Judge, KeyHit, RowToCheck, StoredPage, decide_batch
-from .declared_canonicals import cluster_votes
-from .keep_evidence import disproved_hints, rule_forms
+from .encoding import from_sql_int
+from .keep_evidence import RuleForms, disproved_hints
 from .locks import MAX_KEY_LOCKS, WriteLocks, WriteTransactions, write_locks
 from .records import Match, Supersession, VerdictKind
 from .schema import (
@@ -63,7 +63,7 @@ from .schema import (
 from .statements import Execute, SqlBatchIO, Statements, connection_execute
 from .texts import has_text_tables, write_texts
 
-__all__ = ["KeptPage", "NotSuperseded", "Superseder", "read_kept"]
+__all__ = ["KeptCluster", "KeptPage", "NotSuperseded", "Superseder", "read_cluster", "read_kept"]
 
 
 class NotSuperseded(Exception):
@@ -84,7 +84,39 @@ class KeptPage(NamedTuple):
 _p = pages_table.c
 _KEPT = select(_p.id, _p.url, _p.domain, _p.fingerprint, _p.sketch, _p.canonical_url).where(
     _p.id == bindparam("p"), _p.dropped_at.is_(None)
-)  # built once: read on every copy that may be preferred
+)  # built once
+
+
+class KeptCluster(NamedTuple):
+    """The kept page and its cluster's votes, as a keep decision reads them."""
+
+    page: KeptPage
+    votes: dict[str, int]  # declared canonical -> how many logged copies declare it
+
+
+def read_cluster(
+    execute: Execute, statements: Statements, page_id: int, kept_url: str, new_url: str
+) -> KeptCluster | None:
+    """The kept page ``page_id`` and how many of its logged copies (other than those of URL
+    ``new_url``) declare ``kept_url`` or ``new_url`` their canonical, in one statement;
+    None when it left the index or its URL is no longer ``kept_url``."""
+    compiled = statements.kept_cluster
+    rows = execute(compiled.sql, compiled.bind([page_id, kept_url, new_url]))
+    if not rows:
+        return None
+    page_id, url, domain, fingerprint, sketch, declared, for_kept, for_new = rows[0]
+    if url != kept_url:
+        return None
+    page = KeptPage(
+        page_id,
+        url,
+        domain,
+        from_sql_int(fingerprint),
+        None if sketch is None else bytes(sketch),
+        declared,
+    )
+    votes = {u: int(n) for u, n in ((kept_url, for_kept), (new_url, for_new)) if n}
+    return KeptCluster(page, votes)
 
 
 def read_kept(conn: Connection, page_id: int) -> KeptPage | None:
@@ -137,10 +169,11 @@ class Superseder:
         self._scheme = scheme
         self._judge = judge
         self._sqlite = statements.dialect.name == "sqlite"
+        self._forms = RuleForms(statements.dialect)
 
     def supersede(
         self,
-        read: Callable[[], AbstractContextManager[Connection]],
+        reads: Callable[[], AbstractContextManager[Execute]],
         new: RowToCheck,
         declared: str | None,
         text: bytes | None,
@@ -148,29 +181,32 @@ class Superseder:
         now: datetime,
     ) -> Supersession | None:
         """Keep ``new`` in place of ``kept`` when the keep policy prefers it: decided first
-        on one read without locks (most copies lose there), then swapped (:meth:`run`);
-        ``read`` opens a read transaction."""
-        with read() as conn:
-            old = read_kept(conn, kept.page_id)
-            if old is None or old.url != kept.url or not self.prefers(conn, old, new, declared):
-                return None
+        on reads without locks (most copies lose there), then swapped (:meth:`run`);
+        ``reads`` opens a cursor (:data:`Execute`: each statement its own snapshot)."""
+        with reads() as execute:
+            old = self.preferred_over(execute, kept.page_id, kept.url, new, declared)
+        if old is None:
+            return None
         return self.run(old, new, declared=declared, text=text, kept=kept, now=now)
 
     def mark_canonical(
         self,
-        read: Callable[[], AbstractContextManager[Connection]],
+        reads: Callable[[], AbstractContextManager[Execute]],
         new: RowToCheck,
         declared: str | None,
         kept: Match,
     ) -> bool:
         """Record ``new``, dropped as a copy of ``kept``, as its cluster's canonical when the
-        keep policy prefers it (see the module doc): True when its drop row was marked."""
-        with read() as conn:
-            if self.stays_a_copy(connection_execute(conn), new.url, declared, kept):
+        keep policy prefers it (see the module doc): True when its drop row was marked.
+        Decided on ``reads`` (as :meth:`supersede`): it runs on every copy, and a read
+        transaction of its own cost more than the check's (issue 45); the mark is a write
+        of its own, which finds the drop row again."""
+        with reads() as execute:
+            if self.stays_a_copy(execute, new.url, declared, kept):
                 return False  # most copies stop here: one statement
-            old = read_kept(conn, kept.page_id)
-            if old is None or old.url != kept.url or not self.prefers(conn, old, new, declared):
-                return False
+            old = self.preferred_over(execute, kept.page_id, kept.url, new, declared)
+        if old is None:
+            return False
         locks = None if self._sqlite else write_locks([(new.url, (), ())])
         return self._transactions.run(lambda conn: _mark(conn, new.url, old.page_id), locks=locks)
 
@@ -185,23 +221,28 @@ class Superseder:
         others = {declared} - {kept.url, url}
         return declared not in disproved_hints(execute, self._statements, kept.page_id, others)
 
-    def prefers(
-        self, conn: Connection, old: KeptPage, new: RowToCheck, declared: str | None
-    ) -> bool:
-        """The keep policy on ``old`` (kept) and ``new`` with the cluster's votes, the hints
-        the store disproves and, on a tie, the URL rules' forms, read in ``conn``'s
-        transaction."""
-        votes = cluster_votes(conn, old.page_id, [old.url, new.url], but=new.url)
+    def preferred_over(
+        self, execute: Execute, page_id: int, url: str, new: RowToCheck, declared: str | None
+    ) -> KeptPage | None:
+        """The kept page ``page_id`` (of URL ``url``) when the keep policy prefers ``new`` in
+        its place, with the cluster's votes, the hints the store disproves and, on a tie,
+        the URL rules' forms, read on ``execute``; None when it does not, or the kept page
+        went."""
+        cluster = read_cluster(execute, self._statements, page_id, url, new.url)
+        if cluster is None:
+            return None
+        old = cluster.page
         hints = {h for h in (declared, old.canonical_url) if h is not None}
-        return prefers_new(
+        preferred = prefers_new(
             ClusterPage(old.url, old.canonical_url),
             ClusterPage(new.url, declared),
-            votes,
+            cluster.votes,
             disproved=disproved_hints(
-                connection_execute(conn), self._statements, old.page_id, hints - {old.url, new.url}
+                execute, self._statements, old.page_id, hints - {old.url, new.url}
             ),
-            forms=lambda: rule_forms(conn, old.url, new.url),
+            forms=lambda: self._forms(execute, old.url, new.url),
         )
+        return old if preferred else None
 
     def locks(self, old: KeptPage, new: RowToCheck) -> WriteLocks | None:
         """The swap's advisory locks (None on SQLite, or the database-wide lock when there
@@ -241,8 +282,9 @@ class Superseder:
         kept: Match,
         now: datetime,
     ) -> Supersession:
-        old = read_kept(conn, before.page_id)
-        if old is None or old[:5] != before[:5] or not self.prefers(conn, old, new, declared):
+        execute = connection_execute(conn)
+        old = self.preferred_over(execute, before.page_id, before.url, new, declared)
+        if old is None or old[:5] != before[:5]:
             raise NotSuperseded
         d, p = duplicates_table.c, pages_table.c
         texts = has_text_tables(conn)

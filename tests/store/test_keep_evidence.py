@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from simhash_filter.store import FingerprintStore, StoreOptions
-from simhash_filter.store.keep_evidence import _host_rules, rule_forms
+from simhash_filter.store.keep_evidence import RuleForms, _host_rules
+from simhash_filter.store.statements import connection_execute
 from simhash_filter.store.url_rules import RuleDelta, UrlRuleStore
 from simhash_filter.urls.rules import PARAM, PREFIX, UrlRule
 
@@ -27,7 +28,7 @@ def test_only_the_rules_that_may_apply_to_the_two_urls_are_read(tmp_path: Path) 
         query, params = _host_rules(H, (kept, new))
         read = {UrlRule(h, k, p) for h, k, p, _, _ in conn.execute(query, params)}
         assert read == {ref, mirror}
-        kept_form, new_form = rule_forms(conn, kept, new)
+        kept_form, new_form = RuleForms(conn.dialect)(connection_execute(conn), kept, new)
     assert kept_form.url == new_form.url == new  # the candidate maps the variant
     store.close()
 

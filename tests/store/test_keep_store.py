@@ -193,6 +193,34 @@ def test_a_url_its_variants_name_replaces_the_first_without_a_hint_of_its_own(
     assert swap.new_url == canonical
 
 
+def test_the_cluster_read_counts_the_votes_of_other_urls(store: FingerprintStore) -> None:
+    """A keep decision reads the kept page and its votes in one statement (issue 45): the
+    copies naming the kept URL or the new one count, the new URL's own drops do not, and a
+    page gone from the index (or a URL no longer its) reads as nothing."""
+    from simhash_filter.store.supersede import read_cluster
+
+    kept_url, new_url = f"{SITE}/tale?page=all", f"{SITE}/tale"
+    first = add(store, row(kept_url, 4, canonical=kept_url))
+    assert first.kind is VerdictKind.NEW
+    for n, hint in enumerate([new_url, new_url, kept_url, f"{SITE}/elsewhere", None]):
+        copy = row(f"{SITE}/m/tale{n}", 4, canonical=hint, edit=f" Copy {n}.")
+        assert add(store, copy).kind is VerdictKind.DUPLICATE
+    own = row(new_url, 4, canonical=new_url, edit=" Own.")  # the new URL's own drop
+    dropped = add(store, own)
+    assert dropped.kind is VerdictKind.DUPLICATE
+    page_id = dropped.duplicate_of.page_id
+    with store._cursor_reads() as execute:
+        cluster = read_cluster(execute, store._superseder._statements, page_id, kept_url, new_url)
+        assert cluster is not None
+        assert cluster.page.url == kept_url
+        assert cluster.page.canonical_url == kept_url
+        assert cluster.page.fingerprint == dropped.duplicate_of.fingerprint
+        assert cluster.votes == {new_url: 2, kept_url: 1}
+        moved = read_cluster(execute, store._superseder._statements, page_id, new_url, kept_url)
+        assert moved is None
+        assert read_cluster(execute, store._superseder._statements, -1, kept_url, new_url) is None
+
+
 def test_first_come_stays_on_a_tie(store: FingerprintStore) -> None:
     assert add(store, row(f"{SITE}/x", 3, canonical=f"{SITE}/x")).kind is VerdictKind.NEW
     page = row(f"{SITE}/x?session=1", 3, canonical=f"{SITE}/x?session=1", edit=" S.")
@@ -278,7 +306,7 @@ def test_the_one_statement_answer_agrees_with_the_whole_read(store: FingerprintS
         if early:  # the whole read (it swaps nothing here: it answers None)
             new, _ = store._row(page)
             now = datetime.now(UTC)
-            whole = superseder.supersede(store._read, new, hint_key(hint), None, match, now)
+            whole = superseder.supersede(store._cursor_reads, new, hint_key(hint), None, match, now)
             assert whole is None, hint
 
 
