@@ -81,22 +81,28 @@ class RedisSiteSpider(RedisMixin, scrapy.Spider):
         return spider
 
     def spider_idle(self) -> None:
-        """Schedule waiting seeds; closing an idle worker is up to ``WaitForPeers`` (and a
-        Redis that cannot be reached is the scheduler's to report: crawler/frontier.py)."""
+        """Schedule waiting seeds; closing an idle worker is up to ``WaitForPeers``."""
         scheduled = False
-        try:
-            requests = list(self.next_requests())
-        except REDIS_DOWN:
-            requests = []
-        for request in requests:
+        for request in self.waiting_seeds():
             self.crawler.engine.crawl(request)
             scheduled = True
         if scheduled:
             raise DontCloseSpider
 
     async def start(self) -> AsyncIterator[Any]:
-        for request in self.next_requests():
+        for request in self.waiting_seeds():
             yield request
+
+    def waiting_seeds(self) -> list[Any]:
+        """The seeds waiting in Redis, as requests; none while Redis cannot be reached, which
+        is the scheduler's to report (crawler/frontier.py: one warning, and the close past
+        ``DISTRIBUTED_REDIS_OUTAGE``), not a start-up error of Scrapy's own (a worker that
+        starts reading its seeds as Redis goes away). A seed left unread waits for the next
+        idle round."""
+        try:
+            return list(self.next_requests())
+        except REDIS_DOWN:
+            return []
 
     def make_request_from_data(self, data: bytes | str) -> scrapy.Request | list[Any]:
         """A seed: a URL or ``{"url": ..., "meta": {...}}``. Not ``dont_filter``, so a seed
