@@ -1,5 +1,6 @@
-"""Canonical hints in the store: written beside a batch's verdicts, and read back as the
-cluster's votes (the keep policy), confirmed canonical pairs (URL rules) and "seen" checks.
+"""Canonical hints in the store: written beside a batch's verdicts, and read back as
+confirmed canonical pairs (URL rules) and "seen" checks (the keep policy reads them as the
+cluster's votes with the kept page, in one statement: supersede.py).
 
 A page's hint is the canonical URL it declared (core/canonical.py), in the store's canonical
 form, kept in ``pages.canonical_url`` (the last one seen) or ``duplicates.canonical_url``
