@@ -49,10 +49,6 @@ _HAS_RULES = "simhash_filter.has_url_rules"
 """``Connection.info`` key: the database has the ``url_rules`` table (a table once made
 stays, so only a True is remembered, by the pooled connection)."""
 
-MAX_COMPILED = 64
-"""Rule statements a :class:`RuleForms` keeps compiled (one a pattern count; a URL with
-more parameters than usual gets its statement compiled for its decision alone)."""
-
 _r = url_rules_table.c
 _OTHER_KINDS = tuple(kind for kind in RULE_KINDS if kind != PARAM)
 _RULE_COLUMNS = (_r.host, _r.kind, _r.pattern, _r.state, _r.support)
@@ -178,7 +174,6 @@ class RuleForms:
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self._table_seen = False  # the url_rules table, once seen (a table made stays)
-        self._compiled: dict[Select[Any], Compiled] = {}  # by query: one a pattern count
 
     def __call__(self, execute: Execute, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
         ruleset = keep_ruleset(self._rows(execute, url_host(kept), (kept, new)))
@@ -196,13 +191,15 @@ class RuleForms:
             if not self._table_seen:
                 return []
         query, params = _host_rules(host, urls)
-        compiled = self._compiled.get(query)
-        if compiled is None:
-            compiled = Compiled(query, self._dialect, list(params))
-            if len(self._compiled) < MAX_COMPILED:
-                self._compiled[query] = compiled
+        compiled = _compiled_rules(self._dialect, query, tuple(params))
         rows = execute(compiled.sql, compiled.bind(list(params.values())))
         return [(h, k, p, s, int(n)) for h, k, p, s, n in rows]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_rules(dialect: Dialect, query: Select[Any], names: tuple[str, ...]) -> Compiled:
+    """A rules query of :func:`_host_rules` compiled for ``dialect`` (one a pattern count)."""
+    return Compiled(query, dialect, names)
 
 
 def _has_rules(conn: Connection) -> bool:

@@ -211,27 +211,6 @@ def _stored_page_columns() -> tuple[Any, ...]:
     )
 
 
-def _kept_cluster() -> ClauseElement:
-    """The kept page ``p`` (while in the index) and its cluster's votes: how many of its
-    logged copies, other than those of URL ``new``, declare ``kept`` (the kept page's URL)
-    or ``new`` their canonical."""
-    p, d = pages_table.c, duplicates_table.c
-    votes = [
-        select(func.count())
-        .select_from(duplicates_table)
-        .where(
-            d.duplicate_of == bindparam("p"),
-            d.canonical_url == bindparam(name),
-            d.url != bindparam("new"),
-        )
-        .scalar_subquery()
-        for name in ("kept", "new")
-    ]
-    return select(p.id, p.url, p.domain, p.fingerprint, p.sketch, p.canonical_url, *votes).where(
-        p.id == bindparam("p"), p.dropped_at.is_(None)
-    )
-
-
 @functools.lru_cache(maxsize=16)
 def statements_for(dialect: Dialect, n_tables: int) -> Statements:
     """The :class:`Statements` of a dialect and a table count, compiled once."""
@@ -264,9 +243,6 @@ class Statements:
             ),
             dialect,
             ["u", "v"],
-        )
-        self.kept_cluster = Compiled(  # the keep decision a copy (supersede.py)
-            _kept_cluster(), dialect, ["p", "kept", "new"]
         )
         # built once (their IN lists expand at each execution): a batch reads both
         self.pages_by_urls = select(*_stored_page_columns()).where(

@@ -35,6 +35,7 @@ from sqlalchemy import (
     Connection,
     bindparam,
     delete,
+    func,
     insert,
     literal,
     select,
@@ -60,7 +61,7 @@ from .schema import (
     page_texts_table,
     pages_table,
 )
-from .statements import Execute, SqlBatchIO, Statements, connection_execute
+from .statements import Compiled, Execute, SqlBatchIO, Statements, connection_execute
 from .texts import has_text_tables, write_texts
 
 __all__ = ["KeptCluster", "KeptPage", "NotSuperseded", "Superseder", "read_cluster", "read_kept"]
@@ -81,10 +82,25 @@ class KeptPage(NamedTuple):
     canonical_url: str | None
 
 
-_p = pages_table.c
+_p, _d = pages_table.c, duplicates_table.c
 _KEPT = select(_p.id, _p.url, _p.domain, _p.fingerprint, _p.sketch, _p.canonical_url).where(
     _p.id == bindparam("p"), _p.dropped_at.is_(None)
 )  # built once
+_KEPT_CLUSTER = _KEPT.add_columns(
+    *(
+        select(func.count())
+        .select_from(duplicates_table)
+        .where(
+            _d.duplicate_of == bindparam("p"),
+            _d.canonical_url == bindparam(name),
+            _d.url != bindparam("new"),
+        )
+        .scalar_subquery()
+        for name in ("kept", "new")
+    )
+)
+"""The kept page ``p`` and its cluster's votes: how many of its logged copies, other than
+those of URL ``new``, declare ``kept`` (the kept page's URL) or ``new`` their canonical."""
 
 
 class KeptCluster(NamedTuple):
@@ -95,12 +111,12 @@ class KeptCluster(NamedTuple):
 
 
 def read_cluster(
-    execute: Execute, statements: Statements, page_id: int, kept_url: str, new_url: str
+    execute: Execute, compiled: Compiled, page_id: int, kept_url: str, new_url: str
 ) -> KeptCluster | None:
     """The kept page ``page_id`` and how many of its logged copies (other than those of URL
-    ``new_url``) declare ``kept_url`` or ``new_url`` their canonical, in one statement;
-    None when it left the index or its URL is no longer ``kept_url``."""
-    compiled = statements.kept_cluster
+    ``new_url``) declare ``kept_url`` or ``new_url`` their canonical, in one statement
+    (``compiled``: :data:`_KEPT_CLUSTER` for the store's dialect); None when it left the
+    index or its URL is no longer ``kept_url``."""
     rows = execute(compiled.sql, compiled.bind([page_id, kept_url, new_url]))
     if not rows:
         return None
@@ -170,6 +186,7 @@ class Superseder:
         self._judge = judge
         self._sqlite = statements.dialect.name == "sqlite"
         self._forms = RuleForms(statements.dialect)
+        self.kept_cluster = Compiled(_KEPT_CLUSTER, statements.dialect, ["p", "kept", "new"])
 
     def supersede(
         self,
@@ -228,7 +245,7 @@ class Superseder:
         its place, with the cluster's votes, the hints the store disproves and, on a tie,
         the URL rules' forms, read on ``execute``; None when it does not, or the kept page
         went."""
-        cluster = read_cluster(execute, self._statements, page_id, url, new.url)
+        cluster = read_cluster(execute, self.kept_cluster, page_id, url, new.url)
         if cluster is None:
             return None
         old = cluster.page

@@ -210,15 +210,16 @@ def test_the_cluster_read_counts_the_votes_of_other_urls(store: FingerprintStore
     assert dropped.kind is VerdictKind.DUPLICATE
     page_id = dropped.duplicate_of.page_id
     with store._cursor_reads() as execute:
-        cluster = read_cluster(execute, store._superseder._statements, page_id, kept_url, new_url)
+        statement = store._superseder.kept_cluster
+        cluster = read_cluster(execute, statement, page_id, kept_url, new_url)
         assert cluster is not None
         assert cluster.page.url == kept_url
         assert cluster.page.canonical_url == kept_url
         assert cluster.page.fingerprint == dropped.duplicate_of.fingerprint
         assert cluster.votes == {new_url: 2, kept_url: 1}
-        moved = read_cluster(execute, store._superseder._statements, page_id, new_url, kept_url)
+        moved = read_cluster(execute, statement, page_id, new_url, kept_url)
         assert moved is None
-        assert read_cluster(execute, store._superseder._statements, -1, kept_url, new_url) is None
+        assert read_cluster(execute, statement, -1, kept_url, new_url) is None
 
 
 def test_first_come_stays_on_a_tie(store: FingerprintStore) -> None:
