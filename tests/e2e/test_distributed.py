@@ -151,9 +151,11 @@ def test_three_workers_share_one_frontier_and_one_index(
     assert max(reference_hits.values()) == 1
 
     # the distributed crawl: 3 workers, one Redis queue, one PostgreSQL index. The site
-    # answers nothing until every worker is up, so that the first one cannot crawl the whole
-    # site while the others are still starting; the first to take the start URL holds its
-    # peers open (its lease in Redis) while the site keeps it waiting.
+    # answers nothing until every worker is up; then it answers the first worker's robots.txt
+    # and the start page, and holds again until a second worker asks for something (it took
+    # a request from the shared queue): the first worker cannot crawl the whole site alone,
+    # however slowly its peers poll the queue. The first to take the start URL holds its peers
+    # open (its lease in Redis) while the site keeps it waiting.
     big_site.hits.clear()
     with WorkerGroup() as group:
         big_site.hold()
@@ -169,14 +171,24 @@ def test_three_workers_share_one_frontier_and_one_index(
                 for n in range(WORKERS)
             ]
             wait_for(
-                lambda: all(
-                    w.log_path.exists() and "Spider opened" in w.log_path.read_text()
-                    for w in workers
+                lambda: (
+                    all(
+                        w.log_path.exists() and "Spider opened" in w.log_path.read_text()
+                        for w in workers
+                    )
+                    and bool(big_site.hits)
                 ),
                 timeout=180,
-                what="every worker's spider open",
+                what="every worker's spider open and the first request",
             )
-            assert not [p for p, _a in big_site.hits if p != "/robots.txt"][1:], "held: one page"
+            assert [p for p, _a in big_site.hits] == ["/robots.txt"], "held: robots.txt only"
+            first_agent = big_site.hits[0][1]
+            big_site.hold_after(1)  # robots.txt, held now, and the start page
+            wait_for(
+                lambda: any(agent != first_agent for _p, agent in list(big_site.hits)),
+                timeout=180,
+                what="a second worker's first request",
+            )
         finally:
             big_site.release()
         results = [worker.wait(timeout=240) for worker in workers]
