@@ -21,12 +21,14 @@ carries:
 A drop is right when the page it was dropped for carries the same document; every other
 drop is wrong. A document crawled more than once and kept more than once is a miss per
 extra page kept. Precision = right drops / drops; recall = right drops / (right drops +
-misses). Every wrong drop and miss is listed. ``--base``: a checkout of another commit
-(a git worktree of main) crawled the same way in the same run, interleaved.
+misses): the page filter's own. Every wrong drop and miss is listed. ``--base``: a checkout
+of another commit (a git worktree of main) crawled the same way in the same run, interleaved.
 
 A page the crawl never fetched (the request filter skipped it before the download, issue 29)
 is neither kept nor dropped: it is *skipped*, and *lost* when no fetched page kept its
-document. ``--request-filter off`` measures the page filter alone (every URL fetched, so the
+document, else a copy *avoided*. The output's recall counts the copies kept out of the
+crawl's output either way: (right drops + avoided) / (right drops + avoided + misses).
+``--request-filter off`` measures the page filter alone (every URL fetched, so the
 byte-identical copies reach the exact-content key); ``both`` crawls each way.
 """
 
@@ -219,6 +221,7 @@ def score(label: dict[str, str], base_url: str, db: Path, fetched: set[str]) -> 
         if page not in dropped and page not in skipped:
             kept_by_doc[doc].append(page)
     lost = sorted({label[p] for p in skipped} - set(kept_by_doc))
+    avoided = [p for p in skipped if label[p] in kept_by_doc]  # copies never fetched
     misses = [sorted(kept) for kept in kept_by_doc.values() if len(kept) > 1]
     n_missed = sum(len(kept) - 1 for kept in misses)
     exact_passed = [  # a byte-identical pair of which both pages were kept
@@ -236,6 +239,12 @@ def score(label: dict[str, str], base_url: str, db: Path, fetched: set[str]) -> 
         "missed": n_missed,
         "precision": len(right) / len(drops) if drops else 1.0,
         "recall": len(right) / (len(right) + n_missed) if right or n_missed else 1.0,
+        "avoided": len(avoided),
+        "output_recall": (
+            (len(right) + len(avoided)) / (len(right) + len(avoided) + n_missed)
+            if right or avoided or n_missed
+            else 1.0
+        ),
         "exact_copies_kept": exact_passed,
         "kinds_missed": dict(Counter(p.split("/")[1] for kept in misses for p in kept[1:])),
     }
@@ -308,15 +317,17 @@ def main(argv: list[str] | None = None) -> int:
                 results[name].append(result)
     print(
         "| code | pages | fetched | drops | right | wrong | missed | precision | recall "
-        "| skipped | lost | no_text | feed rows / documents | written twice |"
+        "| skipped | avoided | lost | output recall | no_text | feed rows / documents "
+        "| written twice |"
     )
-    print("| --- |" + " ---: |" * 13)
+    print("| --- |" + " ---: |" * 15)
     for name, rs in results.items():
         for r in rs:
             print(
                 f"| {name} | {r['pages']} | {r['fetched']} | {r['drops']} | {r['right']} "
                 f"| {len(r['wrong_drops'])} | {r['missed']} | {r['precision']:.3f} "
-                f"| {r['recall']:.3f} | {r['skipped']} | {len(r['lost'])} | {r['no_text']} "
+                f"| {r['recall']:.3f} | {r['skipped']} | {r['avoided']} | {len(r['lost'])} "
+                f"| {r['output_recall']:.3f} | {r['no_text']} "
                 f"| {r['feed_rows']} / {r['feed_documents']} | {len(r['written_twice'])} |"
             )
     for name, rs in results.items():
