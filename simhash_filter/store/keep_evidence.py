@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, Dialect, Select, bindparam, select, union_all
 
@@ -33,7 +32,7 @@ from simhash_filter.urls.rules import (
     UrlRule,
     split_query,
 )
-from simhash_filter.urls.ruleset import RuleSet, url_host
+from simhash_filter.urls.ruleset import RuleSet, canonical_host, canonical_path_query
 
 from .engine import driver_has_table, has_table
 from .reading import ReadableStore, reading
@@ -98,17 +97,16 @@ _EVERY_HOST_RULE = (
 
 
 def _param_patterns(urls: Iterable[str]) -> set[str] | None:
-    """The patterns of the parameter rules that may apply to ``urls``: each parameter, with
-    and without its value, in each folder above the path; None when a query is escaped (a
-    name is decoded before it is compared: every rule is read)."""
+    """The patterns of the parameter rules that may apply to ``urls`` (canonical URLs): each
+    parameter, with and without its value, in each folder above the path; None when a query
+    is escaped (a name is decoded before it is compared: every rule is read)."""
     patterns: set[str] = set()
     for url in urls:
-        parts = urlsplit(url)
-        if "%" in parts.query or "+" in parts.query:
+        path, query = canonical_path_query(url)
+        if "%" in query or "+" in query:
             return None
-        path = parts.path or "/"
         folders = [path[: end + 1] for end in range(len(path)) if path[end] == "/"]
-        for name, value in split_query(parts.query):
+        for name, value in split_query(query):
             for folder in folders:
                 patterns.update((f"{folder}?{name}", f"{folder}?{name}={value}"))
     return patterns
@@ -176,7 +174,7 @@ class RuleForms:
         self._table_seen = False  # the url_rules table, once seen (a table made stays)
 
     def __call__(self, execute: Execute, kept: str, new: str) -> tuple[UrlForm, UrlForm]:
-        ruleset = keep_ruleset(self._rows(execute, url_host(kept), (kept, new)))
+        ruleset = keep_ruleset(self._rows(execute, canonical_host(kept), (kept, new)))
         kept_form, new_form = ruleset.form(kept), ruleset.form(new)
         return (
             UrlForm(kept_form.url, len(kept_form.rules)),

@@ -2,10 +2,11 @@
 
 The request side canonicalizes every request's URL (as Scrapy's own fingerprint does), and
 w3lib's general parse, quote and re-encode was half its CPU. Most crawled URLs are plain:
-``http(s)``, a lower-case ASCII host, a path and query of letters, digits and ``-._~``, no
-dot segments, no percent-escapes. For those the canonical URL is the URL with its fragment
-cut, ``/`` for an empty path, and its query pairs sorted (``name=`` for a bare name): string
-work only. Anything else goes to w3lib. A differential test pins the two together.
+``http(s)``, a lower-case ASCII host (a port of 1 to 65535 too), a path and query of
+letters, digits and ``-._~``, no dot segments, no percent-escapes. For those the canonical
+URL is the URL with its fragment cut, ``/`` for an empty path, and its query pairs sorted
+(``name=`` for a bare name): string work only. Anything else goes to w3lib. A differential
+test pins the two together.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ __all__ = ["canonicalize"]
 
 _PLAIN = re.compile(
     r"(https?://(?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{1,63}\.?"  # scheme, host
-    r"(?::[1-9][0-9]{0,3})?)"  # a port w3lib keeps as it is
+    r"(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]"
+    r"|6553[0-5]))?)"  # a port w3lib keeps as it is: 1 to 65535, no leading zero
     r"(/[A-Za-z0-9_~/.-]*)?"  # path
     r"(?:\?([A-Za-z0-9_~.=&-]*))?"  # query
     r"(?:#.*)?",  # fragment (cut)

@@ -19,7 +19,14 @@ from .canonicalize import canonicalize
 from .rules import CASE, PARAM, PREFIX, SUFFIX, UrlRule, split_query
 from .universal import SESSION, TRACKING, classify_parameter
 
-__all__ = ["REASON_RULE", "RuleSet", "UrlForm", "canonical_host", "url_host"]
+__all__ = [
+    "REASON_RULE",
+    "RuleSet",
+    "UrlForm",
+    "canonical_host",
+    "canonical_path_query",
+    "url_host",
+]
 
 REASON_RULE = "rule"
 """The skip reason of a learned rule (universal ones give ``tracking`` or ``session``)."""
@@ -53,6 +60,13 @@ def canonical_host(url: str) -> str:
     """The lower-case host name of a URL w3lib canonicalized: :func:`url_host` by string
     slicing, on the hot path (a test pins the two together)."""
     return _split_canonical(url)[1]
+
+
+def canonical_path_query(url: str) -> tuple[str, str]:
+    """The path (``/`` when empty) and query of a URL w3lib canonicalized, by string
+    slicing: ``urlsplit``'s on the keep decision's path (a test pins the two together)."""
+    _origin, _host, path, query = _split_canonical(url)
+    return path, query
 
 
 def url_host(url: str) -> str:

@@ -44,23 +44,35 @@ EDGES = [
     "http://a.example:080/x",
     "http://a.example:0/x",
     "http://a.example:9999/x",
+    "http://127.0.0.1:34461/a?b=1&a=2",
+    "http://a.example:65535/x",
+    "http://a.example:65536/x",
+    "http://a.example:70000/x",
+    "http://a.example:99999/x",
+    "http://a.example:10000/x",
+    "http://a.example:123456/x",
 ]
 
 
 @pytest.mark.parametrize("url", EDGES)
 def test_edge_cases_agree_with_w3lib(url: str) -> None:
-    assert canonicalize(url) == canonicalize_url(url)
+    assert _outcome(canonicalize, url) == _outcome(canonicalize_url, url)
 
 
 def test_plain_urls_take_the_fast_path() -> None:
     """Else the test above compares w3lib with itself."""
     assert _PLAIN.fullmatch("https://a.example:443/a?b=1&a=1")
     assert _PLAIN.fullmatch("http://a.example/a#f")
+    assert _PLAIN.fullmatch("http://127.0.0.1:34461/a?b=1")  # an ephemeral port (a test site)
+    assert not _PLAIN.fullmatch("http://a.example:65536/a")  # w3lib: out of range
     assert not _PLAIN.fullmatch("http://a.example/a?q=%41")
 
 
 _HOSTS = st.sampled_from(["a.example", "A.example", "a-b.example.", "127.0.0.1", "x.y.z"])
-_PORTS = st.sampled_from(["", ":80", ":8080", ":0", ":080", ":65535", ":9999"])
+_PORTS = st.one_of(
+    st.sampled_from(["", ":80", ":8080", ":0", ":080", ":65535", ":65536", ":9999", ":10000"]),
+    st.integers(min_value=0, max_value=99_999).map(lambda n: f":{n}"),
+)
 _CHARS = "aAzZ09-._~/?&=#%+;:@!$'()*, \té"
 
 

@@ -136,7 +136,12 @@ def test_the_fast_split_agrees_with_urlsplit(url: str) -> None:
 
     from w3lib.url import canonicalize_url
 
-    from simhash_filter.urls.ruleset import _split_canonical, canonical_host, url_host
+    from simhash_filter.urls.ruleset import (
+        _split_canonical,
+        canonical_host,
+        canonical_path_query,
+        url_host,
+    )
 
     canonical = canonicalize_url(url)
     parts = urlsplit(canonical)
@@ -145,6 +150,7 @@ def test_the_fast_split_agrees_with_urlsplit(url: str) -> None:
     assert host == (parts.hostname or "")
     assert canonical_host(canonical) == url_host(canonical)
     assert (path, query) == (parts.path or "/", parts.query)
+    assert canonical_path_query(canonical) == (parts.path or "/", parts.query)
 
 
 _SEGMENTS = ["a", "B", "print", "amp", "news", "News", "index.html", "mirror", ""]
