@@ -167,6 +167,72 @@ def engine_pools() -> list[str]:
     ]
 
 
+def pymalloc_stats() -> dict[str, int]:
+    """CPython's small-object allocator (``sys._debugmallocstats``, written to fd 2 in C):
+    its 1 MiB arenas mapped now, and the bytes of them in live objects and in free blocks
+    and pools (an arena is unmapped only once every block in it is free)."""
+    import os
+    import tempfile
+
+    wanted = {
+        "# arenas allocated current": "arenas",
+        "# bytes in allocated blocks": "allocated",
+        "# bytes in available blocks": "available",
+        "# bytes in unused pools": "unused_pools",
+        "# bytes lost to pool headers": "pool_headers",
+        "# bytes lost to quantization": "quantization",
+        "# bytes lost to arena alignment": "alignment",
+    }
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        found = {}
+        for line in out:
+            name, _, value = line.rpartition("=")
+            key = wanted.get(name.strip())
+            if key:
+                found[key] = int(value.strip().replace(",", ""))
+    return found
+
+
+def mappings() -> dict[str, int]:
+    """The process's resident KiB by kind of mapping (``/proc/self/smaps``): the C heap,
+    anonymous mappings (thread arenas, pymalloc's arenas, numpy's buffers, thread stacks),
+    shared libraries and other files, and the largest anonymous ones."""
+    kinds: Counter[str] = Counter()
+    anonymous: list[int] = []
+    name, rss = "", 0
+    try:
+        with open("/proc/self/smaps") as smaps:
+            lines = smaps.read().splitlines()
+    except OSError:
+        return {}
+    for line in [*lines, "0-0 ---p 0 0:0 0"]:
+        head = line.split()
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            if name == "[heap]":
+                kinds["heap"] += rss
+            elif name == "":
+                kinds["anonymous"] += rss
+                anonymous.append(rss)
+            elif name.startswith("["):
+                kinds["other"] += rss
+            else:
+                kinds["so" if ".so" in name else "file"] += rss
+            name, rss = (head[5] if len(head) > 5 else ""), 0
+        elif head and head[0] == "Rss:":
+            rss = int(head[1])
+    anonymous.sort(reverse=True)
+    return {**kinds, **{f"anon_top{n}": kib for n, kib in enumerate(anonymous[:8])}}
+
+
 def probe(trim: bool = False) -> dict[str, Any]:
     """Everything above, for one snapshot; with ``trim``, then glibc's ``malloc_trim(0)``
     (the free heap given back) and the RSS after it."""
@@ -184,10 +250,13 @@ def probe(trim: bool = False) -> dict[str, Any]:
         "containers": big_containers(),
         "malloc": malloc_info(),
         "sqlite_bytes": sqlite_memory(),
+        "pymalloc": pymalloc_stats(),
+        "mappings_kib": mappings(),
     }
     if trim:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         libc.malloc_trim(0)
         found["rss_kib_trimmed"] = _rss_kib()
         found["malloc_trimmed"] = malloc_info()
+        found["mappings_kib_trimmed"] = mappings()
     return found
