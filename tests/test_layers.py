@@ -42,7 +42,7 @@ MAY_IMPORT = {
 
 THIRD_PARTY = {
     "core": {"jieba", "mmh3", "numpy", "rjieba"},
-    "index": {"numpy"},
+    "index": set(),
     "page": {"trafilatura", "lxml", "lxml_html_clean", "charset_normalizer", "w3lib"},
     "urls": {"w3lib"},
 }

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
-
-from .signature import PageSignature, encode_sketch
-from .sketch import DEFAULT_SLOTS
+from .signature import PageSignature, encode_slots
+from .sketch_params import DEFAULT_SLOTS
 
 __all__ = ["KEY_BYTES", "content_key", "exact_signature"]
 
@@ -39,5 +37,4 @@ def exact_signature(key: bytes, slots: int = DEFAULT_SLOTS) -> PageSignature:
     slots from SHAKE-256 of the key, text length 0."""
     stream = hashlib.shake_256(b"simhash-filter exact content\0" + key).digest(8 + 2 * slots)
     fingerprint = int.from_bytes(stream[:8], "little")
-    sketch = np.frombuffer(stream[8:], dtype="<u2").astype(np.uint16)
-    return PageSignature(fingerprint, encode_sketch(sketch), 0, exact=True)
+    return PageSignature(fingerprint, encode_slots(stream[8:]), 0, exact=True)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-import numpy.typing as npt
-
-from . import sketch as _sketch
+from . import sketch_params
 from . import stopwords as _stopwords
 from .features import IdfTable, check_weighting, shingles, weigh
 from .segment import DEFAULT_SEGMENTER, segmenter_spec
 from .signature import PageSignature, encode_sketch
 from .simhash import BITS, DEFAULT_SEED, simhash
 from .text import Tokenizer, collapse_white_space, fold, normalize, strip_machine_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 SPEC_VERSION = 2
 DEFAULT_MAX_CHARS = 50_000
@@ -86,7 +87,7 @@ class Fingerprinter:
         seed: int = DEFAULT_SEED,
         hash_function: Callable[[str], int] | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
-        sketch_slots: int = _sketch.DEFAULT_SLOTS,
+        sketch_slots: int = sketch_params.DEFAULT_SLOTS,
         machine_text: str = "drop",
         segmenter: str = DEFAULT_SEGMENTER,
     ) -> None:
@@ -95,7 +96,7 @@ class Fingerprinter:
         check_weighting(weighting, idf, top_n)
         if max_chars < 1:
             raise ValueError(f"max_chars must be >= 1, got {max_chars}")
-        _sketch.sketch_of(_sketch.shingle_hashes(""), sketch_slots)  # validates the size
+        sketch_params.check_slots(sketch_slots)
         if machine_text not in ("drop", "keep"):
             raise ValueError(f"machine_text must be 'drop' or 'keep', got {machine_text!r}")
         self.machine_text = machine_text
@@ -134,7 +135,7 @@ class Fingerprinter:
                 f"top_n={top_n or 'all'}",
                 f"max_chars={max_chars}",
                 f"hash={hash_name}",
-                f"sketch=c{_sketch.SHINGLE}-oph{sketch_slots}x16:{_sketch.SKETCH_SEED}"
+                f"sketch=c{sketch_params.SHINGLE}-oph{sketch_slots}x16:{sketch_params.SKETCH_SEED}"
                 f"+page{PAGE_SKETCH_SLOTS}",
                 f"extract={EXTRACTION}",
             ]
@@ -205,8 +206,10 @@ class Fingerprinter:
     def page_sketch(self, page_text: str) -> PageSketch:
         """The sketch of a page's whole visible text (its first ``4 * max_chars``
         characters), to pass as ``page_text`` to each :meth:`sign` of the page."""
+        from .sketch import text_sketch  # NumPy: where pages are signed (signature.py's doc)
+
         page = normalize(page_text[: 4 * self.max_chars])
-        return PageSketch(_sketch.text_sketch(page, PAGE_SKETCH_SLOTS), len(page))
+        return PageSketch(text_sketch(page, PAGE_SKETCH_SLOTS), len(page))
 
     def _sketch(
         self,
@@ -215,7 +218,9 @@ class Fingerprinter:
         listing: bool,
         unsure: bool = False,
     ) -> bytes:
-        slots = _sketch.text_sketch(content, self.sketch_slots)
+        from .sketch import text_sketch
+
+        slots = text_sketch(content, self.sketch_slots)
         if page_text is None:
             return encode_sketch(slots, listing=listing)
         page = page_text if isinstance(page_text, PageSketch) else self.page_sketch(page_text)

@@ -14,6 +14,10 @@ the visible text, then little-endian 16-bit slots, text first, page second. Flag
 page slots follow; 2, the page is a listing (``page/listing.py``); 4, the page was signed
 before its host's template was known (*unsure*: core/template.py). A reader ignores flags it
 does not know, and a sketch written before a flag reads as unmarked.
+
+Nothing here imports NumPy: the crawl process only compares sketches (on their bytes,
+:func:`slot_agreement`), and NumPy is 12 MiB of its memory (issue 45). The arrays of
+:func:`decode_sketch` and :func:`encode_sketch` are for the code that makes sketches.
 """
 
 from __future__ import annotations
@@ -21,21 +25,25 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
-from . import sketch as _sketch
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "MatchRule",
     "PageSignature",
+    "SketchParts",
     "Verification",
     "decode_sketch",
     "encode_sketch",
+    "encode_slots",
     "marks_listing",
     "marks_unsure",
     "signed_again_sketch",
+    "sketch_parts",
+    "slot_agreement",
 ]
 
 SKETCH_FORMAT = 1
@@ -105,16 +113,53 @@ class Verification:
 
 
 @dataclass(frozen=True, slots=True)
+class SketchParts:
+    """A sketch's parts as read from its bytes: the main text's slots and the visible text's
+    (or None), each as little-endian 16-bit values; the main text's share of the visible
+    text (None when the page text was not given); whether the page is a listing; whether it
+    was signed before its host's template was known."""
+
+    text: bytes
+    page: bytes | None
+    share: float | None
+    listing: bool = False
+    unsure: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DecodedSketch:
-    """A sketch's parts: the main text's slots, the visible text's slots (or None), the
-    main text's share of the visible text (None when the page text was not given), and
-    whether the page is a listing."""
+    """:class:`SketchParts` with the slots as NumPy arrays."""
 
     text: npt.NDArray[np.uint16]
     page: npt.NDArray[np.uint16] | None
     share: float | None
     listing: bool = False
     unsure: bool = False
+
+
+def encode_slots(
+    text: bytes,
+    page: bytes | None = None,
+    share: float | None = None,
+    *,
+    listing: bool = False,
+    unsure: bool = False,
+) -> bytes:
+    """The bytes of a sketch of these slots (little-endian 16-bit values; the inverse of
+    :func:`sketch_parts`). ValueError for a number of slots that is not a power of two."""
+    for slots in (text, page):
+        if slots is not None and (len(slots) < 2 or len(slots) & (len(slots) - 1)):
+            raise ValueError(f"a sketch's slots are a power of two, got {len(slots)} bytes")
+    flags = (
+        (_HAS_PAGE if page is not None else 0)
+        | (_LISTING if listing else 0)
+        | (_UNSURE if unsure else 0)
+    )
+    text_log = (len(text) // 2).bit_length() - 1
+    page_log = (len(page) // 2).bit_length() - 1 if page is not None else 0
+    share_byte = 255 if share is None else min(254, max(0, round(share * 254)))
+    header = _HEADER.pack(SKETCH_FORMAT, flags, text_log, page_log, share_byte)
+    return header + text + (page if page is not None else b"")
 
 
 def encode_sketch(
@@ -125,19 +170,11 @@ def encode_sketch(
     listing: bool = False,
     unsure: bool = False,
 ) -> bytes:
-    """The bytes of a sketch (the inverse of :func:`decode_sketch`)."""
-    flags = (
-        (_HAS_PAGE if page is not None else 0)
-        | (_LISTING if listing else 0)
-        | (_UNSURE if unsure else 0)
+    """The bytes of a sketch of these slots (the inverse of :func:`decode_sketch`)."""
+    page_bytes = page.astype("<u2").tobytes() if page is not None else None
+    return encode_slots(
+        text.astype("<u2").tobytes(), page_bytes, share, listing=listing, unsure=unsure
     )
-    page_log = len(page).bit_length() - 1 if page is not None else 0
-    share_byte = 255 if share is None else min(254, max(0, round(share * 254)))
-    header = _HEADER.pack(SKETCH_FORMAT, flags, len(text).bit_length() - 1, page_log, share_byte)
-    body = text.astype("<u2").tobytes()
-    if page is not None:
-        body += page.astype("<u2").tobytes()
-    return header + body
 
 
 def signed_again_sketch(text_sketch: bytes, stored: bytes, text_ratio: float) -> bytes:
@@ -145,9 +182,9 @@ def signed_again_sketch(text_sketch: bytes, stored: bytes, text_ratio: float) ->
     its host's template: the main text's slots of ``text_sketch`` (that text signed alone),
     the stored visible text's slots, and the main text's share scaled by ``text_ratio`` (its
     characters left); sure now. ValueError for bytes that are not sketches."""
-    new, old = decode_sketch(text_sketch), decode_sketch(stored)
+    new, old = sketch_parts(text_sketch), sketch_parts(stored)
     share = None if old.share is None else min(1.0, old.share * max(0.0, text_ratio))
-    return encode_sketch(new.text, old.page, share, listing=old.listing)
+    return encode_slots(new.text, old.page, share, listing=old.listing)
 
 
 def marks_listing(data: bytes) -> bool:
@@ -160,7 +197,7 @@ def marks_unsure(data: bytes) -> bool:
     return len(data) >= _HEADER.size and data[0] == SKETCH_FORMAT and bool(data[1] & _UNSURE)
 
 
-def decode_sketch(data: bytes) -> DecodedSketch:
+def sketch_parts(data: bytes) -> SketchParts:
     """The parts of a sketch; ValueError, saying why, for bytes that are not one."""
     if len(data) < _HEADER.size:
         raise ValueError(f"a sketch has at least {_HEADER.size} bytes, got {len(data)}")
@@ -172,12 +209,43 @@ def decode_sketch(data: bytes) -> DecodedSketch:
     expected = _HEADER.size + 2 * (text_slots + page_slots)
     if len(data) != expected or text_log > 15 or page_log > 15:
         raise ValueError(f"a sketch of this header has {expected} bytes, got {len(data)}")
-    slots = np.frombuffer(data, dtype="<u2", offset=_HEADER.size)
-    page = slots[text_slots:] if page_slots else None
+    text_end = _HEADER.size + 2 * text_slots
+    page = bytes(data[text_end:]) if page_slots else None
     share = None if share_byte == 255 else share_byte / 254
-    return DecodedSketch(
-        slots[:text_slots], page, share, bool(flags & _LISTING), bool(flags & _UNSURE)
+    return SketchParts(
+        bytes(data[_HEADER.size : text_end]),
+        page,
+        share,
+        bool(flags & _LISTING),
+        bool(flags & _UNSURE),
     )
+
+
+def decode_sketch(data: bytes) -> DecodedSketch:
+    """The parts of a sketch, its slots as NumPy arrays; ValueError as :func:`sketch_parts`."""
+    import numpy as np  # only where sketches are made or studied (module doc)
+
+    parts = sketch_parts(data)
+    page = None if parts.page is None else np.frombuffer(parts.page, dtype="<u2")
+    text = np.frombuffer(parts.text, dtype="<u2")
+    return DecodedSketch(text, page, parts.share, parts.listing, parts.unsure)
+
+
+def slot_agreement(a: bytes, b: bytes) -> float:
+    """The share of 16-bit slots two sketches' slots (little-endian bytes) hold equal: an
+    estimate of the Jaccard similarity. On whole integers: the XOR of the two is zero in a
+    slot exactly where they agree, and OR-ing each slot's 16 bits down onto its lowest bit
+    (shifts of 8, 4, 2, 1 reach no lower slot's lowest bit) counts the slots that differ."""
+    if len(a) != len(b) or not a or len(a) % 2:
+        raise ValueError(f"sketches of {len(a) / 2:g} and {len(b) / 2:g} slots cannot be compared")
+    slots = len(a) // 2
+    x = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
+    x |= x >> 8
+    x |= x >> 4
+    x |= x >> 2
+    x |= x >> 1
+    differ = (x & int.from_bytes(b"\x01\x00" * slots, "little")).bit_count()
+    return (slots - differ) / slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,13 +325,13 @@ class MatchRule:
         ValueError when either is not a sketch, or the two have different sizes (made
         under different specs, which the store never mixes).
         """
-        a = decode_sketch(query)
-        b = decode_sketch(stored)
-        similarity = _sketch.agreement(a.text, b.text)
+        a = sketch_parts(query)
+        b = sketch_parts(stored)
+        similarity = slot_agreement(a.text, b.text)
         confirmed = similarity >= self.min_similarity
         boilerplate = False
         if confirmed and a.page is not None and b.page is not None:
-            page_similarity = _sketch.agreement(a.page, b.page)
+            page_similarity = slot_agreement(a.page, b.page)
             share = None if a.share is None or b.share is None else max(a.share, b.share)
             unlike = page_similarity < self.min_page_similarity
             boilerplate = share is not None and share < self.max_text_share and unlike

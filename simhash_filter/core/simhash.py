@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 import mmh3
-import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 BITS = 64
 DEFAULT_SEED = 0x5EED
@@ -30,6 +33,8 @@ def mmh3_64_many(features: Iterable[str], seed: int = DEFAULT_SEED) -> npt.NDArr
     128-bit digests of the UTF-8 features joined, with no Python frame a feature, and their
     low halves. (``mmh3.hash_bytes`` would take the str itself, but it crashes the
     interpreter on a lone surrogate, where ``str.encode`` raises.)"""
+    import numpy as np
+
     joined = b"".join(map(mmh3.mmh3_x64_128_digest, map(str.encode, features), repeat(seed)))
     return np.frombuffer(joined, dtype="<u8")[::2]
 
@@ -40,6 +45,8 @@ def column_sums(
     bits: int = BITS,
 ) -> npt.NDArray[np.float64]:
     """The signed weight sum of every bit column (bit 0 = least significant bit)."""
+    import numpy as np
+
     if not 1 <= bits <= 64:
         raise ValueError(f"bits must be between 1 and 64, got {bits}")
     if len(hashes) != len(weights):
@@ -59,6 +66,8 @@ def column_sums(
 
 def fingerprint_from_sums(sums: npt.NDArray[np.float64]) -> int:
     """Bit i is 1 where column i's sum is > 0."""
+    import numpy as np
+
     packed = np.packbits(sums > 0, bitorder="little")
     return int.from_bytes(packed.tobytes(), "little")
 
@@ -76,6 +85,8 @@ def simhash(
     Features are hashed with :func:`mmh3_64` under ``seed``, or with ``hash_function``
     when one is given (tests inject small hashes this way).
     """
+    import numpy as np
+
     weights = np.fromiter(features.values(), dtype=np.float64, count=len(features))
     if hash_function is None:
         return fingerprint_from_sums(column_sums(mmh3_64_many(features, seed), weights, bits))

@@ -17,12 +17,21 @@ import unicodedata
 import numpy as np
 import numpy.typing as npt
 
-SHINGLE = 5
-"""Characters per shingle."""
-DEFAULT_SLOTS = 256
-"""Bins of a sketch (a power of two); the estimate's standard error is sqrt(J(1-J)/slots)."""
-SKETCH_SEED = 0x51C3
-"""Seed of the shingle hash (unrelated to the simhash's mmh3 seed)."""
+from .signature import slot_agreement
+from .sketch_params import DEFAULT_SLOTS, SHINGLE, SKETCH_SEED, check_slots
+
+__all__ = [
+    "DEFAULT_SLOTS",
+    "SHINGLE",
+    "SKETCH_SEED",
+    "agreement",
+    "contained_share",
+    "passage_hashes",
+    "shingle_hashes",
+    "sketch_of",
+    "text_sketch",
+    "wide_sketch",
+]
 
 _U64 = np.uint64
 _M1 = _U64(0xBF58476D1CE4E5B9)
@@ -99,8 +108,7 @@ def wide_sketch(
     agree on a borrowed bin only as often as on a real one. An empty input gives zeros. The
     hashes need not be sorted, and repeats change nothing.
     """
-    if slots < 1 or slots & (slots - 1) or slots > 1 << 16:
-        raise ValueError(f"slots must be a power of two between 1 and 65536, got {slots}")
+    check_slots(slots)
     if not len(hashes):
         return np.zeros(slots, dtype=_U64)
     values, filled = _bin_minima(hashes, slots)
@@ -153,7 +161,6 @@ def contained_share(part: npt.NDArray[np.uint64], whole: npt.NDArray[np.uint64])
 
 
 def agreement(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> float:
-    """The share of slots two sketches hold equal: an estimate of the Jaccard similarity."""
-    if len(a) != len(b) or not len(a):
-        raise ValueError(f"sketches of {len(a)} and {len(b)} slots cannot be compared")
-    return float(np.count_nonzero(a == b)) / len(a)
+    """The share of slots two sketches hold equal: an estimate of the Jaccard similarity
+    (:func:`~.signature.slot_agreement` of their bytes)."""
+    return slot_agreement(a.astype("<u2").tobytes(), b.astype("<u2").tobytes())

@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
 from .simhash_tables import MINHASH_LSH, BlockTable, PermutedScheme, TableKey, TableScheme
 
 FALLBACK_SCHEME = PermutedScheme(bits=64, max_distance=3, blocks=4)
@@ -98,13 +96,16 @@ class MinHashLshScheme(TableScheme):
         if slots is None:
             return None
         width = 2 * self.rows
-        words = -(-width // 8)
-        body = np.zeros((self.n_blocks, 8 * words), dtype=np.uint8)
-        # slot t + bands*i is row i, column t of the slots laid out ``rows`` x ``bands``
-        strided = np.frombuffer(slots, dtype=np.uint8).reshape(self.rows, self.n_blocks, 2)
-        body[:, :width] = strided.transpose(1, 0, 2).reshape(self.n_blocks, width)
-        folded = np.bitwise_xor.reduce(body.view(">u8"), axis=1)
-        return [int(key) for key in folded]
+        pad = bytes(-width % 8)
+        columns = memoryview(slots).cast("H")  # 16-bit slots, their bytes as stored
+        keys = []
+        for band in range(self.n_blocks):
+            body = columns[band :: self.n_blocks].tobytes() + pad  # slots band + bands*i
+            key = 0
+            for start in range(0, len(body), 8):
+                key ^= int.from_bytes(body[start : start + 8], "big")
+            keys.append(key)
+        return keys
 
     def _text_slots(self, sketch: bytes | None) -> bytes | None:
         """The bytes of the slots the bands read, or None (see :meth:`band_keys`). The

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import URL, Connection
 
-from simhash_filter.core.signature import MatchRule, decode_sketch
+from simhash_filter.core.signature import MatchRule, sketch_parts
 from simhash_filter.index.defaults import (
     IndexChoice,
     IndexSettings,
@@ -258,7 +258,7 @@ class FingerprintStore:
             if not isinstance(sketch, bytes):
                 raise ValueError(f"sketch must be bytes or None, got {type(sketch).__name__}")
             try:
-                decode_sketch(sketch)
+                sketch_parts(sketch)  # validates it
             except ValueError as exc:
                 raise ValueError(f"not a sketch (for {key.url}): {exc}") from None
         index_keys, probe_keys = self.scheme.page_keys(page.fingerprint, sketch)

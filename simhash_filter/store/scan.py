@@ -3,7 +3,6 @@ band to probe, so every stored fingerprint is read, in chunks, and measured with
 
 from __future__ import annotations
 
-import numpy as np
 from sqlalchemy import Connection, select
 
 from .records import Match
@@ -19,6 +18,8 @@ SCAN_CHUNK = 100_000
 def scan_near(conn: Connection, fingerprint: int, limit: int) -> list[Match]:
     """Every stored page within ``limit`` of ``fingerprint``, by reading every stored
     fingerprint in chunks (what a bare fingerprint costs under the minhash-lsh index)."""
+    import numpy as np  # here, not at import: the crawl process never scans (core/signature.py)
+
     p = pages_table.c
     hits: dict[int, tuple[int, int]] = {}  # page id -> (fingerprint, distance)
     query = np.uint64(fingerprint)

@@ -19,7 +19,10 @@ from simhash_filter.core.signature import (
     Verification,
     decode_sketch,
     encode_sketch,
+    encode_slots,
     marks_listing,
+    sketch_parts,
+    slot_agreement,
 )
 from simhash_filter.core.sketch import agreement, shingle_hashes, sketch_of
 from simhash_filter.core.text import normalize
@@ -340,3 +343,40 @@ def test_marks_listing_reads_the_flag_decode_sketch_reads(listing: bool, with_pa
     assert marks_listing(data) is decode_sketch(data).listing is listing
     assert not marks_listing(b"")
     assert not marks_listing(bytes([9, 2, 8, 0, 0]))
+
+
+@pytest.mark.parametrize("slots", [1, 2, 64, 256, 4096])
+def test_slot_agreement_counts_the_equal_slots_as_numpy_does(slots: int) -> None:
+    # verify compares sketches on their bytes (no NumPy in the crawl process): one slot
+    # differing in one bit, in either byte, anywhere, is counted once
+    rng = random.Random(slots)
+    for _ in range(50):
+        a = np.frombuffer(rng.randbytes(2 * slots), dtype="<u2")
+        b = a.copy()
+        for i in rng.sample(range(slots), rng.randrange(slots + 1)):
+            b[i] ^= 1 << rng.randrange(16)
+        expected = float(np.count_nonzero(a == b)) / slots
+        assert slot_agreement(a.tobytes(), b.tobytes()) == expected == agreement(a, b)
+
+
+def test_slot_agreement_rejects_sketches_of_other_sizes() -> None:
+    with pytest.raises(ValueError, match="sketches of 2 and 3 slots"):
+        slot_agreement(bytes(4), bytes(6))
+    with pytest.raises(ValueError, match="sketches of 0 and 0 slots"):
+        slot_agreement(b"", b"")
+
+
+def test_sketch_parts_are_the_decoded_arrays_bytes() -> None:
+    text = np.arange(256, dtype=np.uint16) * 257
+    page = np.arange(64, dtype=np.uint16)
+    data = encode_sketch(text, page, 0.5, listing=True, unsure=True)
+    parts, decoded = sketch_parts(data), decode_sketch(data)
+    assert parts.text == decoded.text.astype("<u2").tobytes() == text.astype("<u2").tobytes()
+    assert parts.page == page.astype("<u2").tobytes()
+    assert (parts.share, parts.listing, parts.unsure) == (decoded.share, True, True)
+    assert encode_slots(parts.text, parts.page, parts.share, listing=True, unsure=True) == data
+
+
+def test_encode_slots_rejects_a_number_of_slots_not_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        encode_slots(bytes(6))

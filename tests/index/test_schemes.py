@@ -237,3 +237,29 @@ def test_page_keys_are_index_items_and_probe_keys(
         scheme.index_items(fp, sketch),
         scheme.probe_keys(fp, sketch),
     )
+
+
+@pytest.mark.parametrize(("bands", "rows"), [(18, 8), (5, 3), (16, 16), (32, 5), (1, 1)])
+def test_band_keys_are_the_xor_of_each_strided_bands_big_endian_words(
+    bands: int, rows: int
+) -> None:
+    # the definition in MinHashLshScheme's doc, computed on NumPy arrays (the crawl process
+    # computes it without NumPy; the SQL spelling is pinned in tests/store/test_pg_function.py)
+    import random
+
+    import numpy as np
+
+    from simhash_filter.core.signature import encode_slots
+    from simhash_filter.index.minhash_lsh import MinHashLshScheme
+
+    scheme = MinHashLshScheme(blocks=bands, rows=rows)
+    rng = random.Random(bands * 100 + rows)
+    for _ in range(30):
+        slots = 1 << (bands * rows - 1).bit_length()
+        raw = rng.randbytes(2 * slots)
+        layout = np.frombuffer(raw[: 2 * bands * rows], dtype=np.uint8).reshape(rows, bands, 2)
+        width = 2 * rows
+        body = np.zeros((bands, 8 * -(-width // 8)), dtype=np.uint8)
+        body[:, :width] = layout.transpose(1, 0, 2).reshape(bands, width)
+        expected = [int(key) for key in np.bitwise_xor.reduce(body.view(">u8"), axis=1)]
+        assert scheme.band_keys(encode_slots(raw)) == expected
