@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from simhash_filter.core.signature import sketch_parts
+
 from .simhash_tables import MINHASH_LSH, BlockTable, PermutedScheme, TableKey, TableScheme
 
 FALLBACK_SCHEME = PermutedScheme(bits=64, max_distance=3, blocks=4)
@@ -108,20 +110,15 @@ class MinHashLshScheme(TableScheme):
         return keys
 
     def _text_slots(self, sketch: bytes | None) -> bytes | None:
-        """The bytes of the slots the bands read, or None (see :meth:`band_keys`). The
-        header is checked as signature.decode_sketch checks it, without importing it."""
-        if sketch is None or len(sketch) < SKETCH_HEADER_BYTES:
+        """The bytes of the slots the bands read, or None (see :meth:`band_keys`)."""
+        if sketch is None:
             return None
-        version, flags, text_log, page_log = sketch[0], sketch[1], sketch[2], sketch[3]
-        if version != 1 or text_log > 15 or page_log > 15:
+        try:
+            text = sketch_parts(sketch).text
+        except ValueError:  # not a sketch's bytes
             return None
-        text_slots = 1 << text_log
-        page_slots = (1 << page_log) if flags & 1 else 0
-        if len(sketch) != SKETCH_HEADER_BYTES + 2 * (text_slots + page_slots):
-            return None
-        if text_slots < self.slots_needed:
-            return None
-        return sketch[SKETCH_HEADER_BYTES : SKETCH_HEADER_BYTES + 2 * self.slots_needed]
+        needed = 2 * self.slots_needed
+        return text[:needed] if len(text) >= needed else None
 
     def fallback_items(self, fingerprint: int) -> list[TableKey]:
         """The fingerprint's keys in the fallback tables."""
